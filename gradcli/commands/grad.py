@@ -1,0 +1,61 @@
+"""``gradcli grad``."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from gradcli.commands.common import (AtOption, DType, DTypeOption, FormatOption, OutputFormat, ShowCodeOption,
+                                     SymbolicTimeoutOption, finish, handle_errors)
+from gradcli.finite_diff import Scheme
+
+
+@handle_errors
+def grad(
+    expressions: Annotated[list[str], typer.Argument(help="One or more expressions, e.g. \"(x1+5)*x2**2\".",
+                                                     show_default=False)],
+    *,
+    at: AtOption = None,
+    wrt: Annotated[Optional[str], typer.Option(
+        "--wrt", help="Differentiate by these variables only (comma-separated); the others are unwatched constants.")] = None,
+    method: Annotated[str, typer.Option(
+        "--method", "-m", help="Comma-separated subset of symbolic,tape,fd.")] = "symbolic,tape,fd",
+    scheme: Annotated[Scheme, typer.Option("--scheme", help="Finite-difference formula.")] = Scheme.central,
+    eps: Annotated[Optional[float], typer.Option(
+        "--eps", help="Fixed finite-difference step (default: follows dtype and scheme, and is shown).")] = None,
+    dtype: DTypeOption = DType.float64,
+    output: FormatOption = OutputFormat.table,
+    show_code: ShowCodeOption = False,
+    symbolic_timeout: SymbolicTimeoutOption = 10.0,
+) -> None:
+    """The gradient at a point: SymPy's exact value, TensorFlow's GradientTape and finite differences.
+
+    Several expressions give one row each (the Jacobian) and the sum the tape returns for several targets.
+    """
+    from gradcli.gradient import compute_gradient
+    from gradcli.render.common import print_diagnostics
+
+    report = compute_gradient(expressions, at=at, wrt=wrt, methods=method, scheme=scheme.value, eps=eps,
+                              dtype=dtype.value, symbolic_time_limit=symbolic_timeout)
+    if show_code:
+        from gradcli.expr import parse
+        from gradcli.points import parse_point
+        from gradcli.tape import show_code_grad
+
+        trees = [parse(e).tree for e in expressions]
+        print(show_code_grad(trees, report.expressions, parse_point(at).values, report.wrt, report.dtype), end="")
+    elif output is OutputFormat.json:
+        from gradcli.render.grad import grad_json
+
+        print(grad_json(report))
+    elif output is OutputFormat.csv:
+        from gradcli.render.grad import grad_csv
+
+        print(grad_csv(report), end="")
+    else:
+        from gradcli.render.grad import grad_table
+
+        grad_table(report)
+    print_diagnostics(report.warnings, report.notes)
+    finish(report.failed)

@@ -1,0 +1,62 @@
+"""Shared pieces of rendering: number formats, strict JSON, CSV writing, the rich consoles."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import sys
+from typing import Any, Iterable
+
+
+def number(x: float | None) -> str:
+    """A value with every digit float64 needs to round-trip, so FD's error is visible (7.999999999999119)."""
+    if x is None:
+        return "undefined"
+    if isinstance(x, float) and not math.isfinite(x):
+        return "undefined"
+    return repr(float(x))
+
+
+def error(x: float | None) -> str:
+    if x is None:
+        return "-"
+    if x == 0:
+        return "0"
+    return f"{x:.2e}"
+
+
+def to_json(doc: dict) -> str:
+    """Strict JSON: ``allow_nan=False`` fails loudly rather than print NaN/Infinity tokens."""
+    return json.dumps(doc, indent=2, allow_nan=False)
+
+
+def to_csv(header: list[str], rows: Iterable[list[Any]]) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(header)
+    for row in rows:
+        writer.writerow(["" if v is None else (repr(v) if isinstance(v, float) else v) for v in row])
+    return buf.getvalue()
+
+
+def stdout_console():
+    from rich.console import Console
+
+    # Wide enough for long formulas when piped; a terminal keeps its own width.
+    return Console(file=sys.stdout, highlight=False, width=None if sys.stdout.isatty() else 160)
+
+
+def stderr_console():
+    from rich.console import Console
+
+    return Console(file=sys.stderr, highlight=False, width=None if sys.stderr.isatty() else 160)
+
+
+def print_diagnostics(warnings: list[str], notes: list[str]) -> None:
+    """Warnings and notes go to stderr, one line each."""
+    for w in warnings:
+        print(f"gradcli: warning: {w}", file=sys.stderr)
+    for n in notes:
+        print(f"gradcli: note: {n}", file=sys.stderr)

@@ -1,0 +1,76 @@
+"""Rendering of :class:`gradcli.results.GradientReport`."""
+
+from __future__ import annotations
+
+from gradcli.render.common import error, number, stdout_console, to_csv, to_json
+from gradcli.results import GradientReport
+
+_LABEL = {"symbolic": "exact (SymPy)", "tape": "tape (TF)", "fd": "fd"}
+
+
+def grad_json(report: GradientReport) -> str:
+    return to_json(report.to_dict())
+
+
+def grad_csv(report: GradientReport) -> str:
+    header = ["expression", "variable", "formula", "symbolic", "tape", "tape_error", "fd", "fd_error",
+              "fd_step", "unconnected"]
+    rows = []
+    for r in report.results:
+        for v in report.wrt:
+            rows.append([
+                r.expression, v, r.formula.get(v),
+                r.gradient.get("symbolic", {}).get(v),
+                r.gradient.get("tape", {}).get(v), r.error.get("tape", {}).get(v),
+                r.gradient.get("fd", {}).get(v), r.error.get("fd", {}).get(v),
+                report.fd_steps.get(v) if "fd" in r.gradient else None,
+                "yes" if v in r.unconnected else "",
+            ])
+    if report.sum:
+        for v in report.wrt:
+            rows.append(["sum", v, None, report.sum.get("symbolic", {}).get(v), report.sum.get("tape", {}).get(v),
+                         None, report.sum.get("fd", {}).get(v), None, None, ""])
+    return to_csv(header, rows)
+
+
+def grad_table(report: GradientReport) -> None:
+    from rich.table import Table
+
+    console = stdout_console()
+    point = ", ".join(f"{k} = {number(v)}" for k, v in report.point.items())
+    console.print(f"[bold]point[/bold]  {point}    [bold]dtype[/bold]  {report.dtype}")
+    if report.fd_scheme:
+        steps = ", ".join(f"h({k}) = {v:.3g}" for k, v in report.fd_steps.items())
+        console.print(f"[bold]fd[/bold]     {report.fd_scheme} differences, {steps}")
+    methods = [m for m in ("symbolic", "tape", "fd") if m in report.methods]
+    for r in report.results:
+        table = Table(title=f"gradient of {r.expression}   (value {number(r.value)})", title_justify="left")
+        table.add_column("variable", style="bold")
+        if "symbolic" in methods:
+            table.add_column("formula", overflow="fold")
+        for m in methods:
+            table.add_column(_LABEL[m], justify="right")
+            if m != "symbolic" and "symbolic" in methods:
+                table.add_column(f"{m} error", justify="right")
+        for v in report.wrt:
+            row = [v]
+            if "symbolic" in methods:
+                row.append(r.formula.get(v, ""))
+            for m in methods:
+                cell = number(r.gradient.get(m, {}).get(v))
+                if m == "tape" and v in r.unconnected:
+                    cell += " (unconnected)"
+                row.append(cell)
+                if m != "symbolic" and "symbolic" in methods:
+                    row.append(error(r.error.get(m, {}).get(v)))
+            table.add_row(*row)
+        console.print(table)
+    if report.sum:
+        table = Table(title="sum of all expressions (what tape.gradient([z1, z2, ...], x) returns)",
+                      title_justify="left")
+        table.add_column("variable", style="bold")
+        for m in methods:
+            table.add_column(_LABEL[m], justify="right")
+        for v in report.wrt:
+            table.add_row(v, *[number(report.sum.get(m, {}).get(v)) for m in methods])
+        console.print(table)

@@ -1,0 +1,98 @@
+"""Result objects: what a command computed, independent of how it is shown.
+
+Each report has ``to_dict()`` (the JSON document; non-finite floats become ``null``) and a
+``failed`` flag: a result that could not be computed everywhere makes the CLI exit 1.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+METHODS = ("symbolic", "tape", "fd")
+
+
+def finite_or_none(x: float | None) -> float | None:
+    if x is None:
+        return None
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def clean(obj: Any) -> Any:
+    """Recursively replace NaN/inf by None so that the JSON is strict."""
+    if isinstance(obj, float):
+        return finite_or_none(obj)
+    if isinstance(obj, dict):
+        return {k: clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [clean(v) for v in obj]
+    return obj
+
+
+def shortest(x: float | None, dtype: str) -> float | None:
+    """A float32 result written with the digits float32 needs (9.0, -0.33333334), not float64's."""
+    if x is None or not math.isfinite(x) or dtype == "float64":
+        return x
+    import numpy as np
+
+    return float(repr(np.float32(x)).replace("np.float32(", "").rstrip(")"))
+
+
+@dataclass
+class ExpressionGradient:
+    """The gradient of one expression by each method that ran."""
+
+    expression: str
+    value: float | None
+    formula: dict[str, str] = field(default_factory=dict)
+    gradient: dict[str, dict[str, float | None]] = field(default_factory=dict)
+    error: dict[str, dict[str, float | None]] = field(default_factory=dict)
+    unconnected: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {
+            "expression": self.expression,
+            "value": self.value,
+            "formula": self.formula,
+            "gradient": self.gradient,
+            "error": self.error,
+            "unconnected": self.unconnected,
+        }
+
+
+@dataclass
+class GradientReport:
+    """``gradcli grad``: gradients of one or more expressions at one point."""
+
+    expressions: list[str]
+    point: dict[str, float]
+    dtype: str
+    wrt: list[str]
+    methods: list[str]
+    results: list[ExpressionGradient]
+    fd_scheme: str | None = None
+    fd_steps: dict[str, float] = field(default_factory=dict)
+    sum: dict[str, dict[str, float | None]] | None = None
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    failed: bool = False
+    command: str = "grad"
+
+    def to_dict(self) -> dict:
+        doc: dict[str, Any] = {
+            "command": self.command,
+            "expressions": self.expressions,
+            "point": self.point,
+            "dtype": self.dtype,
+            "wrt": self.wrt,
+            "methods": self.methods,
+            "fd": None if self.fd_scheme is None else {"scheme": self.fd_scheme, "step": self.fd_steps},
+            "results": [r.to_dict() for r in self.results],
+        }
+        if self.sum is not None:
+            doc["sum"] = self.sum
+        doc["warnings"] = self.warnings
+        doc["notes"] = self.notes
+        return clean(doc)

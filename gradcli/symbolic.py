@@ -1,0 +1,125 @@
+"""SymPy: exact derivatives and their values, the reference the numerical methods are judged by.
+
+SymPy objects are built node by node from gradcli's own tree (never ``sympify``/``parse_expr``,
+which run ``eval``). Symbols are created ``real=True`` so that ``diff(abs(x))`` is ``sign(x)``.
+SymPy can take unbounded time on small inputs, so every call goes through :func:`run_bounded`.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from typing import Any, Callable
+
+from gradcli.expr import Add, Call, Const, Mul, Neg, Node, Num, Pow, Var
+
+# Seconds SymPy may spend on one command before its column is left out.
+DEFAULT_TIME_LIMIT = 10.0
+# Digits for evaluating exact values; float64 needs 17, the rest guards against cancellation.
+EVAL_DIGITS = 30
+
+
+class SymbolicTimeout(Exception):
+    """SymPy did not finish within the time limit (the caller leaves the column out with a note)."""
+
+
+def run_bounded(fn: Callable[[], Any], seconds: float) -> Any:
+    """Run ``fn`` in a daemon thread and give up after ``seconds`` (SymPy cannot be interrupted;
+    the thread is abandoned and dies with the process)."""
+    box: dict[str, Any] = {}
+
+    def target():
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # re-raised in the caller's thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, daemon=True, name="gradcli-sympy")
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        raise SymbolicTimeout(f"SymPy took longer than {seconds:g} s")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def symbols_for(names) -> dict[str, Any]:
+    import sympy as sp
+
+    return {n: sp.Symbol(n, real=True) for n in names}
+
+
+def to_sympy(tree: Node, symbols: dict[str, Any]):
+    """Build the SymPy expression for ``tree``. ``symbols`` maps variable names to SymPy symbols."""
+    import sympy as sp
+
+    def build(node: Node):
+        if isinstance(node, Num):
+            v = node.value
+            return sp.Integer(v.numerator) if v.denominator == 1 else sp.Rational(v.numerator, v.denominator)
+        if isinstance(node, Const):
+            return sp.pi if node.name == "pi" else sp.E
+        if isinstance(node, Var):
+            return symbols[node.name]
+        if isinstance(node, Neg):
+            return -build(node.operand)
+        if isinstance(node, Add):
+            return sp.Add(*[build(t) if s > 0 else -build(t) for s, t in node.terms])
+        if isinstance(node, Mul):
+            return sp.Mul(*[1 / build(f) if d else build(f) for d, f in node.factors])
+        if isinstance(node, Pow):
+            return sp.Pow(build(node.base), build(node.exponent))
+        if isinstance(node, Call):
+            args = [build(a) for a in node.args]
+            return _SYMPY_FUNCTIONS[node.func](sp, *args)
+        raise TypeError(node)
+
+    return build(tree)
+
+
+_SYMPY_FUNCTIONS: dict[str, Callable] = {
+    "sin": lambda sp, x: sp.sin(x), "cos": lambda sp, x: sp.cos(x), "tan": lambda sp, x: sp.tan(x),
+    "sec": lambda sp, x: sp.sec(x), "csc": lambda sp, x: sp.csc(x), "cot": lambda sp, x: sp.cot(x),
+    "asin": lambda sp, x: sp.asin(x), "acos": lambda sp, x: sp.acos(x), "atan": lambda sp, x: sp.atan(x),
+    "sinh": lambda sp, x: sp.sinh(x), "cosh": lambda sp, x: sp.cosh(x), "tanh": lambda sp, x: sp.tanh(x),
+    "asinh": lambda sp, x: sp.asinh(x), "acosh": lambda sp, x: sp.acosh(x), "atanh": lambda sp, x: sp.atanh(x),
+    "exp": lambda sp, x: sp.exp(x),
+    "log": lambda sp, x, b=None: sp.log(x) if b is None else sp.log(x, b),
+    "log2": lambda sp, x: sp.log(x, 2), "log10": lambda sp, x: sp.log(x, 10),
+    "sqrt": lambda sp, x: sp.sqrt(x), "abs": lambda sp, x: sp.Abs(x),
+    "atan2": lambda sp, y, x: sp.atan2(y, x), "erf": lambda sp, x: sp.erf(x),
+    "sigmoid": lambda sp, x: 1 / (1 + sp.exp(-x)),
+}
+
+
+def exact_point(point_exact: dict[str, Node], symbols: dict[str, Any]) -> dict[Any, Any]:
+    """The point as exact SymPy numbers, keyed by symbol (only the symbols in ``symbols``)."""
+    return {symbols[k]: to_sympy(v, {}) for k, v in point_exact.items() if k in symbols}
+
+
+def value_at(expr, subs: dict) -> float | None:
+    """The real float value of ``expr`` at ``subs``, or None where it is undefined or not real.
+
+    ``evalf(subs=...)`` evaluates numerically with mpmath instead of substituting first, which would
+    have SymPy compute exact powers like ``2**(10**100)``.
+    """
+    import sympy as sp
+
+    if expr.is_number and expr.is_zero:
+        return 0.0
+    v = expr.evalf(EVAL_DIGITS, subs=subs)
+    if v.has(sp.zoo, sp.nan, sp.oo, -sp.oo) or not v.is_number:
+        return None
+    re_part, im_part = v.as_real_imag()
+    if im_part != 0 and abs(float(im_part)) > 1e-25 * max(1.0, abs(float(re_part))):
+        return None
+    try:
+        f = float(re_part)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+def formula_text(expr) -> str:
+    return str(expr)

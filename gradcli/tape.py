@@ -1,0 +1,251 @@
+"""TensorFlow ``GradientTape``: the automatic-differentiation column.
+
+TensorFlow is imported only here, and only when a tape is needed: it takes seconds to load.
+:func:`load_tensorflow` silences its start-up log lines (they go to file descriptor 2 from C++,
+before ``TF_CPP_MIN_LOG_LEVEL`` is even read by some of them), so they never reach the user.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import warnings
+from typing import Any
+
+from gradcli.evaluate import Backend, compile_expression
+from gradcli.expr import CONSTANTS, Add, Call, Const, Mul, Neg, Node, Num, Pow, Var, is_constant
+
+_tf = None
+
+
+@contextlib.contextmanager
+def _stderr_silenced():
+    """Point file descriptor 2 at /dev/null (C++ logging ignores sys.stderr)."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError, AttributeError):
+        yield
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
+def load_tensorflow():
+    """Import TensorFlow once, quietly, and return the module."""
+    global _tf
+    if _tf is not None:
+        return _tf
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
+    os.environ.setdefault("ABSL_MIN_LOG_LEVEL", "3")
+    with _stderr_silenced(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import tensorflow as tf
+
+        tf.get_logger().setLevel("ERROR")
+        try:
+            import absl.logging
+
+            absl.logging.set_verbosity(absl.logging.ERROR)
+        except ImportError:  # pragma: no cover - absl comes with TensorFlow
+            pass
+        # The first op initialises the runtime, which may log too: do it while silenced.
+        tf.constant(0.0) + 1.0
+    _tf = tf
+    return tf
+
+
+_TF_BACKENDS: dict[str, Backend] = {}
+
+
+def tf_backend(dtype: str) -> Backend:
+    """TensorFlow ops in ``dtype``; constants are float tensors (an int32 constant has no gradient)."""
+    if dtype in _TF_BACKENDS:
+        return _TF_BACKENDS[dtype]
+    tf = load_tensorflow()
+    tf_dtype = tf.as_dtype(dtype)
+
+    def const(v: float):
+        return tf.constant(v, dtype=tf_dtype)
+
+    def log(x, base=None):
+        return tf.math.log(x) if base is None else tf.math.log(x) / tf.math.log(base)
+
+    ln2 = const(0.6931471805599453)
+    ln10 = const(2.302585092994046)
+    backend = Backend(
+        name=f"tensorflow-{dtype}",
+        const=const,
+        pow=tf.pow,
+        div=tf.math.divide,
+        functions={
+            "sin": tf.sin, "cos": tf.cos, "tan": tf.tan,
+            "sec": lambda x: 1 / tf.cos(x), "csc": lambda x: 1 / tf.sin(x), "cot": lambda x: 1 / tf.tan(x),
+            "asin": tf.asin, "acos": tf.acos, "atan": tf.atan,
+            "sinh": tf.sinh, "cosh": tf.cosh, "tanh": tf.tanh,
+            "asinh": tf.asinh, "acosh": tf.acosh, "atanh": tf.atanh,
+            "exp": tf.exp, "log": log,
+            "log2": lambda x: tf.math.log(x) / ln2, "log10": lambda x: tf.math.log(x) / ln10,
+            "sqrt": tf.sqrt, "abs": tf.abs, "atan2": tf.math.atan2, "erf": tf.math.erf,
+            "sigmoid": tf.math.sigmoid,
+        },
+    )
+    _TF_BACKENDS[dtype] = backend
+    return backend
+
+
+def tape_gradient(trees: list[Node], values: dict[str, float], wrt: list[str], *, dtype: str = "float64"):
+    """Gradients of each tree with one persistent tape, as the TF guide does.
+
+    The variables in ``wrt`` are ``tf.Variable``s; the others are ``tf.constant``s the tape does not
+    watch. Returns ``(per_tree, unconnected, summed, values)``: ``per_tree[i][name]`` is a float,
+    ``unconnected[i]`` the names the tape reported as not connected (``None``; reported here as 0),
+    ``summed`` is ``tape.gradient([z1, z2, ...], xs)`` (TF sums several targets), and ``values`` the
+    function values.
+    """
+    tf = load_tensorflow()
+    backend = tf_backend(dtype)
+    tf_dtype = tf.as_dtype(dtype)
+    env: dict[str, Any] = {}
+    variables = []
+    for name, v in values.items():
+        if name in wrt:
+            var = tf.Variable(v, dtype=tf_dtype, name=name)
+            variables.append(var)
+            env[name] = var
+        else:
+            env[name] = tf.constant(v, dtype=tf_dtype)
+    fns = [compile_expression(t, backend) for t in trees]
+    with tf.GradientTape(persistent=True) as tape:
+        targets = [tf.convert_to_tensor(fn(env), dtype=tf_dtype) for fn in fns]
+    per_tree: list[dict[str, float]] = []
+    unconnected: list[list[str]] = []
+    for z in targets:
+        grads = tape.gradient(z, variables)
+        per_tree.append({n: 0.0 if g is None else float(g.numpy()) for n, g in zip(wrt, grads)})
+        unconnected.append([n for n, g in zip(wrt, grads) if g is None])
+    summed_grads = tape.gradient(targets, variables, unconnected_gradients=tf.UnconnectedGradients.ZERO)
+    summed = {n: float(g.numpy()) for n, g in zip(wrt, summed_grads)}
+    del tape
+    return per_tree, unconnected, summed, [float(z.numpy()) for z in targets]
+
+
+# ---------------------------------------------------------------------------------------------
+# --show-code: the same computation as a short TensorFlow program in the guide's style
+# ---------------------------------------------------------------------------------------------
+_TF_FUNCTION_CODE = {
+    "sin": "tf.sin({0})", "cos": "tf.cos({0})", "tan": "tf.tan({0})",
+    "sec": "1 / tf.cos({0})", "csc": "1 / tf.sin({0})", "cot": "1 / tf.tan({0})",
+    "asin": "tf.asin({0})", "acos": "tf.acos({0})", "atan": "tf.atan({0})",
+    "sinh": "tf.sinh({0})", "cosh": "tf.cosh({0})", "tanh": "tf.tanh({0})",
+    "asinh": "tf.asinh({0})", "acosh": "tf.acosh({0})", "atanh": "tf.atanh({0})",
+    "exp": "tf.exp({0})", "log": "tf.math.log({0})", "log2": "tf.math.log({0}) / math.log(2)",
+    "log10": "tf.math.log({0}) / math.log(10)", "sqrt": "tf.sqrt({0})", "abs": "tf.abs({0})",
+    "atan2": "tf.math.atan2({0}, {1})", "erf": "tf.math.erf({0})", "sigmoid": "tf.math.sigmoid({0})",
+}
+
+
+def tf_code(tree: Node) -> str:
+    """Python source computing ``tree`` with TensorFlow ops on variables named like gradcli's.
+
+    Constant sub-expressions are written as their float64 value, so every TF op gets a tensor.
+    """
+    from gradcli.evaluate import PYTHON_FLOAT64, evaluate
+
+    def code(node: Node) -> tuple[str, bool]:
+        """Return (source, atomic): atomic text never needs parentheses as an operand."""
+        if is_constant(node):
+            value = evaluate(node, {}, PYTHON_FLOAT64)
+            return repr(value), value >= 0
+        if isinstance(node, Var):
+            return node.name, True
+        if isinstance(node, Neg):
+            return f"-{operand(node.operand, allow_pow=True)}", False
+        if isinstance(node, Add):
+            parts = []
+            for k, (sign, term) in enumerate(node.terms):
+                text, _ = code(term)
+                if k > 0 and isinstance(term, (Add, Neg)):
+                    text = f"({text})"
+                parts.append(text if k == 0 else (" + " if sign > 0 else " - ") + text)
+            return "".join(parts), False
+        if isinstance(node, Mul):
+            parts = []
+            for k, (divide, factor) in enumerate(node.factors):
+                text = operand(factor, allow_pow=True)
+                parts.append(text if k == 0 else (" / " if divide else " * ") + text)
+            return "".join(parts), False
+        if isinstance(node, Pow):
+            return f"{operand(node.base)} ** {operand(node.exponent)}", False
+        if isinstance(node, Call):
+            if node.func == "log" and len(node.args) == 2:
+                x, b = node.args
+                return f"tf.math.log({code(x)[0]}) / tf.math.log({tensor(b)})", False
+            if node.func == "atan2":
+                y, x = node.args
+                return f"tf.math.atan2({tensor(y)}, {tensor(x)})", True
+            text = _TF_FUNCTION_CODE[node.func].format(*(code(a)[0] for a in node.args))
+            return text, "/" not in text
+        raise TypeError(node)
+
+    def operand(node: Node, allow_pow: bool = False) -> str:
+        text, atomic = code(node)
+        return text if atomic or (allow_pow and isinstance(node, Pow)) else f"({text})"
+
+    def tensor(node: Node) -> str:
+        # A function of constants only needs a tensor argument of the right dtype.
+        text = code(node)[0]
+        return f"tf.constant({text}, dtype=DTYPE)" if is_constant(node) else text
+
+    return code(tree)[0]
+
+
+def show_code_grad(trees: list[Node], texts: list[str], values: dict[str, float], wrt: list[str],
+                   dtype: str) -> str:
+    """A runnable program reproducing ``gradcli grad``'s tape column."""
+    lines = [
+        "# Generated by gradcli: the tape column of `gradcli grad`, as the TensorFlow guide writes it.",
+        "import math",
+        "",
+        "import tensorflow as tf",
+        "",
+        f"DTYPE = tf.{dtype}",
+    ]
+    for name, v in values.items():
+        if name in wrt:
+            lines.append(f"{name} = tf.Variable({v!r}, dtype=DTYPE)")
+        else:
+            lines.append(f"{name} = tf.constant({v!r}, dtype=DTYPE)  # not watched: no gradient")
+    sources = ", ".join(wrt)
+    lines.append("")
+    lines.append("with tf.GradientTape(persistent=True) as tape:")
+    names = []
+    for i, (tree, text) in enumerate(zip(trees, texts)):
+        z = "z" if len(trees) == 1 else f"z{i + 1}"
+        names.append(z)
+        body = tf_code(tree)
+        if is_constant(tree):
+            body = f"tf.constant({body}, dtype=DTYPE)"
+        lines.append(f"    {z} = {body}  # {text}")
+    lines.append("")
+    for z in names:
+        lines.append(f"grads = tape.gradient({z}, [{sources}], "
+                     "unconnected_gradients=tf.UnconnectedGradients.ZERO)")
+        for k, name in enumerate(wrt):
+            lines.append(f"print('d{z}/d{name} =', grads[{k}].numpy())")
+    if len(names) > 1:
+        lines.append("# Several targets at once: the tape returns the gradient of their sum.")
+        lines.append(f"grads = tape.gradient([{', '.join(names)}], [{sources}], "
+                     "unconnected_gradients=tf.UnconnectedGradients.ZERO)")
+        for k, name in enumerate(wrt):
+            lines.append(f"print('d(sum)/d{name} =', grads[{k}].numpy())")
+    lines.append("del tape  # a persistent tape holds its resources until deleted")
+    return "\n".join(lines) + "\n"
