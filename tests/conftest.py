@@ -1,0 +1,37 @@
+"""Shared test helpers: a CliRunner that keeps stderr apart, and a JSON-invoking shortcut."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from typer.testing import CliRunner
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+
+@pytest.fixture(scope="session")
+def runner() -> CliRunner:
+    # Typer >= 0.12's CliRunner keeps stdout and stderr apart (result.stdout / result.stderr).
+    return CliRunner()
+
+
+@pytest.fixture(scope="session")
+def invoke(runner):
+    from gradcli.cli import app
+
+    def run(*args: str):
+        return runner.invoke(app, list(args), catch_exceptions=False)
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def invoke_json(invoke):
+    def run(*args: str, code: int = 0):
+        result = invoke(*args, "--format", "json")
+        assert result.exit_code == code, (result.stdout, result.stderr)
+        return json.loads(result.stdout)
+
+    return run
