@@ -1,0 +1,455 @@
+"""``hessian``: the matrix of second derivatives at a point, three ways, and what it says there.
+
+- tape: nested ``GradientTape``s, the outer one over the inner one's gradient, as the TF guide does.
+  For a few variables, one ``outer.gradient`` per row exactly like the guide, so every entry the tape
+  reports as unconnected (``None``) is known and shown as a structural zero. For more variables,
+  ``outer.jacobian`` of the gradient (vectorised with pfor) inside one ``tf.function``.
+- fd: central second differences, every stencil point evaluated at once with NumPy arrays.
+- symbolic: SymPy's exact Hessian, its value at the exactly-typed point, under a time bound.
+
+The analysis (eigenvalues, definiteness, critical point, ...) is :func:`gradcli.analysis.analyse_hessian`
+on the most trustworthy matrix available: exact, else tape, else fd.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from gradcli import symbolic
+from gradcli.analysis import HessianAnalysis, analyse_hessian, zero_tolerance
+from gradcli.errors import UsageError
+from gradcli.evaluate import PYTHON_FLOAT64, compile_expression, numpy_backend
+from gradcli.expr import Expression, Node, parse
+from gradcli.finite_diff import MACHINE_EPSILON, SECOND_DIFFERENCE_POWER
+from gradcli.gradient import check_dtype, check_eps, parse_methods, resolve_wrt
+from gradcli.points import Point, check_covers, parse_point
+from gradcli.results import METHODS, clean, shortest
+
+# Up to this many variables the tape takes one outer gradient per row (the guide's way), which shows
+# every unconnected entry; above it, one vectorised ``tape.jacobian`` call does all rows.
+ROWS_MAX = 10
+
+Matrix = list[list[float | None]]
+
+
+@dataclass
+class HessianReport:
+    """``gradcli hessian``: everything computed, independent of how it is shown."""
+
+    expression: str
+    point: dict[str, float]
+    dtype: str
+    variables: list[str]
+    methods: list[str]
+    value: float | None
+    gradient: dict[str, dict[str, float | None]] = field(default_factory=dict)
+    hessian: dict[str, Matrix] = field(default_factory=dict)
+    formulas: list[list[str]] | None = None
+    error: dict[str, float | None] = field(default_factory=dict)
+    symmetry: dict[str, float | None] = field(default_factory=dict)
+    structural_zeros: list[tuple[str, str]] = field(default_factory=list)
+    tape_mode: str | None = None
+    fd_steps: dict[str, float] = field(default_factory=dict)
+    analysis: HessianAnalysis | None = None
+    analysis_source: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    failed: bool = False
+    command: str = "hessian"
+
+    def to_dict(self) -> dict:
+        a = self.analysis
+        doc: dict[str, Any] = {
+            "command": self.command,
+            "expression": self.expression,
+            "point": self.point,
+            "dtype": self.dtype,
+            "variables": self.variables,
+            "methods": self.methods,
+            "value": self.value,
+            "gradient": self.gradient,
+            "hessian": self.hessian,
+            "error": self.error,
+            "symmetry": self.symmetry,
+            "structural_zeros": [list(p) for p in self.structural_zeros],
+            "tape": None if self.tape_mode is None else {"mode": self.tape_mode},
+            "fd": None if "fd" not in self.methods else {"scheme": "central second differences",
+                                                         "step": self.fd_steps},
+            "analysis_source": self.analysis_source,
+            "eigenvalues": a.eigenvalues if a else None,
+            "definiteness": a.definiteness if a else None,
+            "critical_point": a.critical_point if a else None,
+            "condition_number": a.condition_number if a else None,
+            "max_stable_learning_rate": a.max_stable_learning_rate if a else None,
+        }
+        if self.formulas is not None:
+            doc["formulas"] = self.formulas
+        doc["warnings"] = self.warnings
+        doc["notes"] = self.notes
+        return clean(doc)
+
+
+# ---------------------------------------------------------------------------------------------
+# tape
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class TapeHessian:
+    value: float
+    gradient: list[float]
+    matrix: list[list[float]]
+    structural: list[tuple[int, int]]  # (row, column) entries the tape reported as unconnected
+    mode: str  # "rows" | "jacobian"
+
+
+def tape_hessian(tree: Node, values: dict[str, float], wrt: list[str], *, dtype: str = "float64",
+                 mode: str | None = None) -> TapeHessian:
+    """The Hessian of ``tree`` by nested tapes. ``mode``: "rows" (the guide), "jacobian" or None (by size)."""
+    from gradcli.tape import load_tensorflow, tf_backend
+
+    tf = load_tensorflow()
+    mode = mode or ("rows" if len(wrt) <= ROWS_MAX else "jacobian")
+    tf_dtype = tf.as_dtype(dtype)
+    f = compile_expression(tree, tf_backend(dtype))
+    constants = {k: tf.constant(v, dtype=tf_dtype) for k, v in values.items() if k not in wrt}
+    n = len(wrt)
+    if mode == "rows":
+        xs = [tf.Variable(values[k], dtype=tf_dtype, name=k) for k in wrt]
+        env = {**constants, **dict(zip(wrt, xs))}
+        with tf.GradientTape(persistent=True) as outer:
+            with tf.GradientTape() as inner:
+                z = tf.convert_to_tensor(f(env), dtype=tf_dtype)
+            grads = inner.gradient(z, xs, unconnected_gradients=tf.UnconnectedGradients.ZERO)
+        # The guide's loop: None where a gradient entry does not depend on a variable at all.
+        rows = [outer.gradient(g, xs) for g in grads]
+        del outer
+        structural = [(i, j) for i, row in enumerate(rows) for j, h in enumerate(row) if h is None]
+        matrix = [[0.0 if h is None else float(h.numpy()) for h in row] for row in rows]
+        return TapeHessian(float(z.numpy()), [float(g.numpy()) for g in grads], matrix, structural, "rows")
+    if mode != "jacobian":
+        raise ValueError(mode)
+
+    # One traced function: eager pfor re-traces the jacobian's loop body on every call anyway.
+    @tf.function
+    def nested(x):
+        with tf.GradientTape() as outer:
+            outer.watch(x)
+            with tf.GradientTape() as inner:
+                inner.watch(x)
+                parts = tf.unstack(x, num=n)
+                z = tf.convert_to_tensor(f({**constants, **dict(zip(wrt, parts))}), dtype=tf_dtype)
+            g = inner.gradient(z, x, unconnected_gradients=tf.UnconnectedGradients.ZERO)
+        h = outer.jacobian(g, x, unconnected_gradients=tf.UnconnectedGradients.ZERO)
+        return z, g, h
+
+    z, g, h = nested(tf.constant([values[k] for k in wrt], dtype=tf_dtype))
+    # pfor cannot say which single entries were unconnected; the rows and columns of variables the
+    # expression does not contain are (the inner tape's gradient there is None).
+    used = set(_tree_variables(tree))
+    structural = [(i, j) for i in range(n) for j in range(n) if wrt[i] not in used or wrt[j] not in used]
+    return TapeHessian(float(z.numpy()), [float(v) for v in g.numpy()], h.numpy().astype(float).tolist(),
+                       structural, "jacobian")
+
+
+def _tree_variables(tree: Node) -> list[str]:
+    from gradcli.expr import Var, walk
+
+    return [n.name for n in walk(tree) if isinstance(n, Var)]
+
+
+# ---------------------------------------------------------------------------------------------
+# finite differences
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class FdHessian:
+    value: float
+    gradient: list[float]  # central first differences from the same stencil (step eps^(1/4): rough)
+    matrix: list[list[float]]
+    steps: list[float]
+
+
+def second_difference_steps(values: dict[str, float], wrt: list[str], dtype: str, eps: float | None) -> list[float]:
+    """eps^(1/4)*max(1,|x|): balances the h^2 truncation and eps/h^2 rounding of second differences."""
+    if eps is not None:
+        return [eps] * len(wrt)
+    return [MACHINE_EPSILON[dtype] ** SECOND_DIFFERENCE_POWER * max(1.0, abs(values[k])) for k in wrt]
+
+
+def fd_hessian(tree: Node, values: dict[str, float], wrt: list[str], *, dtype: str = "float64",
+               eps: float | None = None) -> FdHessian:
+    """Central second differences, all 1 + 2n^2 stencil points evaluated in one vectorised call.
+
+    diagonal: (f(x+h_i) - 2 f(x) + f(x-h_i)) / h_i^2
+    mixed:    (f(x+h_i+h_j) - f(x+h_i-h_j) - f(x-h_i+h_j) + f(x-h_i-h_j)) / (4 h_i h_j)
+    Everything, the steps included, is in ``dtype``: float32 shows float32's own error.
+    """
+    import numpy as np
+
+    t = np.dtype(dtype).type
+    n = len(wrt)
+    x0 = np.array([values[k] for k in wrt], dtype=t)
+    requested = np.array(second_difference_steps(values, wrt, dtype, eps), dtype=t)
+    with np.errstate(all="ignore"):  # overflow/invalid become inf/nan, reported by the caller
+        # The step actually taken: (x + h) - x is exact in dtype, h itself may not be.
+        h = (x0 + requested) - x0
+        h = np.where(h == 0, requested, h)
+        # Stencil offsets in units of the steps: row 0 the centre, then +-e_i, then the four corners.
+        offsets = [np.zeros(n)]
+        for i in range(n):
+            for s in (1, -1):
+                e = np.zeros(n)
+                e[i] = s
+                offsets.append(e)
+        pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]
+        for i, j in pairs:
+            for si, sj in ((1, 1), (1, -1), (-1, 1), (-1, -1)):
+                e = np.zeros(n)
+                e[i], e[j] = si, sj
+                offsets.append(e)
+        points = x0 + np.array(offsets, dtype=t) * h  # shape (1 + 2n^2, n), in dtype
+        env = {k: t(v) for k, v in values.items() if k not in wrt}
+        env.update({k: points[:, c] for c, k in enumerate(wrt)})
+        fx = compile_expression(tree, numpy_backend(dtype))(env)
+        fx = np.broadcast_to(np.asarray(fx, dtype=t), (len(offsets),))
+        centre = fx[0]
+        plus, minus = fx[1:1 + 2 * n:2], fx[2:2 + 2 * n:2]
+        matrix = np.zeros((n, n), dtype=t)
+        diag = (plus - 2 * centre + minus) / (h * h)
+        matrix[np.arange(n), np.arange(n)] = diag
+        if pairs:
+            corners = fx[1 + 2 * n:].reshape(len(pairs), 4)
+            ii = np.array([p[0] for p in pairs])
+            jj = np.array([p[1] for p in pairs])
+            mixed = (corners[:, 0] - corners[:, 1] - corners[:, 2] + corners[:, 3]) / (4 * h[ii] * h[jj])
+            matrix[ii, jj] = mixed
+            matrix[jj, ii] = mixed
+        gradient = (plus - minus) / (2 * h)
+    return FdHessian(float(centre), [float(g) for g in gradient], matrix.astype(float).tolist(),
+                     [float(s) for s in h])
+
+
+# ---------------------------------------------------------------------------------------------
+# symbolic
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class SymbolicHessian:
+    value: float | None
+    gradient: list[float | None]
+    matrix: Matrix
+    formulas: list[list[str]]
+
+
+class _Cancelled(Exception):
+    pass
+
+
+def product_rule_diff(expr, s):
+    """``expr.diff(s)``, with sums and products taken apart here.
+
+    SymPy differentiates a product of n factors by multiplying the factors back together pairwise,
+    which costs ~30 ms for 60 factors; one ``Mul`` per term of the product rule is ~100x faster
+    (the Hessian of x1*...*x60 takes 1830 such derivatives). Same result: SymPy's own rule, built once.
+    """
+    import sympy as sp
+
+    if isinstance(expr, sp.Add):
+        return sp.Add(*[product_rule_diff(a, s) for a in expr.args if a.has(s)])
+    if isinstance(expr, sp.Mul):
+        args = list(expr.args)
+        terms = []
+        for i, a in enumerate(args):
+            if a.has(s):
+                d = product_rule_diff(a, s)
+                if d != 0:
+                    terms.append(sp.Mul(*(args[:i] + [d] + args[i + 1:])))
+        return sp.Add(*terms)
+    return expr.diff(s)
+
+
+def symbolic_hessian(tree: Node, point: Point, wrt: list[str], *, time_limit: float,
+                     formulas: bool = True) -> SymbolicHessian:
+    """The exact Hessian (upper triangle, mirrored: SymPy's mixed partials commute for these functions).
+
+    Raises :class:`symbolic.SymbolicTimeout` past ``time_limit``; the worker then stops at its next
+    entry instead of running on in the background.
+    """
+    cancel = threading.Event()
+
+    def work() -> SymbolicHessian:
+        syms = symbolic.symbols_for(point.names)
+        subs = symbolic.exact_point(point.exact, syms)
+        f = symbolic.to_sympy(tree, syms)
+        value = symbolic.value_at(f, subs)
+        first = []
+        for v in wrt:
+            if cancel.is_set():
+                raise _Cancelled
+            first.append(product_rule_diff(f, syms[v]))
+        gradient = [symbolic.value_at(d, subs) for d in first]
+        n = len(wrt)
+        matrix: Matrix = [[None] * n for _ in range(n)]
+        texts = [[""] * n for _ in range(n)]
+        for i in range(n):
+            for j in range(i, n):
+                if cancel.is_set():
+                    raise _Cancelled
+                d = product_rule_diff(first[i], syms[wrt[j]])
+                matrix[i][j] = matrix[j][i] = symbolic.value_at(d, subs)
+                if formulas:
+                    texts[i][j] = texts[j][i] = symbolic.formula_text(d)
+        return SymbolicHessian(value, gradient, matrix, texts)
+
+    try:
+        return symbolic.run_bounded(work, time_limit)
+    except symbolic.SymbolicTimeout:
+        cancel.set()
+        raise
+
+
+# ---------------------------------------------------------------------------------------------
+# the command's core
+# ---------------------------------------------------------------------------------------------
+def hessian_tolerance(method: str, *, dtype: str, scale: float, step: float | None = None) -> float:
+    """How far a method's entry may be from the exact one before gradcli calls it a disagreement.
+
+    tape: a few thousand roundings of the dtype. fd: truncation h^2 plus rounding eps/h^2 (times a
+    safety factor: the derivatives that set the constants are unknown).
+    """
+    eps = MACHINE_EPSILON[dtype]
+    if method == "tape":
+        return 1e4 * eps * scale
+    h = step or 1.0
+    return 100.0 * (h * h + eps / (h * h)) * scale
+
+
+def compute_hessian(expression: str, *, at: list[str] | str, wrt: str | None = None,
+                    methods: str | list[str] | None = None, eps: float | None = None, dtype: str = "float64",
+                    formulas: bool = False, symbolic_time_limit: float = symbolic.DEFAULT_TIME_LIMIT,
+                    tape_mode: str | None = None) -> HessianReport:
+    """Everything ``gradcli hessian`` shows, as a :class:`HessianReport`."""
+    expr: Expression = parse(expression)
+    point = parse_point(at)
+    check_covers(point, expr.variables)
+    variables = resolve_wrt(wrt, point)
+    chosen = parse_methods(methods) if not isinstance(methods, list) else methods
+    dtype = check_dtype(dtype)
+    eps = check_eps(eps)
+    if formulas and "symbolic" not in chosen:
+        raise UsageError("--formulas needs the symbolic method (add symbolic to --method)")
+
+    value = compile_expression(expr.tree, PYTHON_FLOAT64)(point.values)
+    report = HessianReport(expression=expr.text, point=dict(point.values), dtype=dtype, variables=variables,
+                           methods=list(chosen), value=value)
+    names = variables
+
+    # Numerical methods first: a symbolic worker that times out must not compete with them.
+    if "tape" in chosen:
+        t = tape_hessian(expr.tree, point.values, variables, dtype=dtype, mode=tape_mode)
+        report.hessian["tape"] = [[shortest(x, dtype) for x in row] for row in t.matrix]
+        report.gradient["tape"] = {k: shortest(g, dtype) for k, g in zip(names, t.gradient)}
+        report.structural_zeros = [(names[i], names[j]) for i, j in t.structural]
+        report.tape_mode = "per-row outer.gradient (the guide's loop)" if t.mode == "rows" else \
+            "outer.jacobian of the inner gradient (vectorised, in one tf.function)"
+        if t.mode == "jacobian":
+            report.notes.append("tape.jacobian (vectorised) does not say which single entries were "
+                                "unconnected; only variables the expression lacks are marked structural")
+    if "fd" in chosen:
+        fd = fd_hessian(expr.tree, point.values, variables, dtype=dtype, eps=eps)
+        report.hessian["fd"] = [[shortest(x, dtype) for x in row] for row in fd.matrix]
+        report.gradient["fd"] = {k: shortest(g, dtype) for k, g in zip(names, fd.gradient)}
+        report.fd_steps = dict(zip(names, fd.steps))
+    if "symbolic" in chosen:
+        try:
+            s = symbolic_hessian(expr.tree, point, variables, time_limit=symbolic_time_limit, formulas=formulas)
+        except symbolic.SymbolicTimeout as exc:
+            report.notes.append(f"symbolic column left out: {exc} (raise --symbolic-timeout to wait longer)")
+            report.methods = [m for m in report.methods if m != "symbolic"]
+        else:
+            report.hessian["symbolic"] = s.matrix
+            report.gradient["symbolic"] = dict(zip(names, s.gradient))
+            if formulas:
+                report.formulas = s.formulas
+            if s.value is not None:
+                report.value = s.value
+    # Canonical order in the output, whatever order they ran in.
+    report.hessian = {m: report.hessian[m] for m in METHODS if m in report.hessian}
+    report.gradient = {m: report.gradient[m] for m in METHODS if m in report.gradient}
+    _compare(report)
+    _analyse(report)
+    return report
+
+
+def _max_abs(a: Matrix, b: Matrix) -> float | None:
+    diffs = [abs(x - y) for ra, rb in zip(a, b) for x, y in zip(ra, rb)
+             if x is not None and y is not None and math.isfinite(x) and math.isfinite(y)]
+    return max(diffs, default=0.0)
+
+
+def _finite(m: Matrix) -> bool:
+    return all(x is not None and math.isfinite(x) for row in m for x in row)
+
+
+def _compare(report: HessianReport) -> None:
+    pt = ", ".join(f"{k}={v:g}" for k, v in report.point.items())
+    if report.value is None or not math.isfinite(report.value):
+        report.warnings.append(f"{report.expression} is undefined at {pt} (its value is not a finite real "
+                               "number); its derivatives there mean nothing")
+        report.value = None
+        report.failed = True
+    for method, m in report.hessian.items():
+        report.symmetry[method] = _max_abs(m, [list(r) for r in zip(*m)]) if _finite(m) else None
+        if not _finite(m):
+            report.warnings.append(f"the {method} Hessian is not finite at {pt}")
+            report.failed = True
+    exact = report.hessian.get("symbolic")
+    if exact is None:
+        return
+    scale = max([1.0] + [abs(x) for row in exact for x in row if x is not None])
+    for method in ("tape", "fd"):
+        if method not in report.hessian:
+            continue
+        err = _max_abs(report.hessian[method], exact) if _finite(report.hessian[method]) else None
+        report.error[method] = err
+        step = min(report.fd_steps.values(), default=None) if method == "fd" else None
+        tol = hessian_tolerance(method, dtype=report.dtype, scale=scale, step=step)
+        if err is not None and err > tol:
+            report.warnings.append(f"{method} and symbolic Hessians disagree: largest difference {err:.3g} is "
+                                   f"more than {report.dtype} and the step explain (~{tol:.1g})")
+    if report.symmetry.get("tape") and report.symmetry["tape"] > hessian_tolerance(
+            "tape", dtype=report.dtype, scale=scale):
+        report.warnings.append(f"the tape Hessian is not symmetric (max |H - H^T| = {report.symmetry['tape']:.3g})")
+
+
+def _analyse(report: HessianReport) -> None:
+    """Analyse the exact matrix when there is one, else the tape's, else fd's."""
+    for source in ("symbolic", "tape", "fd"):
+        m = report.hessian.get(source)
+        if m is None or not _finite(m):
+            continue
+        grad_source = next((g for g in ("symbolic", "tape", "fd") if g in report.gradient
+                            and all(v is not None and math.isfinite(v) for v in report.gradient[g].values())),
+                           None)
+        gradient = list(report.gradient[grad_source].values()) if grad_source else None
+        dtype = "float64" if source == "symbolic" else report.dtype
+        gtol = None
+        if grad_source == "fd":
+            # fd's gradient comes from steps of eps^(1/4): it is only good to about sqrt(eps).
+            gtol = 100 * math.sqrt(MACHINE_EPSILON[report.dtype])
+        elif grad_source == "tape":
+            gtol = 1e3 * MACHINE_EPSILON[report.dtype]
+        analysis = analyse_hessian(m, gradient, dtype=dtype, gradient_tolerance=gtol)
+        if source == "fd":
+            _fd_analysis_caveat(report, m)
+        report.analysis = analysis
+        report.analysis_source = source
+        return
+
+
+def _fd_analysis_caveat(report: HessianReport, m: Matrix) -> None:
+    # analyse_hessian's zero test is tuned for rounding, not for fd's ~sqrt(eps) error.
+    tol = zero_tolerance(m, report.dtype)
+    report.notes.append(f"the analysis uses the fd Hessian (no exact or tape matrix): eigenvalues within its "
+                        f"error of zero (~{math.sqrt(MACHINE_EPSILON[report.dtype]):.0e}, not {tol:.0e}) "
+                        "may really be zero")
