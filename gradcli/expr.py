@@ -155,7 +155,7 @@ class Token:
 def _describe_char(ch: str) -> str:
     if ch.isascii():
         hints = {
-            "=": "comparisons and assignments are not expressions",
+            "=": "assignments, keyword arguments and comparisons are not allowed",
             "<": "comparisons are not expressions",
             ">": "comparisons are not expressions",
             "!": "comparisons are not expressions",
@@ -455,6 +455,8 @@ def check_constants(tree: Node, source: str) -> None:
             return False
         if isinstance(node, Pow):
             _check_exact_power(node, source)
+        if isinstance(node, Mul) and any(d and evaluate(f, {}, PYTHON_FLOAT64) == 0 for d, f in node.factors):
+            raise ComputeError(f"division by zero in '{to_text(node)}'", source=source, position=node.pos)
         value = evaluate(node, {}, PYTHON_FLOAT64)
         if math.isinf(value):
             raise ParseError(f"constant '{to_text(node)}' overflows float64", source=source, position=node.pos)

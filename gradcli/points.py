@@ -74,6 +74,9 @@ def parse_point(specs: list[str] | str | None, *, option: str = "--at", required
             if name in values:
                 raise UsageError(f"{option}: '{name}' is given twice", source=spec, position=offset)
             value_offset = offset + len(piece.partition("=")[0]) + 1
+            if value_text.strip().lstrip("+-").lower() in ("nan", "inf", "infinity"):
+                raise UsageError(f"{option}: value of {name} must be a finite number, not {value_text.strip()}",
+                                 source=spec, position=value_offset)
             try:
                 expr: Expression = parse(value_text)
             except GradcliError as exc:

@@ -114,18 +114,13 @@ def tape_gradient(trees: list[Node], values: dict[str, float], wrt: list[str], *
     tf = load_tensorflow()
     backend = tf_backend(dtype)
     tf_dtype = tf.as_dtype(dtype)
-    env: dict[str, Any] = {}
-    variables = []
-    for name, v in values.items():
-        if name in wrt:
-            var = tf.Variable(v, dtype=tf_dtype, name=name)
-            variables.append(var)
-            env[name] = var
-        else:
-            env[name] = tf.constant(v, dtype=tf_dtype)
+    env: dict[str, Any] = {name: tf.constant(v, dtype=tf_dtype) for name, v in values.items() if name not in wrt}
+    variables = [tf.Variable(values[name], dtype=tf_dtype, name=name) for name in wrt]
+    env.update(zip(wrt, variables))
     fns = [compile_expression(t, backend) for t in trees]
     with tf.GradientTape(persistent=True) as tape:
-        targets = [tf.convert_to_tensor(fn(env), dtype=tf_dtype) for fn in fns]
+        # identity: an expression that is just a variable must still be a watched op on the tape
+        targets = [tf.identity(fn(env)) for fn in fns]
     per_tree: list[dict[str, float]] = []
     unconnected: list[list[str]] = []
     for z in targets:

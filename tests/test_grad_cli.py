@@ -1,0 +1,229 @@
+"""`gradcli grad` end to end through Typer's CliRunner: the TF guide's numbers, formats, exit codes."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+
+EXPR = "(x1+5)*x2**2"
+
+
+def test_guide_central_difference_single_variable(invoke_json):
+    doc = invoke_json("grad", "3*x**2+2*x-1", "--at", "x=1", "--method", "fd", "--eps", "1e-3")
+    assert doc["results"][0]["gradient"]["fd"]["x"] == 7.999999999999119  # FD's own error, not 8
+    assert doc["fd"] == {"scheme": "central", "step": {"x": 0.001}}
+    assert "tape" not in doc["results"][0]["gradient"]
+
+
+def test_guide_partial_derivatives_by_fd(invoke_json):
+    doc = invoke_json("grad", EXPR, "--at", "x1=2,x2=3", "--method", "fd", "--eps", "1e-3")
+    fd = doc["results"][0]["gradient"]["fd"]
+    assert (fd["x1"], fd["x2"]) == (8.999999999993236, 41.999999999994486)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_guide_tape_and_symbolic_are_exact(invoke_json, dtype):
+    doc = invoke_json("grad", EXPR, "--at", "x1=2,x2=3", "--dtype", dtype)
+    assert doc["command"] == "grad" and doc["dtype"] == dtype
+    assert doc["point"] == {"x1": 2.0, "x2": 3.0}
+    assert doc["wrt"] == ["x1", "x2"]
+    r = doc["results"][0]
+    assert r["value"] == 63.0
+    assert r["formula"] == {"x1": "x2**2", "x2": "2*x2*(x1 + 5)"}
+    assert r["gradient"]["symbolic"] == {"x1": 9.0, "x2": 42.0}
+    assert r["gradient"]["tape"] == {"x1": 9.0, "x2": 42.0}
+    assert r["error"]["tape"] == {"x1": 0.0, "x2": 0.0}
+    # fd's error is honest for the dtype: tiny in float64, ~1e-3..1e-6 relative in float32
+    limit = 1e-8 if dtype == "float64" else 1e-2
+    assert all(0 <= e < limit for e in r["error"]["fd"].values())
+    if dtype == "float32":
+        assert max(r["error"]["fd"].values()) > 1e-7
+
+
+def test_several_targets_sum_like_the_tape(invoke_json):
+    doc = invoke_json("grad", "3*x", "x**2", "--at", "x=5")
+    rows = [r["gradient"]["tape"]["x"] for r in doc["results"]]
+    assert rows == [3.0, 10.0]
+    assert doc["sum"]["tape"] == {"x": 13.0}
+    assert doc["sum"]["symbolic"] == {"x": 13.0}
+    assert doc["sum"]["fd"]["x"] == pytest.approx(13.0, abs=1e-8)
+
+
+def test_single_expression_has_no_sum(invoke_json):
+    assert "sum" not in invoke_json("grad", "x**2", "--at", "x=1")
+
+
+def test_wrt_leaves_other_variables_unwatched(invoke_json):
+    doc = invoke_json("grad", EXPR, "--at", "x1=2,x2=3", "--wrt", "x2")
+    assert doc["wrt"] == ["x2"]
+    assert doc["results"][0]["gradient"]["tape"] == {"x2": 42.0}
+
+
+def test_variable_not_in_expression_is_unconnected_zero(invoke_json):
+    doc = invoke_json("grad", "x**2", "--at", "x=3,y=1")
+    r = doc["results"][0]
+    assert r["gradient"]["tape"] == {"x": 6.0, "y": 0.0}
+    assert r["gradient"]["symbolic"]["y"] == 0.0
+    assert r["gradient"]["fd"]["y"] == 0.0
+    assert r["unconnected"] == ["y"]
+
+
+def test_point_values_may_be_constant_expressions(invoke_json):
+    doc = invoke_json("grad", "sin(x)", "--at", "x=pi/4")
+    assert doc["point"]["x"] == math.pi / 4
+    assert doc["results"][0]["gradient"]["symbolic"]["x"] == pytest.approx(math.sqrt(0.5), rel=1e-15)
+
+
+@pytest.mark.parametrize("scheme, limit", [("central", 1e-9), ("forward", 1e-6), ("backward", 1e-6),
+                                           ("richardson", 1e-11)])
+def test_schemes_errors_in_expected_ranges(invoke_json, scheme, limit):
+    doc = invoke_json("grad", "exp(x)*sin(x)", "--at", "x=0.7", "--method", "symbolic,fd", "--scheme", scheme)
+    assert doc["fd"]["scheme"] == scheme
+    assert doc["results"][0]["error"]["fd"]["x"] < limit
+
+
+def test_default_step_follows_dtype_and_is_shown(invoke_json):
+    d64 = invoke_json("grad", "x**3", "--at", "x=4", "--method", "fd")
+    d32 = invoke_json("grad", "x**3", "--at", "x=4", "--method", "fd", "--dtype", "float32")
+    assert d64["fd"]["step"]["x"] == pytest.approx(2.220446049250313e-16 ** (1 / 3) * 4)
+    assert d32["fd"]["step"]["x"] == pytest.approx(1.1920928955078125e-07 ** (1 / 3) * 4, rel=1e-6)
+
+
+def test_table_output(invoke):
+    result = invoke("grad", EXPR, "--at", "x1=2,x2=3")
+    assert result.exit_code == 0, result.stderr
+    out = result.stdout
+    for piece in ["x2**2", "2*x2*(x1 + 5)", "9.0", "42.0", "central", "float64", "(x1 + 5)*x2**2"]:
+        assert piece in out
+    assert result.stderr == ""
+
+
+def test_csv_output(invoke):
+    result = invoke("grad", "3*x", "x**2", "--at", "x=5", "--format", "csv")
+    assert result.exit_code == 0
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert [(r["expression"], r["variable"]) for r in rows] == [("3*x", "x"), ("x**2", "x"), ("sum", "x")]
+    assert float(rows[2]["tape"]) == 13.0
+    assert float(rows[1]["symbolic"]) == 10.0
+
+
+def test_show_code_program_runs_and_prints_tape_column(invoke, tmp_path):
+    result = invoke("grad", "3*x", "x**2", "--at", "x=5", "--show-code")
+    assert result.exit_code == 0
+    program = tmp_path / "program.py"
+    program.write_text(result.stdout)
+    run = subprocess.run([sys.executable, str(program)], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    assert run.returncode == 0, run.stderr
+    assert "dz1/dx = 3.0" in run.stdout
+    assert "dz2/dx = 10.0" in run.stdout
+    assert "d(sum)/dx = 13.0" in run.stdout
+
+
+def test_show_code_handles_functions_and_constants(invoke, tmp_path):
+    result = invoke("grad", "log(x, 2) + atan2(y, 2) + sigmoid(x*y) - 3^x", "--at", "x=1.5,y=0.5",
+                    "--wrt", "x", "--show-code")
+    program = tmp_path / "program.py"
+    program.write_text(result.stdout)
+    run = subprocess.run([sys.executable, str(program)], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    doc = json.loads(invoke("grad", "log(x, 2) + atan2(y, 2) + sigmoid(x*y) - 3^x", "--at", "x=1.5,y=0.5",
+                            "--wrt", "x", "--format", "json").stdout)
+    printed = float(run.stdout.split("dz/dx =")[1].split()[0])
+    assert printed == pytest.approx(doc["results"][0]["gradient"]["tape"]["x"], rel=1e-12)
+
+
+# --- undefined results: exit 1, JSON still printed with null and warnings -------------------------
+def test_sqrt_at_zero_is_not_finite(invoke):
+    result = invoke("grad", "sqrt(x)", "--at", "x=0", "--format", "json")
+    assert result.exit_code == 1
+    doc = json.loads(result.stdout)
+    assert doc["results"][0]["gradient"]["symbolic"]["x"] is None
+    assert doc["results"][0]["gradient"]["tape"]["x"] is None  # TF says inf: strict JSON says null
+    assert any("not finite" in w for w in doc["warnings"])
+    assert "not finite" in result.stderr
+
+
+def test_log_at_minus_one_is_undefined_even_though_the_tape_says_minus_one(invoke):
+    result = invoke("grad", "log(x)", "--at", "x=-1", "--format", "json")
+    assert result.exit_code == 1
+    doc = json.loads(result.stdout)
+    assert doc["results"][0]["value"] is None
+    assert doc["results"][0]["gradient"]["tape"]["x"] == -1.0
+    assert "undefined" in result.stderr
+
+
+# --- usage and parse errors: exit 2, one line on stderr, nothing on stdout ----------------------
+@pytest.mark.parametrize("args, fragment", [
+    (["x**2"], "--at is required"),
+    (["x*y", "--at", "x=1"], "no value for y"),
+    (["x", "--at", "x=1,x=2"], "given twice"),
+    (["x", "--at", "x=nan"], "finite number"),
+    (["x", "--at", "x=-inf"], "finite number"),
+    (["x", "--at", "x=1e999"], "out of float64 range"),
+    (["x", "--at", "x=1/0"], "division by zero"),
+    (["x", "--at", "x"], "not of the form name=value"),
+    (["x", "--at", "x=1,,"], "empty entry"),
+    (["x", "--at", "x=y"], "constant expression"),
+    (["x", "--at", "x=1", "--method", "magic"], "unknown method"),
+    (["x", "--at", "x=1", "--wrt", "z"], "has no value"),
+    (["x", "--at", "x=1", "--eps", "-1"], "positive"),
+    (["x.real", "--at", "x=1"], "attribute access"),
+])
+def test_usage_errors(invoke, args, fragment):
+    result = invoke("grad", *args)
+    assert result.exit_code == 2, (result.stdout, result.stderr)
+    assert fragment in result.stderr
+    assert result.stderr.startswith("gradcli: error: ")
+    assert result.stdout == ""
+    assert "Traceback" not in result.stderr
+
+
+def test_nan_value_is_refused(invoke):
+    result = invoke("grad", "x", "--at", "x=0*nan_")
+    assert result.exit_code == 2
+    result = invoke("grad", "x", "--at", "x=sqrt(-1)")
+    assert result.exit_code in (1, 2) and "Traceback" not in result.stderr
+
+
+def test_parse_error_shows_caret(invoke):
+    result = invoke("grad", "x + foo(x)", "--at", "x=1")
+    assert result.exit_code == 2
+    lines = result.stderr.splitlines()
+    assert lines[0] == ("gradcli: error: unknown function 'foo'; known: abs, acos, acosh, asin, asinh, atan, "
+                        "atan2, atanh, cos, cosh, cot, csc, erf, exp, ln, log, log10, log2, sec, sigmoid, sin, "
+                        "sinh, sqrt, tan, tanh (column 5)")
+    assert lines[1:] == ["  x + foo(x)", "      ^"]
+
+
+def test_unknown_option_is_a_usage_error(invoke):
+    result = invoke("grad", "x", "--at", "x=1", "--frobnicate")
+    assert result.exit_code == 2
+
+
+@pytest.mark.parametrize("hostile", [
+    "__import__('os').system('touch {marker}')",
+    "().__class__.__base__.__subclasses__()",
+    "exec('open(\"{marker}\", \"w\")')",
+    "eval('1')",
+    "open('{marker}', 'w')",
+    "x; import os",
+    "lambda: open('{marker}','w')",
+    "getattr(x, 'real')",
+])
+def test_injection_is_refused_and_nothing_runs(invoke, tmp_path, hostile):
+    marker = tmp_path / "marker"
+    result = invoke("grad", hostile.format(marker=marker), "--at", "x=1")
+    assert result.exit_code == 2
+    assert not marker.exists()
+    # also as a variable name in --at
+    result = invoke("grad", "x", "--at", f"x=1,{hostile.format(marker=marker)}=2")
+    assert result.exit_code == 2
+    assert not marker.exists()

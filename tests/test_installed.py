@@ -1,0 +1,71 @@
+"""Real subprocess runs of the installed `gradcli` command, and the lazy-import promises."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+
+GRADCLI = shutil.which("gradcli") or os.path.join(os.path.dirname(sys.executable), "gradcli")
+
+
+def run(*args: str, timeout: float = 120):
+    return subprocess.run([GRADCLI, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def test_installed_command_full_grad_and_no_tf_noise():
+    result = run("grad", "(x1+5)*x2**2", "--at", "x1=2,x2=3", "--format", "json")
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["results"][0]["gradient"]["tape"] == {"x1": 9.0, "x2": 42.0}
+    # TensorFlow's start-up log lines (oneDNN, cuda, absl) never reach the user
+    assert result.stderr == ""
+
+
+def test_version_and_module_entry_point():
+    assert run("--version").stdout.startswith("gradcli ")
+    result = subprocess.run([sys.executable, "-m", "gradcli", "--version"], capture_output=True, text=True)
+    assert result.returncode == 0 and result.stdout.startswith("gradcli ")
+
+
+PROBE = """
+import sys
+from gradcli.cli import main
+sys.argv = ["gradcli"] + sys.argv[1:]
+try:
+    main()
+except SystemExit:
+    pass
+print("\\nLOADED:" + ",".join(m for m in ("tensorflow", "keras", "sympy") if m in sys.modules), file=sys.stderr)
+"""
+
+
+def loaded_modules(*args: str) -> set[str]:
+    result = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True, timeout=120)
+    line = [ln for ln in result.stderr.splitlines() if ln.startswith("LOADED:")][-1]
+    return set(filter(None, line[len("LOADED:"):].split(",")))
+
+
+def test_help_imports_neither_tensorflow_nor_sympy():
+    assert loaded_modules("--help") == set()
+    assert loaded_modules("grad", "--help") == set()
+
+
+def test_symbolic_and_fd_path_does_not_import_tensorflow():
+    assert loaded_modules("grad", "x**2", "--at", "x=1", "--method", "symbolic,fd") == {"sympy"}
+
+
+def test_refusals_come_before_tensorflow_and_promptly():
+    for hostile in ["10**10**10", "9**9**9", "2**10**100", "sin(cos(exp(exp(exp(exp(1))))))"]:
+        assert loaded_modules("grad", hostile, "--at", "x=1") == set()
+        # A hang guard, not a speed assertion: the real figure is in bench/ and the README.
+        start = time.monotonic()
+        result = run("grad", hostile, "--at", "x=1", timeout=30)
+        assert result.returncode == 2
+        assert "Traceback" not in result.stderr
+        assert time.monotonic() - start < 30
