@@ -147,7 +147,7 @@ def _symbolic_column(exprs, point: Point, variables, report: GradientReport, tim
     for r, (value, formulas, values) in zip(report.results, columns):
         r.formula = formulas
         r.gradient["symbolic"] = values
-        if value is not None:
+        if value is not None and math.isfinite(value):
             r.value = value
     if len(exprs) > 1:
         report.sum = report.sum or {}
@@ -173,8 +173,9 @@ def _errors_and_warnings(report: GradientReport, exprs, point: Point, scheme: Sc
     pt = ", ".join(f"{k}={v:g}" for k, v in point.values.items())
     for e, r in zip(exprs, report.results):
         if r.value is None or not math.isfinite(r.value):
-            report.warnings.append(f"{e.text} is undefined at {pt} (its value is not a finite real number); "
-                                   "its derivatives there mean nothing")
+            why = ("overflows float64" if r.value is not None and math.isinf(r.value)
+                   else "is undefined (not a real number)")
+            report.warnings.append(f"{e.text} {why} at {pt}; its derivatives there mean nothing")
             report.failed = True
             r.value = None
         ref = r.gradient.get("symbolic")

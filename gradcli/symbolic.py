@@ -99,7 +99,8 @@ def exact_point(point_exact: dict[str, Node], symbols: dict[str, Any]) -> dict[A
 
 
 def value_at(expr, subs: dict) -> float | None:
-    """The real float value of ``expr`` at ``subs``, or None where it is undefined or not real.
+    """The real float value of ``expr`` at ``subs``: +-inf where it overflows float64, None where it is
+    undefined or not real.
 
     ``evalf(subs=...)`` evaluates numerically with mpmath instead of substituting first, which would
     have SymPy compute exact powers like ``2**(10**100)``.
@@ -118,7 +119,8 @@ def value_at(expr, subs: dict) -> float | None:
         f = float(re_part)
     except (TypeError, ValueError):
         return None
-    return f if math.isfinite(f) else None
+    # A real value beyond float64's range comes back as +-inf (overflow), not None (undefined).
+    return f if not math.isnan(f) else None
 
 
 def formula_text(expr) -> str:

@@ -37,8 +37,17 @@ def to_csv(header: list[str], rows: Iterable[list[Any]]) -> str:
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(header)
     for row in rows:
-        writer.writerow(["" if v is None else (repr(v) if isinstance(v, float) else v) for v in row])
+        writer.writerow([_csv_cell(v) for v in row])
     return buf.getvalue()
+
+
+def _csv_cell(v: Any) -> Any:
+    """Empty for missing or non-finite numbers (as JSON's null); floats with every digit."""
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return repr(v) if math.isfinite(v) else ""
+    return v
 
 
 def stdout_console():
