@@ -11,6 +11,7 @@ import typer
 
 from gradcli import __version__
 from gradcli.commands.grad import grad
+from gradcli.commands.descend import descend
 
 app = typer.Typer(
     name="gradcli",
@@ -38,6 +39,7 @@ def _root(
 
 
 app.command("grad")(grad)
+app.command("descend")(descend)
 
 
 def main() -> None:

@@ -673,6 +673,43 @@ def _nearest(points: list[StationaryPoint], end: dict[str, float]) -> Stationary
 # ---------------------------------------------------------------------------------------------
 # The command's core
 # ---------------------------------------------------------------------------------------------
+@dataclass
+class DescentPlan:
+    """A checked request: what ``descend`` will run (or print as a program with --show-code)."""
+
+    expression: Expression
+    names: list[str]
+    start: dict[str, float]
+    defaulted: list[str]
+    optimizers: list[str]
+    lr: float
+    steps: int
+    tol: float
+    momentum: float
+    momentum_given: bool
+    every: int | None
+    dtype: str
+    maximize: bool
+
+
+def plan_descent(expression: str, *, start: list[str] | str | None = None, optimizers: str | None = "manual",
+                 lr: float = DEFAULT_LEARNING_RATE, steps: int = DEFAULT_STEPS, tol: float | None = None,
+                 maximize: bool = False, dtype: str = "float64", momentum: float | None = None,
+                 every: int | None = None) -> DescentPlan:
+    """Check every option (usage errors, exit 2) before anything is computed."""
+    dtype = check_dtype(dtype)
+    names_opt = parse_optimizers(optimizers)
+    momentum_given = momentum is not None
+    lr, steps, tol, every, momentum = check_options(lr=lr, steps=steps, tol=tol, every=every, momentum=momentum,
+                                                    dtype=dtype)
+    expr = parse(expression)
+    if not expr.variables:
+        raise UsageError(f"{expr.text} has no variables: there is nothing to descend on")
+    point, defaulted = start_point(expr, start)
+    return DescentPlan(expr, list(point), point, defaulted, names_opt, lr, steps, tol, momentum, momentum_given,
+                       every, dtype, maximize)
+
+
 def compute_descent(expression: str, *, start: list[str] | str | None = None, optimizers: str | None = "manual",
                     lr: float = DEFAULT_LEARNING_RATE, steps: int = DEFAULT_STEPS, tol: float | None = None,
                     maximize: bool = False, dtype: str = "float64", momentum: float | None = None,
@@ -686,43 +723,51 @@ def compute_descent(expression: str, *, start: list[str] | str | None = None, op
     trajectory for a plot or CSV when --every is not given. ``progress_factory(optimizer, steps)``
     returns a ``progress(done, total)`` callback or None.
     """
-    dtype = check_dtype(dtype)
-    names_opt = parse_optimizers(optimizers)
-    momentum_given = momentum is not None
-    lr, steps, tol, every, momentum = check_options(lr=lr, steps=steps, tol=tol, every=every, momentum=momentum,
-                                                    dtype=dtype)
+    plan = plan_descent(expression, start=start, optimizers=optimizers, lr=lr, steps=steps, tol=tol,
+                        maximize=maximize, dtype=dtype, momentum=momentum, every=every)
     if record_every is not None and record_every < 1:
         raise UsageError(f"record interval must be at least 1, not {record_every!r}")
-    expr = parse(expression)
-    if not expr.variables:
-        raise UsageError(f"{expr.text} has no variables: there is nothing to descend on")
-    point, defaulted = start_point(expr, start)
-    names = list(point)
-    report = DescentReport(expression=expr.text, variables=names, start=point, dtype=dtype, maximize=maximize,
-                           learning_rate=lr, max_steps=steps, tol=tol, momentum=momentum, every=every, runs=[])
-    if defaulted:
-        report.notes.append(f"starting at {', '.join(f'{v}=0' for v in defaulted)} (not given in --from)")
-    if momentum_given and not any(o in ("momentum", "nesterov") for o in names_opt):
+    return run_plan(plan, record_every=record_every, stationary_time_limit=stationary_time_limit, jit=jit,
+                    progress_factory=progress_factory)
+
+
+def run_plan(plan: DescentPlan, *, record_every: int | None = None,
+             stationary_time_limit: float = DEFAULT_STATIONARY_TIME_LIMIT, jit: bool | None = None,
+             progress_factory: Callable[[str, int], Callable[[int, int], None] | None] | None = None,
+             ) -> DescentReport:
+    expr, names, point, maximize = plan.expression, plan.names, plan.start, plan.maximize
+    report = DescentReport(expression=expr.text, variables=names, start=point, dtype=plan.dtype, maximize=maximize,
+                           learning_rate=plan.lr, max_steps=plan.steps, tol=plan.tol, momentum=plan.momentum,
+                           every=plan.every, runs=[])
+    if plan.defaulted:
+        report.notes.append(f"starting at {', '.join(f'{v}=0' for v in plan.defaulted)} (not given in --from)")
+    if plan.momentum_given and not any(o in ("momentum", "nesterov") for o in plan.optimizers):
         report.notes.append("--momentum only applies to the momentum and nesterov optimizers")
-    if "adamw" in names_opt:
+    if "adamw" in plan.optimizers:
         report.notes.append("adamw applies Keras' default weight decay (0.004), which moves its minimum slightly")
 
-    step_every = every or record_every
-    for name in names_opt:
-        progress = progress_factory(name, steps) if progress_factory else None
-        run = run_descent(expr.tree, names, point, optimizer=name, lr=lr, momentum=momentum, dtype=dtype, tol=tol,
-                          maximize=maximize, max_steps=steps, every=step_every, jit=jit, progress=progress)
-        if every is None and record_every is None:
-            run.history = []
+    # Import first, so that each run's time is its own tracing, compiling and stepping.
+    from gradcli.tape import load_tensorflow
+
+    load_tensorflow()
+    if any(o != "manual" for o in plan.optimizers):
+        import keras  # noqa: F401  (TensorFlow is already imported, quietly)
+
+    step_every = plan.every or record_every
+    for name in plan.optimizers:
+        progress = progress_factory(name, plan.steps) if progress_factory else None
+        run = run_descent(expr.tree, names, point, optimizer=name, lr=plan.lr, momentum=plan.momentum,
+                          dtype=plan.dtype, tol=plan.tol, maximize=maximize, max_steps=plan.steps, every=step_every,
+                          jit=jit, progress=progress)
         report.runs.append(run)
 
     for run in report.runs:
         if run.status == "diverged" and run.steps > 0:
-            _advise(run, expr.tree, names, point, "start", momentum)
+            _advise(run, expr.tree, names, point, "start", plan.momentum)
         elif run.status == "oscillating":
-            _advise(run, expr.tree, names, run.final, "end point", momentum)
+            _advise(run, expr.tree, names, run.final, "end point", plan.momentum)
         elif run.status == "converged":
-            _classify_end(run, expr.tree, names, dtype)
+            _classify_end(run, expr.tree, names, plan.dtype)
             wrong = {"maximum", "saddle"} if not maximize else {"minimum", "saddle"}
             if run.end_kind in wrong:
                 report.warnings.append(
@@ -731,7 +776,7 @@ def compute_descent(expression: str, *, start: list[str] | str | None = None, op
         if run.status in ("diverged", "unbounded"):
             report.failed = True
             report.warnings.append(f"{run.optimizer}: {run.message}")
-        elif run.status == "oscillating" or (run.status == "max_steps" and tol > 0):
+        elif run.status == "oscillating" or (run.status == "max_steps" and plan.tol > 0):
             # (with --tol 0 every step was asked for: reaching --steps is the plan, not a problem)
             report.warnings.append(f"{run.optimizer}: {run.message}")
 
@@ -748,3 +793,77 @@ def compute_descent(expression: str, *, start: list[str] | str | None = None, op
         except Exception as exc:  # SymPy failing on an odd expression must not sink the descent results
             report.notes.append(f"SymPy could not solve grad f = 0 ({type(exc).__name__})")
     return report
+
+
+# ---------------------------------------------------------------------------------------------
+# --show-code: the same descent as a short TensorFlow program in the guide's style
+# ---------------------------------------------------------------------------------------------
+def show_code_descend(plan: DescentPlan) -> str:
+    """One runnable program per optimizer (concatenated, they still run as one script)."""
+    from gradcli.expr import is_constant
+    from gradcli.tape import tf_code
+
+    names = plan.names
+    body = tf_code(plan.expression.tree)
+    if is_constant(plan.expression.tree):  # pragma: no cover - plans always have variables
+        body = f"tf.constant({body}, dtype=DTYPE)"
+    params = ", ".join(names)
+    var_list = f"[{params}]"
+    programs = []
+    for name in plan.optimizers:
+        lines = [
+            f"# Generated by gradcli: `gradcli descend` with optimizer {name}, as the TensorFlow guide writes it,",
+            "# with the loop compiled by tf.function (autograph turns the while into a tf.while_loop).",
+            "import math",
+            "",
+            "import tensorflow as tf",
+        ]
+        if name != "manual":
+            lines.append("import keras")
+        lines += ["", f"DTYPE = tf.{plan.dtype}", f"learning_rate = {plan.lr!r}", f"max_steps = {plan.steps}",
+                  f"tol = {plan.tol!r}  # stop when the gradient norm falls below this"]
+        for v in names:
+            lines.append(f"{v} = tf.Variable({plan.start[v]!r}, dtype=DTYPE)")
+        lines += ["", "", f"def f({params}):", f"    return {body}", ""]
+        if name != "manual":
+            cls = _KERAS_CLASSES[name]
+            args = "learning_rate=learning_rate"
+            if name == "momentum":
+                args += f", momentum={plan.momentum!r}"
+            elif name == "nesterov":
+                args += f", momentum={plan.momentum!r}, nesterov=True"
+            lines += [
+                f"keras.config.set_floatx('{plan.dtype}')  # Keras keeps the learning rate in floatx: match DTYPE",
+                f"optimizer = keras.optimizers.{cls}({args})",
+                f"optimizer.build({var_list})  # create its slots now, not inside the compiled loop",
+                "",
+            ]
+        objective = f"-f({params})  # maximise f: descend on -f" if plan.maximize else f"f({params})"
+        lines += [
+            "",
+            "@tf.function",
+            "def descend():",
+            "    step = tf.constant(0)",
+            "    while step < max_steps:",
+            "        with tf.GradientTape() as tape:",
+            f"            z = {objective}",
+            f"        grads = tape.gradient(z, {var_list}, unconnected_gradients=tf.UnconnectedGradients.ZERO)",
+            "        if tf.linalg.global_norm(grads) < tol:",
+            "            break",
+        ]
+        if name == "manual":
+            for k, v in enumerate(names):
+                lines.append(f"        {v}.assign_sub(learning_rate * grads[{k}])")
+        else:
+            lines.append(f"        optimizer.apply_gradients(zip(grads, {var_list}))")
+        lines += [
+            "        step += 1",
+            "    return step",
+            "",
+            "",
+            "steps = descend()",
+            "print('steps:', int(steps), " + ", ".join(f"'{v} =', {v}.numpy()" for v in names)
+            + f", 'f =', f({params}).numpy())",
+        ]
+        programs.append("\n".join(lines) + "\n")
+    return "\n\n".join(programs)
