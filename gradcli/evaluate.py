@@ -15,10 +15,10 @@ Backends:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
-from gradcli.expr import CONSTANTS, Add, Call, Const, Mul, Neg, Node, Num, Pow, Var, children, is_constant
+from gradcli.expr import CONSTANTS, Add, Call, Const, Mul, Neg, Node, Num, Pow, Var, is_constant
 
 Compiled = Callable[[dict], Any]
 
@@ -30,16 +30,21 @@ class Backend:
     pow: Callable[[Any, Any], Any]
     div: Callable[[Any, Any], Any]
     functions: dict[str, Callable[..., Any]]
-    # Whether constant sub-trees may be folded to one float64 value first (all backends: yes).
-    fold_constants: bool = True
-    extra: dict = field(default_factory=dict)
 
 
-def compile_expression(tree: Node, backend: Backend) -> Compiled:
-    """Return ``f(env) -> value`` computing ``tree`` with ``backend``; ``env`` maps variable names to values."""
-    if backend.fold_constants and not isinstance(tree, Var) and is_constant(tree):
+def compile_expression(tree: Node, backend: Backend, *, fold_constants: bool = True) -> Compiled:
+    """Return ``f(env) -> value`` computing ``tree`` with ``backend``; ``env`` maps variable names to values.
+
+    Constant sub-trees are folded to one float64 value first (as Python folds literals before TF sees
+    them), so every backend gets the same correctly rounded constants.
+    """
+    if fold_constants and not isinstance(tree, (Num, Const)) and is_constant(tree):
         value = backend.const(_fold(tree))
         return lambda env: value
+
+    def sub(node: Node) -> Compiled:
+        return compile_expression(node, backend, fold_constants=fold_constants)
+
     if isinstance(tree, Num):
         value = backend.const(float(tree.value))
         return lambda env: value
@@ -50,11 +55,11 @@ def compile_expression(tree: Node, backend: Backend) -> Compiled:
         name = tree.name
         return lambda env: env[name]
     if isinstance(tree, Neg):
-        inner = compile_expression(tree.operand, backend)
+        inner = sub(tree.operand)
         return lambda env: -inner(env)
     if isinstance(tree, Add):
-        first = compile_expression(tree.terms[0][1], backend)
-        rest = [(sign, compile_expression(t, backend)) for sign, t in tree.terms[1:]]
+        first = sub(tree.terms[0][1])
+        rest = [(sign, sub(t)) for sign, t in tree.terms[1:]]
 
         def add(env):
             # Left to right, as Python evaluates a + b - c: FD results match a hand-written f(x).
@@ -64,8 +69,8 @@ def compile_expression(tree: Node, backend: Backend) -> Compiled:
             return acc
         return add
     if isinstance(tree, Mul):
-        first = compile_expression(tree.factors[0][1], backend)
-        rest = [(divide, compile_expression(f, backend)) for divide, f in tree.factors[1:]]
+        first = sub(tree.factors[0][1])
+        rest = [(divide, sub(f)) for divide, f in tree.factors[1:]]
         div = backend.div
 
         def mul(env):
@@ -75,13 +80,13 @@ def compile_expression(tree: Node, backend: Backend) -> Compiled:
             return acc
         return mul
     if isinstance(tree, Pow):
-        base = compile_expression(tree.base, backend)
-        exponent = compile_expression(tree.exponent, backend)
+        base = sub(tree.base)
+        exponent = sub(tree.exponent)
         pw = backend.pow
         return lambda env: pw(base(env), exponent(env))
     if isinstance(tree, Call):
         fn = backend.functions[tree.func]
-        args = [compile_expression(a, backend) for a in tree.args]
+        args = [sub(a) for a in tree.args]
         if len(args) == 1:
             a0 = args[0]
             return lambda env: fn(a0(env))
@@ -90,17 +95,8 @@ def compile_expression(tree: Node, backend: Backend) -> Compiled:
 
 
 def evaluate(tree: Node, env: dict, backend: Backend):
-    """Evaluate once (compiles on the fly; use :func:`compile_expression` for repeated calls)."""
-    return _compile_unfolded(tree, backend)(env)
-
-
-def _compile_unfolded(tree: Node, backend: Backend) -> Compiled:
-    saved = backend.fold_constants
-    backend.fold_constants = False
-    try:
-        return compile_expression(tree, backend)
-    finally:
-        backend.fold_constants = saved
+    """Evaluate once, operation by operation (use :func:`compile_expression` for repeated calls)."""
+    return compile_expression(tree, backend, fold_constants=False)(env)
 
 
 def _fold(tree: Node) -> float:
@@ -243,4 +239,4 @@ def numpy_backend(dtype: str) -> Backend:
     return backend
 
 
-__all__ = ["Backend", "PYTHON_FLOAT64", "compile_expression", "evaluate", "numpy_backend", "children"]
+__all__ = ["Backend", "PYTHON_FLOAT64", "compile_expression", "evaluate", "numpy_backend"]
