@@ -227,3 +227,19 @@ def test_injection_is_refused_and_nothing_runs(invoke, tmp_path, hostile):
     result = invoke("grad", "x", "--at", f"x=1,{hostile.format(marker=marker)}=2")
     assert result.exit_code == 2
     assert not marker.exists()
+
+
+def test_disagreement_beyond_dtype_and_step_is_warned(invoke):
+    result = invoke("grad", "sin(x)", "--at", "x=1", "--method", "symbolic,fd", "--eps", "0.5")
+    assert result.exit_code == 0
+    assert "fd and symbolic disagree on d(sin(x))/dx" in result.stderr
+
+
+def test_default_run_has_no_warning(invoke):
+    result = invoke("grad", "exp(sin(x))*y + sqrt(1+y^2)", "--at", "x=0.3,y=-1.2")
+    assert result.exit_code == 0 and result.stderr == ""
+
+
+def test_bare_variable_and_float32_digits(invoke_json):
+    doc = invoke_json("grad", "x", "x/3", "--at", "x=1", "--dtype", "float32", "--method", "tape")
+    assert [r["gradient"]["tape"]["x"] for r in doc["results"]] == [1.0, 0.33333334]
