@@ -230,9 +230,16 @@ def test_injection_is_refused_and_nothing_runs(invoke, tmp_path, hostile):
 
 
 def test_disagreement_beyond_dtype_and_step_is_warned(invoke):
-    result = invoke("grad", "sin(x)", "--at", "x=1", "--method", "symbolic,fd", "--eps", "0.5")
+    # The central stencil straddles abs's kink: fd says ~0.017, the derivative is 1.
+    result = invoke("grad", "abs(x)", "--at", "x=1e-7", "--method", "symbolic,fd")
     assert result.exit_code == 0
-    assert "fd and symbolic disagree on d(sin(x))/dx" in result.stderr
+    assert "fd and symbolic disagree on d(abs(x))/dx" in result.stderr
+
+
+def test_a_large_step_explains_a_large_error(invoke):
+    # h = 0.5: the error 0.022 is h**2/6 times the third derivative, as expected, so no warning.
+    result = invoke("grad", "sin(x)", "--at", "x=1", "--method", "symbolic,fd", "--eps", "0.5")
+    assert result.exit_code == 0 and result.stderr == ""
 
 
 def test_default_run_has_no_warning(invoke):
