@@ -54,7 +54,10 @@ def gradcli_command() -> list[str]:
 
 def time_once(cmd: list[str]) -> float:
     start = time.perf_counter()
-    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    # Refusals exit 2 by design; anything else must succeed.
+    rc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
+    if rc not in (0, 2):
+        raise SystemExit(f"{cmd} exited {rc}")
     return time.perf_counter() - start
 
 
@@ -76,6 +79,9 @@ def main() -> None:
         "bare SymPy script (+ FD)": [sys.executable, bare_sympy],
         "gradcli grad --method symbolic,fd": g + ["grad", EXPR, "--at", AT, "--method", "symbolic,fd"],
         "gradcli --help": g + ["--help"],
+        "gradcli grad '10**10**10' (refused, exit 2)": g + ["grad", "10**10**10", "--at", "x=1"],
+        "gradcli grad 'sin(cos(exp(exp(exp(exp(1))))))' (refused)": g + ["grad", "sin(cos(exp(exp(exp(exp(1))))))",
+                                                                         "--at", "x=1"],
     }
     times: dict[str, list[float]] = {k: [] for k in contenders}
     for cmd in contenders.values():  # warm the file cache once
