@@ -1,0 +1,304 @@
+"""gradcli descend: the guide's two descents, Keras' optimizers, the guardrails and the outputs."""
+
+from __future__ import annotations
+
+import ast
+import csv
+import io
+import json
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+
+from gradcli.descend import OPTIMIZERS, STATUSES, compute_descent
+
+GUIDE = "3*x**2+2*x-1"
+BOOTH = "(x+2*y-7)**2+(2*x+y-5)**2"
+ROSENBROCK = "100*(y-x**2)**2+(1-x)**2"
+EDGE = "(x-3)^2+10*(y+1)^2"  # lr 0.1 is exactly 2/λmax for the y direction
+NO_SYMPY = ("--stationary-timeout", "0")
+
+
+def runs_by_name(doc: dict) -> dict[str, dict]:
+    return {r["optimizer"]: r for r in doc["runs"]}
+
+
+# ---------------------------------------------------------------------------------------------
+# The guide's run
+# ---------------------------------------------------------------------------------------------
+def test_guide_run_manual_and_sgd_end_at_minus_one_third(invoke_json):
+    doc = invoke_json("descend", GUIDE, "--from", "x=0", "--lr", "0.1", "--steps", "100", "--tol", "0",
+                      "-o", "manual,sgd", "--every", "1", *NO_SYMPY)
+    runs = runs_by_name(doc)
+    for name in ("manual", "sgd"):
+        assert runs[name]["steps"] == 100
+        assert runs[name]["final"]["x"] == pytest.approx(-1 / 3, abs=1e-15)
+        assert runs[name]["value"] == pytest.approx(-4 / 3, abs=1e-15)
+    # the hand-written loop and Keras' SGD take identical steps, bit for bit
+    assert runs["manual"]["history"] == runs["sgd"]["history"]
+    assert [h["step"] for h in runs["manual"]["history"]] == list(range(101))
+
+
+def test_guide_run_in_float32_prints_the_guides_number(invoke_json):
+    doc = invoke_json("descend", GUIDE, "--from", "x=0", "--steps", "100", "--tol", "0", "--dtype", "float32",
+                      "-o", "manual,sgd", *NO_SYMPY)
+    assert doc["dtype"] == "float32"
+    for run in doc["runs"]:
+        assert run["final"]["x"] == -0.3333333  # the guide's <tf.Variable ... numpy=-0.3333333>
+
+
+def test_default_tolerance_converges_early_at_minus_one_third(invoke_json):
+    doc = invoke_json("descend", GUIDE, "--from", "x=0", "--steps", "100", *NO_SYMPY)
+    (run,) = doc["runs"]
+    assert run["optimizer"] == "manual"
+    assert run["status"] == "converged"
+    assert run["steps"] < 100
+    assert run["gradient_norm"] < doc["tol"] == 1e-10
+    assert run["final"]["x"] == pytest.approx(-1 / 3, abs=1e-10)
+    assert run["end_point_kind"] == "minimum"
+    assert "history" not in run  # only with --every
+
+
+def test_huge_steps_still_end_promptly(invoke_json):
+    doc = invoke_json("descend", GUIDE, "--steps", "1000000000000", "-o", "manual,adam", *NO_SYMPY)
+    runs = runs_by_name(doc)
+    assert runs["manual"]["status"] == "converged" and runs["manual"]["steps"] < 100
+    assert runs["adam"]["status"] == "converged"
+
+
+def test_default_start_is_zero_and_said_so(invoke):
+    result = invoke("descend", GUIDE, *NO_SYMPY)
+    assert result.exit_code == 0, result.stderr
+    assert "starting at x=0" in result.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# Maximising, racing, test functions
+# ---------------------------------------------------------------------------------------------
+def test_maximize_climbs_and_reports_f(invoke_json):
+    doc = invoke_json("descend", "1-(x-2)**2-(y+1)**2", "--from", "x=0,y=0", "--maximize", *NO_SYMPY)
+    (run,) = doc["runs"]
+    assert doc["maximize"] is True
+    assert run["status"] == "converged"
+    assert run["final"]["x"] == pytest.approx(2, abs=1e-9)
+    assert run["final"]["y"] == pytest.approx(-1, abs=1e-9)
+    assert run["value"] == pytest.approx(1.0, abs=1e-12)  # f itself, not -f
+    assert run["end_point_kind"] == "maximum"
+
+
+def test_race_of_several_optimizers_from_the_same_start(invoke_json):
+    args = ("descend", BOOTH, "--from", "x=0,y=0", "--lr", "0.05", "--steps", "2000",
+            "-o", "sgd,momentum,nesterov,adam,rmsprop")
+    doc = invoke_json(*args, *NO_SYMPY)
+    assert [r["optimizer"] for r in doc["runs"]] == ["sgd", "momentum", "nesterov", "adam", "rmsprop"]
+    assert doc["start"] == {"x": 0.0, "y": 0.0}
+    for run in doc["runs"]:
+        assert run["status"] in STATUSES
+        assert run["learning_rate"] == 0.05
+    for name in ("sgd", "momentum", "nesterov", "adam"):
+        run = runs_by_name(doc)[name]
+        assert run["final"]["x"] == pytest.approx(1, abs=1e-3) and run["final"]["y"] == pytest.approx(3, abs=1e-3)
+
+
+def test_every_optimizer_runs_in_the_compiled_loop():
+    report = compute_descent("(x-1)**2+(y+2)**2", optimizers="all", lr=0.05, steps=300, stationary_time_limit=0)
+    assert [r.optimizer for r in report.runs] == list(OPTIMIZERS)
+    for run in report.runs:
+        assert run.status in STATUSES
+        assert run.value is not None and math.isfinite(run.value)
+        assert run.value < 5.0  # every optimizer went downhill from f(0, 0) = 5
+
+
+def test_booth_with_sgd_reaches_1_3(invoke_json):
+    doc = invoke_json("descend", BOOTH, "--from", "x=0,y=0", "-o", "sgd", "--lr", "0.05")
+    (run,) = doc["runs"]
+    assert run["status"] == "converged"
+    assert run["final"]["x"] == pytest.approx(1, abs=1e-9)
+    assert run["final"]["y"] == pytest.approx(3, abs=1e-9)
+    nearest = run["nearest_stationary_point"]  # SymPy solved grad f = 0
+    assert nearest["kind"] == "minimum"
+    assert nearest["point"] == {"x": 1.0, "y": 3.0}
+    assert nearest["value"] == 0.0
+    assert nearest["distance"] < 1e-9
+
+
+def test_rosenbrock_with_adam_reaches_1_1(invoke_json):
+    doc = invoke_json("descend", ROSENBROCK, "--from", "x=-1.2,y=1", "-o", "adam", "--lr", "0.01",
+                      "--steps", "20000", *NO_SYMPY)
+    (run,) = doc["runs"]
+    assert run["final"]["x"] == pytest.approx(1, abs=1e-3)
+    assert run["final"]["y"] == pytest.approx(1, abs=1e-3)
+    assert run["status"] == "converged"
+    assert list(run["final"]) == ["x", "y"]  # --from's order, not the order of appearance
+
+
+# ---------------------------------------------------------------------------------------------
+# Guardrails
+# ---------------------------------------------------------------------------------------------
+def test_divergence_names_the_step_and_suggests_a_learning_rate(invoke, invoke_json):
+    doc = invoke_json("descend", "x**4", "--from", "x=10", "--lr", "0.1", *NO_SYMPY, code=1)
+    (run,) = doc["runs"]
+    assert run["status"] == "diverged"
+    assert run["stopped_at"] == run["steps"] == 3
+    # f'' = 12 x**2 = 1200 at the start: 2/λmax = 1/600, half of it suggested
+    assert run["suggested_learning_rate"] == pytest.approx(1 / 1200, rel=1e-2)
+    result = invoke("descend", "x**4", "--from", "x=10", "--lr", "0.1", *NO_SYMPY)
+    assert result.exit_code == 1
+    assert "diverged at step 3" in result.stderr
+    assert "--lr 0.000833" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_not_finite_at_the_start(invoke_json):
+    doc = invoke_json("descend", "log(x)", "--from", "x=-1", *NO_SYMPY, code=1)
+    assert doc["runs"][0]["status"] == "diverged"
+    assert doc["runs"][0]["steps"] == 0
+    assert "start point" in doc["runs"][0]["message"]
+
+
+def test_unbounded_below_is_reported(invoke):
+    # An expression starting with "-" follows "--", or it reads as an option.
+    result = invoke("descend", "--from", "x=1", "--format", "json", *NO_SYMPY, "--", "-x**2")
+    assert result.exit_code == 1, result.stderr
+    (run,) = json.loads(result.stdout)["runs"]
+    assert run["status"] == "unbounded"
+    assert run["steps"] < 1000  # stopped long before --steps
+    result = invoke("descend", "--from", "x=1", "--steps", "1000000", *NO_SYMPY, "--", "-x**2")
+    assert result.exit_code == 1
+    assert "unbounded below" in result.stderr
+
+
+def test_linear_runaway_is_reported_unbounded(invoke_json):
+    doc = invoke_json("descend", "1-x-y", "--from", "x=1,y=1", *NO_SYMPY, code=1)
+    assert doc["runs"][0]["status"] == "unbounded"
+
+
+def test_starting_on_a_maximum_is_not_called_a_minimum(invoke):
+    result = invoke("descend", *NO_SYMPY, "--", "-x**2")  # the gradient is 0 at the default start x=0
+    assert result.exit_code == 0
+    assert "maximum, not a minimum" in result.stderr
+
+
+def test_oscillation_on_the_stability_edge_is_flagged(invoke, invoke_json):
+    doc = invoke_json("descend", EDGE, "--from", "x=0,y=0", "--lr", "0.1", "--steps", "200", *NO_SYMPY)
+    (run,) = doc["runs"]
+    assert run["status"] == "oscillating"
+    assert run["steps"] == 200
+    assert run["final"]["x"] == pytest.approx(3, abs=1e-9)  # x converged; y bounces between 0 and -2
+    assert run["suggested_learning_rate"] == pytest.approx(0.05)
+    result = invoke("descend", EDGE, "--lr", "0.1", "--steps", "200", *NO_SYMPY)
+    assert result.exit_code == 0
+    assert "oscillating in y" in result.stderr and "--lr 0.05" in result.stderr
+    # half that learning rate converges
+    calm = invoke_json("descend", EDGE, "--lr", "0.05", "--steps", "2000", *NO_SYMPY)
+    assert calm["runs"][0]["status"] == "converged"
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--lr", "0"), "--lr"),
+    (("--lr", "-0.1"), "--lr"),
+    (("--lr", "nan"), "--lr"),
+    (("--lr", "inf"), "--lr"),
+    (("--steps", "0"), "--steps"),
+    (("-o", "sgd,bogus"), "unknown optimizer 'bogus'"),
+    (("--tol", "-1"), "--tol"),
+    (("--from", "z=1"), "not a variable"),
+    (("--momentum", "1.5", "-o", "momentum"), "--momentum"),
+])
+def test_usage_errors_exit_2(invoke, args, message):
+    result = invoke("descend", GUIDE, *args)
+    assert result.exit_code == 2, (result.stdout, result.stderr)
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stdout == ""
+
+
+def test_constant_expression_is_a_usage_error(invoke):
+    result = invoke("descend", "2+3")
+    assert result.exit_code == 2
+    assert "no variables" in result.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# Outputs
+# ---------------------------------------------------------------------------------------------
+def test_json_schema(invoke_json):
+    doc = invoke_json("descend", GUIDE, "--from", "x=0", "--steps", "100", "--every", "10")
+    assert doc["command"] == "descend"
+    assert doc["expression"] == "3*x**2 + 2*x - 1"
+    assert doc["start"] == {"x": 0.0}
+    assert doc["dtype"] == "float64"
+    (run,) = doc["runs"]
+    assert set(run) >= {"optimizer", "learning_rate", "steps", "status", "final", "value", "gradient_norm",
+                        "history", "message", "stopped_at", "suggested_learning_rate", "nearest_stationary_point"}
+    steps = [h["step"] for h in run["history"]]
+    assert steps[:3] == [0, 10, 20] and steps[-1] == run["steps"]  # every K steps, and where it ended
+    assert run["history"][-1]["point"] == run["final"]
+    assert doc["stationary_points"][0]["kind"] == "minimum"
+
+
+def test_csv_is_the_trajectory(invoke):
+    result = invoke("descend", BOOTH, "--from", "x=0,y=0", "-o", "sgd,adam", "--lr", "0.05", "--steps", "50",
+                    "--format", "csv", *NO_SYMPY)
+    assert result.exit_code == 0, result.stderr
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert list(rows[0]) == ["optimizer", "step", "x", "y", "value", "gradient_norm", "status"]
+    sgd = [r for r in rows if r["optimizer"] == "sgd"]
+    assert [int(r["step"]) for r in sgd] == list(range(51))
+    assert float(sgd[0]["value"]) == 74.0  # f(0, 0) = 49 + 25
+    assert sgd[-1]["status"] == "max_steps"
+
+
+def test_trajectory_table_with_every(invoke):
+    result = invoke("descend", GUIDE, "--from", "x=0", "--steps", "100", "--every", "5", *NO_SYMPY)
+    assert result.exit_code == 0
+    assert "every 5 steps" in result.stdout
+
+
+def test_plot_goes_to_stdout_and_keeps_json_clean(invoke):
+    result = invoke("descend", BOOTH, "-o", "sgd,adam", "--lr", "0.05", "--steps", "200", "--plot", *NO_SYMPY)
+    assert result.exit_code == 0, result.stderr
+    assert "sgd (" in result.stdout and "adam (" in result.stdout and "step" in result.stdout
+    as_json = invoke("descend", BOOTH, "-o", "sgd", "--lr", "0.05", "--steps", "200", "--plot", "--format", "json",
+                     *NO_SYMPY)
+    json.loads(as_json.stdout)
+    assert "sgd (" in as_json.stderr
+
+
+def test_show_code_is_a_runnable_program(invoke, tmp_path):
+    result = invoke("descend", GUIDE, "--from", "x=0", "--steps", "100", "--tol", "0", "-o", "manual,sgd",
+                    "--show-code")
+    assert result.exit_code == 0
+    program = result.stdout
+    ast.parse(program)
+    assert "x.assign_sub(learning_rate * grads[0])" in program
+    assert "optimizer.apply_gradients(zip(grads, [x]))" in program
+    assert "@tf.function" in program
+    path = tmp_path / "descend.py"
+    path.write_text(program)
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    done = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    printed = [line for line in done.stdout.splitlines() if line.startswith("steps:")]
+    assert printed == ["steps: 100 x = -0.3333333333333333 f = -1.3333333333333333"] * 2
+
+
+# ---------------------------------------------------------------------------------------------
+# The compiled loop in pieces: chunks (progress bar, history buffers) change nothing
+# ---------------------------------------------------------------------------------------------
+def test_chunked_runs_match_one_piece_runs():
+    calls = []
+
+    def factory(name, total):
+        return lambda done, total_: calls.append(done)
+
+    common = dict(start="x=1,y=-1", lr=0.0001, steps=9_000, tol=0, stationary_time_limit=0, jit=False)
+    whole = compute_descent("x**2+y**2", **common).runs[0]  # one compiled call
+    # --every 1 fills the history buffer every 4094 steps: three calls, each reporting progress
+    pieces = compute_descent("x**2+y**2", every=1, progress_factory=factory, **common).runs[0]
+    assert calls == [4094, 8188, 9000]
+    assert whole.final == pieces.final and whole.steps == pieces.steps == 9000
+    assert [h.step for h in pieces.history] == list(range(9_001))  # no step lost or repeated across calls
