@@ -1,0 +1,118 @@
+"""10,000 Adam steps on the Rosenbrock function: gradcli's compiled loop against the guide's eager loop.
+
+Contenders, run in turn each round (alternating, so drifting machine load hits all of them alike):
+- gradcli's core, ``run_descent`` with XLA (what ``descend`` uses when more than 5,000 steps are allowed)
+  and as a plain ``tf.function`` (what shorter runs use); each time includes building the variables
+  and the optimizer, tracing, and compiling.
+- the guide's eager loop: ``with tf.GradientTape()`` + ``optimizer.apply_gradients`` once per step in
+  Python. 10,000 eager steps take tens of seconds, so it runs ``EAGER_STEPS`` steps (after a short
+  warm-up) and the per-step time is multiplied by 10,000.
+- TensorFlow's import time, in a fresh interpreter (the issue's yardstick: the 10,000 steps must take
+  well under it).
+
+    python bench/bench_descend.py [--rounds 3] [--eager-steps 300]
+
+Prints a markdown table of medians.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+STEPS = 10_000
+ROSENBROCK = "100*(y-x**2)**2+(1-x)**2"
+START = {"x": -1.2, "y": 1.0}
+LR = 0.01
+
+
+def time_import() -> float:
+    code = "import time, os; os.environ['TF_CPP_MIN_LOG_LEVEL']='3'; t=time.perf_counter(); import tensorflow; " \
+           "print(time.perf_counter()-t)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def time_gradcli(jit: bool) -> tuple[float, str]:
+    from gradcli.descend import run_descent
+    from gradcli.expr import parse
+
+    tree = parse(ROSENBROCK).tree
+    t = time.perf_counter()
+    run = run_descent(tree, ["x", "y"], START, optimizer="adam", lr=LR, tol=0.0, max_steps=STEPS, jit=jit)
+    elapsed = time.perf_counter() - t
+    assert run.steps == STEPS, run
+    return elapsed, f"x={run.final['x']:.6f}, y={run.final['y']:.6f}"
+
+
+def time_eager(steps: int) -> float:
+    """Per-step seconds of the guide's loop (eager tape + apply_gradients), after a warm-up."""
+    from gradcli.tape import load_tensorflow
+
+    tf = load_tensorflow()
+    import keras
+
+    x = tf.Variable(START["x"], dtype=tf.float64)
+    y = tf.Variable(START["y"], dtype=tf.float64)
+    optimizer = keras.optimizers.Adam(learning_rate=LR)
+
+    def step():
+        with tf.GradientTape() as tape:
+            z = 100 * (y - x ** 2) ** 2 + (1 - x) ** 2
+        grads = tape.gradient(z, [x, y])
+        optimizer.apply_gradients(zip(grads, [x, y]))
+
+    for _ in range(10):
+        step()
+    t = time.perf_counter()
+    for _ in range(steps):
+        step()
+    return (time.perf_counter() - t) / steps
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--eager-steps", type=int, default=300)
+    args = parser.parse_args()
+
+    from gradcli.tape import load_tensorflow
+
+    load_tensorflow()
+    import keras  # noqa: F401  (imported once, outside the timings)
+
+    results: dict[str, list[float]] = {"xla": [], "graph": [], "eager": [], "import": []}
+    where = ""
+    for _ in range(args.rounds):
+        t, where = time_gradcli(jit=True)
+        results["xla"].append(t)
+        t, _ = time_gradcli(jit=False)
+        results["graph"].append(t)
+        results["eager"].append(time_eager(args.eager_steps) * STEPS)
+        results["import"].append(time_import())
+
+    med = {k: statistics.median(v) for k, v in results.items()}
+    print(f"10,000 Adam steps (lr {LR}) on Rosenbrock from (-1.2, 1), float64; median of {args.rounds} rounds "
+          f"on {os.cpu_count()} CPU(s). gradcli ended at {where}.\n")
+    print("| contender | 10,000 steps | per step | vs TF import |")
+    print("|---|---:|---:|---:|")
+    rows = [
+        ("gradcli `descend` core, tf.function + XLA (incl. tracing and compiling)", med["xla"]),
+        ("gradcli `descend` core, tf.function only (incl. tracing)", med["graph"]),
+        (f"the guide's eager loop (tape + apply_gradients; {args.eager_steps} steps timed, scaled to {STEPS:,})",
+         med["eager"]),
+        ("`import tensorflow` (fresh interpreter)", med["import"]),
+    ]
+    for label, seconds in rows:
+        per_step = "-" if label.startswith("`import") else f"{seconds / STEPS * 1e6:.1f} µs"
+        print(f"| {label} | {seconds:.3f} s | {per_step} | {seconds / med['import']:.2f}x |")
+
+
+if __name__ == "__main__":
+    main()
