@@ -1,0 +1,334 @@
+"""``derivative``: the first n derivatives of a function of one variable, three ways.
+
+- tape: k nested ``GradientTape``s for order k (each tape records the gradient the one inside it
+  takes), all orders in one pass. A derivative the tape reports as unconnected (``None``: the third
+  derivative of x**2) is 0, marked structural, and so is every order above it.
+- fd: a central stencil whose coefficients are solved exactly (fractions) for order k, with
+  accuracy order ``accuracy`` (default 8: error ~h^8) and step eps^(1/(k+accuracy))*max(1,|x|),
+  which balances truncation h^accuracy against rounding eps/h^k. Measured on sin and exp at 1 in
+  float64, this wide stencil beats Richardson extrapolation of the 3-point stencil at every order
+  from 2 up (halving the step multiplies the rounding error by 2^k), so Richardson is not used.
+  Where the wide stencil leaves the function's domain, narrower ones are tried.
+- symbolic: SymPy's k-th derivatives and their exact values, under a time bound.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from dataclasses import dataclass, field
+from fractions import Fraction
+from functools import lru_cache
+from typing import Any
+
+from gradcli import symbolic
+from gradcli.errors import UsageError
+from gradcli.evaluate import PYTHON_FLOAT64, compile_expression, numpy_backend
+from gradcli.expr import Expression, Node, parse
+from gradcli.finite_diff import MACHINE_EPSILON
+from gradcli.gradient import check_dtype, check_eps, parse_methods
+from gradcli.points import Point, check_covers, parse_point
+from gradcli.results import METHODS, clean, shortest
+
+MAX_ORDER = 10
+ACCURACY_ORDERS = (2, 4, 6, 8)
+DEFAULT_ACCURACY = 8
+
+
+@dataclass
+class DerivativeRow:
+    order: int
+    symbolic: float | None = None
+    tape: float | None = None
+    fd: float | None = None
+    formula: str | None = None
+    error: dict[str, float | None] = field(default_factory=dict)
+    structural: bool = False  # the tape reported this order as unconnected (None)
+    fd_step: float | None = None
+    fd_accuracy: int | None = None
+    fd_points: int | None = None
+
+    def to_dict(self, methods: list[str], with_formula: bool) -> dict:
+        doc: dict[str, Any] = {"order": self.order}
+        for m in METHODS:
+            if m in methods:
+                doc[m] = getattr(self, m)
+        if with_formula:
+            doc["formula"] = self.formula
+        doc["error"] = self.error
+        if "tape" in methods:
+            doc["structural_zero"] = self.structural
+        if "fd" in methods:
+            doc["fd_step"] = self.fd_step
+            doc["fd_accuracy"] = self.fd_accuracy
+            doc["fd_points"] = self.fd_points
+        return doc
+
+
+@dataclass
+class DerivativeReport:
+    expression: str
+    variable: str
+    point: dict[str, float]
+    dtype: str
+    order: int
+    methods: list[str]
+    value: float | None
+    derivatives: list[DerivativeRow]
+    formulas: bool = False
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    failed: bool = False
+    command: str = "derivative"
+
+    def to_dict(self) -> dict:
+        return clean({
+            "command": self.command,
+            "expression": self.expression,
+            "variable": self.variable,
+            "point": self.point,
+            "dtype": self.dtype,
+            "order": self.order,
+            "methods": self.methods,
+            "value": self.value,
+            "derivatives": [r.to_dict(self.methods, self.formulas) for r in self.derivatives],
+            "warnings": self.warnings,
+            "notes": self.notes,
+        })
+
+
+# ---------------------------------------------------------------------------------------------
+# tape
+# ---------------------------------------------------------------------------------------------
+def tape_derivatives(tree: Node, values: dict[str, float], variable: str, order: int, *,
+                     dtype: str = "float64") -> list[float | None]:
+    """Derivatives 1..order by nested tapes; None where the tape reported the order as unconnected."""
+    from gradcli.tape import load_tensorflow, tf_backend
+
+    tf = load_tensorflow()
+    tf_dtype = tf.as_dtype(dtype)
+    f = compile_expression(tree, tf_backend(dtype))
+    x = tf.Variable(values[variable], dtype=tf_dtype, name=variable)
+    env = {k: tf.constant(v, dtype=tf_dtype) for k, v in values.items() if k != variable}
+    env[variable] = x
+
+    def derivatives(k: int) -> list:
+        """[f, f', ..., f^(k)] as tensors (None once unconnected); the tape of level k records levels < k."""
+        if k == 0:
+            return [tf.convert_to_tensor(f(env), dtype=tf_dtype)]
+        with tf.GradientTape() as tape:
+            lower = derivatives(k - 1)
+        top = lower[-1]
+        return lower + [None if top is None else tape.gradient(top, x)]
+
+    out = derivatives(order)[1:]
+    return [None if d is None else float(d.numpy()) for d in out]
+
+
+# ---------------------------------------------------------------------------------------------
+# finite differences
+# ---------------------------------------------------------------------------------------------
+@lru_cache(maxsize=None)
+def central_coefficients(order: int, accuracy: int) -> tuple[tuple[int, ...], tuple[Fraction, ...]]:
+    """Offsets -p..p and exact weights w with sum w_m f(x + m h) / h^order = f^(order)(x) + O(h^accuracy).
+
+    Solves the Taylor conditions sum w_m m^j = order! [j == order], j = 0..2p, in fractions.
+    """
+    p = (order + 1) // 2 - 1 + accuracy // 2
+    offsets = list(range(-p, p + 1))
+    size = len(offsets)
+    rows = [[Fraction(m) ** j for m in offsets] + [Fraction(math.factorial(order) if j == order else 0)]
+            for j in range(size)]
+    for c in range(size):  # Gauss-Jordan; the Vandermonde system is non-singular
+        pivot = next(r for r in range(c, size) if rows[r][c] != 0)
+        rows[c], rows[pivot] = rows[pivot], rows[c]
+        for r in range(size):
+            if r != c and rows[r][c] != 0:
+                factor = rows[r][c] / rows[c][c]
+                rows[r] = [a - factor * b for a, b in zip(rows[r], rows[c])]
+    weights = tuple(rows[i][size] / rows[i][i] for i in range(size))
+    return tuple(offsets), weights
+
+
+def fd_step(order: int, accuracy: int, dtype: str, x: float) -> float:
+    return MACHINE_EPSILON[dtype] ** (1.0 / (order + accuracy)) * max(1.0, abs(x))
+
+
+@dataclass
+class FdDerivative:
+    value: float
+    step: float
+    accuracy: int
+    points: int
+
+
+def fd_derivatives(tree: Node, values: dict[str, float], variable: str, order: int, *, dtype: str = "float64",
+                   eps: float | None = None, accuracy: int = DEFAULT_ACCURACY) -> list[FdDerivative]:
+    """Derivatives 1..order by central stencils, each stencil evaluated in one vectorised call in dtype.
+
+    When a stencil point gives a non-finite value where f(x) is finite (the stencil reaches past a
+    singularity or the domain's edge), narrower stencils with smaller steps are tried.
+    """
+    import numpy as np
+
+    t = np.dtype(dtype).type
+    f = compile_expression(tree, numpy_backend(dtype))
+    env = {k: t(v) for k, v in values.items() if k != variable}
+    x0 = t(values[variable])
+    out = []
+    with np.errstate(all="ignore"):
+        centre_finite = bool(np.isfinite(f({**env, variable: x0})))
+        for k in range(1, order + 1):
+            tries = [a for a in ACCURACY_ORDERS if a <= accuracy][::-1] or [accuracy]
+            result = None
+            for acc in tries:
+                offsets, weights = central_coefficients(k, acc)
+                requested = t(eps if eps is not None else fd_step(k, acc, dtype, values[variable]))
+                h = (x0 + requested) - x0  # the step actually taken, exact in dtype
+                if h == 0:
+                    h = requested
+                xs = x0 + np.array(offsets, dtype=t) * h
+                fx = np.broadcast_to(np.asarray(f({**env, variable: xs}), dtype=t), xs.shape)
+                d = np.dot(np.array([float(w) for w in weights], dtype=t), fx) / h ** k
+                result = FdDerivative(float(d), float(h), acc, len(offsets))
+                if np.all(np.isfinite(fx)) or not centre_finite:
+                    break
+            out.append(result)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# symbolic
+# ---------------------------------------------------------------------------------------------
+def symbolic_derivatives(tree: Node, point: Point, variable: str, order: int, *,
+                         time_limit: float) -> tuple[float | None, list[float | None], list[str]]:
+    """(value, [f', ..., f^(order)] at the exact point, formulas); SymbolicTimeout past time_limit."""
+    cancel = threading.Event()
+
+    def work():
+        syms = symbolic.symbols_for(point.names)
+        subs = symbolic.exact_point(point.exact, syms)
+        d = symbolic.to_sympy(tree, syms)
+        value = symbolic.value_at(d, subs)
+        values, formulas = [], []
+        for _ in range(order):
+            if cancel.is_set():
+                return None
+            d = d.diff(syms[variable])
+            values.append(symbolic.value_at(d, subs))
+            formulas.append(symbolic.formula_text(d))
+        return value, values, formulas
+
+    try:
+        return symbolic.run_bounded(work, time_limit)
+    except symbolic.SymbolicTimeout:
+        cancel.set()  # the worker stops after its current order
+        raise
+
+
+# ---------------------------------------------------------------------------------------------
+# the command's core
+# ---------------------------------------------------------------------------------------------
+def derivative_tolerance(method: str, *, dtype: str, scale: float, order: int, step: float | None = None,
+                         accuracy: int = DEFAULT_ACCURACY) -> float:
+    """Expected error bound: tape ~ roundings (growing with the order); fd truncation + rounding."""
+    eps = MACHINE_EPSILON[dtype]
+    if method == "tape":
+        return 1e3 * 4 ** order * eps * scale
+    h = step or 1.0
+    return 1e3 * 4 ** order * (h ** accuracy + eps / h ** order) * scale
+
+
+def check_order(order: int) -> int:
+    if not 1 <= order <= MAX_ORDER:
+        raise UsageError(f"--order must be between 1 and {MAX_ORDER}, not {order}")
+    return order
+
+
+def resolve_variable(wrt: str | None, point: Point, expr: Expression) -> str:
+    if wrt:
+        name = wrt.strip()
+        if name not in point.values:
+            raise UsageError(f"--wrt: '{name}' has no value in --at")
+        return name
+    if len(point.values) == 1:
+        return point.names[0]
+    raise UsageError(f"derivative takes one variable: --at gives {len(point.values)} "
+                     f"({', '.join(point.names)}); choose one with --wrt (the others stay fixed)")
+
+
+def compute_derivatives(expression: str, *, at: list[str] | str, order: int = 1, wrt: str | None = None,
+                        methods: str | list[str] | None = None, eps: float | None = None,
+                        dtype: str = "float64", accuracy: int = DEFAULT_ACCURACY, formulas: bool = False,
+                        symbolic_time_limit: float = symbolic.DEFAULT_TIME_LIMIT) -> DerivativeReport:
+    """Everything ``gradcli derivative`` shows, as a :class:`DerivativeReport`."""
+    expr = parse(expression)
+    point = parse_point(at)
+    check_covers(point, expr.variables)
+    variable = resolve_variable(wrt, point, expr)
+    order = check_order(order)
+    chosen = parse_methods(methods) if not isinstance(methods, list) else methods
+    dtype = check_dtype(dtype)
+    eps = check_eps(eps)
+    if accuracy not in ACCURACY_ORDERS:
+        raise UsageError(f"--accuracy must be one of {', '.join(map(str, ACCURACY_ORDERS))}, not {accuracy}")
+    if formulas and "symbolic" not in chosen:
+        raise UsageError("--formulas needs the symbolic method (add symbolic to --method)")
+
+    value = compile_expression(expr.tree, PYTHON_FLOAT64)(point.values)
+    rows = [DerivativeRow(order=k) for k in range(1, order + 1)]
+    report = DerivativeReport(expression=expr.text, variable=variable, point=dict(point.values), dtype=dtype,
+                              order=order, methods=list(chosen), value=value, derivatives=rows,
+                              formulas=formulas)
+    if "tape" in chosen:
+        tape = tape_derivatives(expr.tree, point.values, variable, order, dtype=dtype)
+        for r, d in zip(rows, tape):
+            r.tape = 0.0 if d is None else shortest(d, dtype)
+            r.structural = d is None
+    if "fd" in chosen:
+        for r, d in zip(rows, fd_derivatives(expr.tree, point.values, variable, order, dtype=dtype, eps=eps,
+                                             accuracy=accuracy)):
+            r.fd, r.fd_step, r.fd_accuracy, r.fd_points = shortest(d.value, dtype), d.step, d.accuracy, d.points
+    if "symbolic" in chosen:  # last: a worker that times out must not slow the others down
+        try:
+            sym_value, values, texts = symbolic_derivatives(expr.tree, point, variable, order,
+                                                            time_limit=symbolic_time_limit)
+        except symbolic.SymbolicTimeout as exc:
+            report.notes.append(f"symbolic column left out: {exc} (raise --symbolic-timeout to wait longer)")
+            report.methods = [m for m in report.methods if m != "symbolic"]
+        else:
+            for r, v, text in zip(rows, values, texts):
+                r.symbolic, r.formula = v, text
+            if sym_value is not None:
+                report.value = sym_value
+    _compare(report)
+    return report
+
+
+def _compare(report: DerivativeReport) -> None:
+    pt = ", ".join(f"{k}={v:g}" for k, v in report.point.items())
+    if report.value is None or not math.isfinite(report.value):
+        report.warnings.append(f"{report.expression} is undefined at {pt} (its value is not a finite real "
+                               "number); its derivatives there mean nothing")
+        report.value = None
+        report.failed = True
+    x = report.point[report.variable]
+    for r in report.derivatives:
+        bad = [m for m in report.methods if getattr(r, m) is None or not math.isfinite(getattr(r, m))]
+        if bad:
+            report.warnings.append(f"derivative of order {r.order} is not finite at {pt} ({', '.join(bad)})")
+            report.failed = True
+        if "symbolic" not in report.methods or r.symbolic is None:
+            continue
+        scale = max(1.0, abs(r.symbolic), abs(report.value or 0.0), abs(x))
+        for m in ("tape", "fd"):
+            got = getattr(r, m) if m in report.methods else None
+            if got is None or not math.isfinite(got):
+                continue
+            err = abs(got - r.symbolic)
+            r.error[m] = err
+            tol = derivative_tolerance(m, dtype=report.dtype, scale=scale, order=r.order, step=r.fd_step,
+                                       accuracy=r.fd_accuracy or DEFAULT_ACCURACY)
+            if err > tol:
+                report.warnings.append(f"{m} and symbolic disagree on derivative {r.order}: error {err:.3g} "
+                                       f"is more than {report.dtype} and the step explain (~{tol:.1g})")
