@@ -56,6 +56,13 @@ def handle_errors(fn: Callable) -> Callable:
             raise typer.Exit(exc.exit_code) from None
         except (typer.Exit, typer.Abort):
             raise
+        except BrokenPipeError:
+            # `gradcli ... | head`: the reader left; say nothing, and keep Python from complaining at exit.
+            import os
+
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            raise typer.Exit(1) from None
         except KeyboardInterrupt:
             print("gradcli: interrupted", file=sys.stderr)
             raise typer.Exit(130) from None
