@@ -35,14 +35,18 @@ def zero_tolerance(matrix: list[list[float]], dtype: str = "float64") -> float:
 
 
 def analyse_hessian(matrix: list[list[float]], gradient: list[float] | None = None, *,
-                    dtype: str = "float64", gradient_tolerance: float | None = None) -> HessianAnalysis:
-    """Classify a symmetric matrix (symmetrised first) and, with the gradient, the critical point."""
+                    dtype: str = "float64", gradient_tolerance: float | None = None,
+                    eigenvalue_tolerance: float | None = None) -> HessianAnalysis:
+    """Classify a symmetric matrix (symmetrised first) and, with the gradient, the critical point.
+
+    ``eigenvalue_tolerance``: eigenvalues within it count as zero (default :func:`zero_tolerance`, which
+    is tuned for rounding; a finite-difference matrix needs its larger truncation error here)."""
     import numpy as np
 
     h = np.array(matrix, dtype=np.float64)
     h = (h + h.T) / 2
     eig = [float(x) for x in np.linalg.eigvalsh(h)] if h.size else []
-    tol = zero_tolerance(matrix, dtype)
+    tol = eigenvalue_tolerance if eigenvalue_tolerance is not None else zero_tolerance(matrix, dtype)
     pos = sum(1 for x in eig if x > tol)
     neg = sum(1 for x in eig if x < -tol)
     zero = len(eig) - pos - neg

@@ -11,6 +11,8 @@ import typer
 
 from gradcli import __version__
 from gradcli.commands.grad import grad
+from gradcli.commands.hessian import hessian
+from gradcli.commands.derivative import derivative
 from gradcli.commands.descend import descend
 
 app = typer.Typer(
@@ -39,6 +41,8 @@ def _root(
 
 
 app.command("grad")(grad)
+app.command("hessian")(hessian)
+app.command("derivative")(derivative)
 app.command("descend")(descend)
 
 

@@ -1,0 +1,60 @@
+"""``gradcli derivative``."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from gradcli.commands.common import (AtOption, DType, DTypeOption, FormatOption, OutputFormat, ShowCodeOption,
+                                     SymbolicTimeoutOption, finish, handle_errors)
+
+
+@handle_errors
+def derivative(
+    expression: Annotated[str, typer.Argument(help="The expression, e.g. \"sin(x)\".", show_default=False)],
+    *,
+    at: AtOption = None,
+    order: Annotated[int, typer.Option("--order", "-n", help="Derivatives 1..N (N up to 10).")] = 1,
+    wrt: Annotated[Optional[str], typer.Option(
+        "--wrt", help="The variable, when --at gives several (the others are held fixed).")] = None,
+    method: Annotated[str, typer.Option(
+        "--method", "-m", help="Comma-separated subset of symbolic,tape,fd.")] = "symbolic,tape,fd",
+    eps: Annotated[Optional[float], typer.Option(
+        "--eps", help="Fixed fd step for every order (default: eps^(1/(k+accuracy))*max(1,|x|); shown).")] = None,
+    accuracy: Annotated[int, typer.Option(
+        "--accuracy", help="fd stencil accuracy order: 2, 4, 6 or 8 (error ~ h^accuracy).")] = 8,
+    dtype: DTypeOption = DType.float64,
+    output: FormatOption = OutputFormat.table,
+    formulas: Annotated[bool, typer.Option("--formulas", help="Show SymPy's formula for each order.")] = False,
+    show_code: ShowCodeOption = False,
+    symbolic_timeout: SymbolicTimeoutOption = 10.0,
+) -> None:
+    """The first N derivatives of a one-variable function: SymPy, nested GradientTapes and fd stencils."""
+    from gradcli.derivative import compute_derivatives
+    from gradcli.render.common import print_diagnostics
+
+    report = compute_derivatives(expression, at=at, order=order, wrt=wrt, methods=method, eps=eps,
+                                 dtype=dtype.value, accuracy=accuracy, formulas=formulas,
+                                 symbolic_time_limit=symbolic_timeout)
+    if show_code:
+        from gradcli.derivative import show_code_derivative
+        from gradcli.expr import parse
+        from gradcli.points import parse_point
+
+        print(show_code_derivative(parse(expression).tree, report.expression, parse_point(at).values,
+                                   report.variable, report.order, report.dtype), end="")
+    elif output is OutputFormat.json:
+        from gradcli.render.derivative import derivative_json
+
+        print(derivative_json(report))
+    elif output is OutputFormat.csv:
+        from gradcli.render.derivative import derivative_csv
+
+        print(derivative_csv(report), end="")
+    else:
+        from gradcli.render.derivative import derivative_table
+
+        derivative_table(report)
+    print_diagnostics(report.warnings, report.notes)
+    finish(report.failed)
