@@ -1,0 +1,210 @@
+"""gradcli hessian: the guide's matrix three ways, the analysis, float32 vs float64, scale."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from gradcli.finite_diff import MACHINE_EPSILON
+from gradcli.hessian import compute_hessian, fd_hessian, symbolic_hessian, tape_hessian
+from gradcli.expr import parse
+from gradcli.points import parse_point
+
+GUIDE = ("(x1+5)*x2**2", "--at", "x1=2,x2=3")
+
+
+def test_guide_matrix_three_ways(invoke_json):
+    doc = invoke_json("hessian", *GUIDE)
+    assert doc["command"] == "hessian"
+    assert doc["variables"] == ["x1", "x2"]
+    assert doc["value"] == 63.0
+    assert doc["gradient"]["symbolic"] == {"x1": 9.0, "x2": 42.0}
+    assert doc["hessian"]["symbolic"] == [[0.0, 6.0], [6.0, 14.0]]
+    assert doc["hessian"]["tape"] == [[0.0, 6.0], [6.0, 14.0]]
+    fd = doc["hessian"]["fd"]
+    assert all(abs(a - b) <= 1e-5 for ra, rb in zip(fd, [[0, 6], [6, 14]]) for a, b in zip(ra, rb))
+    # The guide prints None for d2z/dx1^2: gradcli shows 0, marked structural.
+    assert doc["structural_zeros"] == [["x1", "x1"]]
+    lo, hi = doc["eigenvalues"]
+    assert lo == pytest.approx(7 - math.sqrt(85), rel=1e-14)
+    assert hi == pytest.approx(7 + math.sqrt(85), rel=1e-14)
+    assert doc["definiteness"] == "indefinite"
+    assert doc["critical_point"] is None
+    assert doc["max_stable_learning_rate"] == pytest.approx(2 / (7 + math.sqrt(85)))
+    assert doc["error"]["tape"] == 0.0 and doc["error"]["fd"] <= 1e-5
+    assert doc["symmetry"]["tape"] == 0.0
+    assert set(doc["fd"]["step"]) == {"x1", "x2"}
+    assert doc["warnings"] == []
+
+
+def test_guide_table_and_csv(invoke):
+    result = invoke("hessian", *GUIDE)
+    assert result.exit_code == 0, result.stderr
+    assert "indefinite" in result.stdout and "structural zero" in result.stdout
+    assert result.stderr == ""
+    result = invoke("hessian", *GUIDE, "--format", "csv", "--formulas")
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("row,column,formula,symbolic,tape")
+    assert len(lines) == 1 + 4
+    assert lines[1].endswith(",yes")  # (x1, x1) is the structural zero
+    assert "2*x2" in result.stdout
+
+
+@pytest.mark.parametrize("expr, kind, definiteness", [
+    ("x**2 + 3*y**2 + x*y", "minimum", "positive-definite"),
+    ("-(x**2) - y**2 + x*y", "maximum", "negative-definite"),
+    ("x**2 - y**2", "saddle", "indefinite"),
+    ("x**4 + y**2", "degenerate", "positive-semidefinite"),
+])
+@pytest.mark.parametrize("methods", ["symbolic,tape,fd", "fd"])
+def test_critical_points(expr, kind, definiteness, methods):
+    report = compute_hessian(expr, at="x=0,y=0", methods=methods)
+    assert report.analysis.critical_point == kind
+    assert report.analysis.definiteness == definiteness
+
+
+def test_minimum_learning_rate_and_condition(invoke_json):
+    doc = invoke_json("hessian", "(x-1)**2 + 100*(y-x**2)**2", "--at", "x=1,y=1")
+    assert doc["critical_point"] == "minimum"
+    lam = doc["eigenvalues"]
+    assert doc["max_stable_learning_rate"] == pytest.approx(2 / max(lam))
+    assert doc["condition_number"] == pytest.approx(max(lam) / min(lam))
+
+
+def test_fd_error_float64_vs_float32():
+    expr, at = "exp(x1)*sin(x2) + x1**3*x2", "x1=0.5,x2=1.2"
+    e64 = compute_hessian(expr, at=at, methods="symbolic,fd", dtype="float64").error["fd"]
+    e32 = compute_hessian(expr, at=at, methods="symbolic,fd", dtype="float32").error["fd"]
+    # second differences: ~sqrt(eps) relative, i.e. ~1e-8 in float64 and ~1e-3 in float32
+    assert e64 < 1e-6
+    assert 1e-5 < e32 < 1e-2
+    # A step that ignores float32 (1e-4) is far worse: the error must be float32's own.
+    bad = compute_hessian("(x1+5)*x2**2", at="x1=2,x2=3", methods="symbolic,fd", dtype="float32", eps=1e-4)
+    assert bad.error["fd"] > 1.0
+
+
+def test_fd_step_follows_dtype():
+    values = {"x": 3.0}
+    h64 = fd_hessian(parse("x**3").tree, values, ["x"], dtype="float64").steps[0]
+    h32 = fd_hessian(parse("x**3").tree, values, ["x"], dtype="float32").steps[0]
+    assert h64 == pytest.approx(MACHINE_EPSILON["float64"] ** 0.25 * 3, rel=0.5)
+    assert h32 == pytest.approx(MACHINE_EPSILON["float32"] ** 0.25 * 3, rel=0.5)
+
+
+def test_sixty_variables_tape_and_fd(invoke_json):
+    n = 60
+    expr = "*".join(f"x{i}" for i in range(1, n + 1))
+    at = ",".join(f"x{i}=1" for i in range(1, n + 1))
+    doc = invoke_json("hessian", expr, "--at", at, "--method", "tape,fd")
+    expected = [[0.0 if i == j else 1.0 for j in range(n)] for i in range(n)]
+    assert doc["hessian"]["tape"] == expected
+    fd = doc["hessian"]["fd"]
+    assert max(abs(a - b) for ra, rb in zip(fd, expected) for a, b in zip(ra, rb)) < 1e-6
+    # J - I: eigenvalues n-1 once and -1 n-1 times
+    assert doc["eigenvalues"][-1] == pytest.approx(n - 1)
+    assert doc["eigenvalues"][0] == pytest.approx(-1)
+    assert doc["definiteness"] == "indefinite"
+    assert "jacobian" in doc["tape"]["mode"]
+
+
+def test_symbolic_timeout_leaves_column_out(invoke):
+    n = 40
+    expr = "*".join(f"x{i}" for i in range(1, n + 1))
+    at = ",".join(f"x{i}=1" for i in range(1, n + 1))
+    result = invoke("hessian", expr, "--at", at, "--method", "symbolic,fd", "--symbolic-timeout", "0.1",
+                    "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert "symbolic" not in doc["hessian"] and doc["methods"] == ["fd"]
+    assert "symbolic column left out" in result.stderr
+    assert doc["analysis_source"] == "fd"
+
+
+def test_show_code_runs_and_reproduces_the_guide(invoke):
+    result = invoke("hessian", *GUIDE, "--show-code")
+    assert result.exit_code == 0
+    code = result.stdout
+    assert "tf.GradientTape(persistent=True) as outer" in code and "outer.jacobian" in code
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, "<gradcli --show-code>", "exec"), {})  # gradcli's own generated program
+    assert "[[0.0, 6.0], [6.0, 14.0]]" in out.getvalue()
+    assert "None" in out.getvalue()  # the guide's own rows
+
+
+def test_wrt_subset_holds_others_fixed(invoke_json):
+    doc = invoke_json("hessian", *GUIDE, "--wrt", "x2")
+    assert doc["variables"] == ["x2"]
+    assert doc["hessian"]["symbolic"] == [[14.0]] and doc["hessian"]["tape"] == [[14.0]]
+
+
+def test_undefined_point_exit_1_with_nulls(invoke_json):
+    doc = invoke_json("hessian", "sqrt(x)*y", "--at", "x=0,y=1", code=1)
+    assert doc["hessian"]["symbolic"][0][0] is None
+    assert doc["warnings"]
+
+
+@pytest.mark.parametrize("args", [
+    ("x*y", "--at", "x=1"),
+    ("x*y", "--at", "x=1,y=2", "--method", "nope"),
+    ("x*y", "--at", "x=1,y=2", "--method", "tape", "--formulas"),
+    ("x*y", "--at", "x=1,y=2", "--eps", "-1"),
+    ("x*", "--at", "x=1"),
+])
+def test_usage_errors_exit_2(invoke, args):
+    result = invoke("hessian", *args)
+    assert result.exit_code == 2
+    assert result.stderr.startswith("gradcli: error:") and "Traceback" not in result.stderr
+    assert result.stdout == ""
+
+
+def test_fd_and_symbolic_paths_do_not_import_tensorflow():
+    code = ("import sys; from gradcli.hessian import compute_hessian; "
+            "r = compute_hessian('x*y', at='x=1,y=2', methods='symbolic,fd'); "
+            "assert r.hessian['symbolic'] == [[0.0, 1.0], [1.0, 0.0]]; "
+            "import gradcli.commands.hessian, gradcli.commands.derivative; "
+            "assert 'tensorflow' not in sys.modules, 'tensorflow imported'")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Property: tape and symbolic agree on random smooth expressions (both tape modes)
+# ---------------------------------------------------------------------------------------------
+_LEAVES = st.sampled_from(["x", "y", "z", "x", "y", "2", "0.5", "3"])
+
+
+def _smooth(depth: int):
+    if depth == 0:
+        return _LEAVES
+    sub = _smooth(depth - 1)
+    return st.one_of(
+        _LEAVES,
+        st.tuples(sub, st.sampled_from(["+", "-", "*"]), sub).map(lambda t: f"({t[0]} {t[1]} {t[2]})"),
+        st.tuples(st.sampled_from(["sin", "cos", "tanh", "sigmoid", "atan"]), sub).map(lambda t: f"{t[0]}({t[1]})"),
+        st.tuples(sub, st.sampled_from(["2", "3"])).map(lambda t: f"({t[0]})**{t[1]}"),
+        sub.map(lambda s: f"exp(sin({s}))"),
+    )
+
+
+@settings(max_examples=25, deadline=None)
+@given(expr=_smooth(3), xs=st.tuples(*[st.floats(-1.5, 1.5, allow_nan=False)] * 3))
+def test_property_tape_matches_symbolic(expr, xs):
+    values = dict(zip(("x", "y", "z"), xs))
+    point = parse_point(",".join(f"{k}={v!r}" for k, v in values.items()))
+    wrt = list(point.names)
+    tree = parse(expr).tree
+    exact = symbolic_hessian(tree, point, wrt, time_limit=30, formulas=False).matrix
+    rows = tape_hessian(tree, point.values, wrt, mode="rows").matrix
+    jac = tape_hessian(tree, point.values, wrt, mode="jacobian").matrix
+    scale = max([1.0] + [abs(v) for r in exact for v in r])
+    for i in range(3):
+        for j in range(3):
+            assert abs(rows[i][j] - exact[i][j]) <= 1e3 * MACHINE_EPSILON["float64"] * scale, (expr, i, j)
+            assert abs(jac[i][j] - rows[i][j]) <= 1e3 * MACHINE_EPSILON["float64"] * scale, (expr, i, j)
