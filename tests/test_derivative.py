@@ -1,0 +1,128 @@
+"""gradcli derivative: sin's derivatives, structural zeros, fd accuracy by order and dtype."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import math
+from fractions import Fraction
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from gradcli.derivative import (central_coefficients, compute_derivatives, symbolic_derivatives,
+                                tape_derivatives)
+from gradcli.expr import parse
+from gradcli.finite_diff import MACHINE_EPSILON
+from gradcli.points import parse_point
+
+SIN_DERIVATIVES = [math.cos, lambda x: -math.sin(x), lambda x: -math.cos(x), math.sin]
+
+
+def test_sin_order_4(invoke_json):
+    doc = invoke_json("derivative", "sin(x)", "--at", "x=1", "--order", "4")
+    assert doc["command"] == "derivative" and doc["variable"] == "x" and doc["point"] == {"x": 1.0}
+    assert [d["order"] for d in doc["derivatives"]] == [1, 2, 3, 4]
+    for d, exact in zip(doc["derivatives"], SIN_DERIVATIVES):
+        assert d["symbolic"] == pytest.approx(exact(1.0), abs=1e-15)
+        assert d["tape"] == pytest.approx(exact(1.0), abs=1e-15)
+        assert d["fd"] == pytest.approx(exact(1.0), abs=1e-9)
+        assert d["structural_zero"] is False
+    assert doc["warnings"] == []
+
+
+def test_fd_accuracy_up_to_order_8_float64():
+    report = compute_derivatives("sin(x)", at="x=1", order=8, methods="symbolic,fd")
+    errors = [r.error["fd"] for r in report.derivatives]
+    assert errors[0] < 1e-12 and errors[1] < 1e-11 and errors[3] < 1e-8 and errors[7] < 1e-4
+    assert report.warnings == []
+
+
+def test_fd_float32_vs_float64():
+    e64 = [r.error["fd"] for r in compute_derivatives("sin(x)", at="x=1", order=2, methods="symbolic,fd").derivatives]
+    e32 = [r.error["fd"] for r in compute_derivatives("sin(x)", at="x=1", order=2, methods="symbolic,fd",
+                                                      dtype="float32").derivatives]
+    assert max(e64) < 1e-11
+    # float32's own error: a few of its roundings, not float64's
+    assert 1e-9 < max(e32) < 1e-4
+
+
+def test_structural_zero_above_a_constant_derivative(invoke_json):
+    doc = invoke_json("derivative", "x*x", "--at", "x=3", "--order", "4")
+    tape = [(d["tape"], d["structural_zero"]) for d in doc["derivatives"]]
+    assert tape == [(6.0, False), (2.0, False), (0.0, True), (0.0, True)]
+    assert [d["symbolic"] for d in doc["derivatives"]] == [6.0, 2.0, 0.0, 0.0]
+
+
+def test_wrt_with_several_variables(invoke_json, invoke):
+    doc = invoke_json("derivative", "x**3*y", "--at", "x=2,y=5", "--wrt", "x", "--order", "3")
+    assert [d["symbolic"] for d in doc["derivatives"]] == [60.0, 60.0, 30.0]
+    result = invoke("derivative", "x**3*y", "--at", "x=2,y=5")
+    assert result.exit_code == 2 and "--wrt" in result.stderr
+
+
+@pytest.mark.parametrize("order", ["0", "11"])
+def test_order_out_of_range(invoke, order):
+    result = invoke("derivative", "sin(x)", "--at", "x=1", "--order", order)
+    assert result.exit_code == 2 and "--order" in result.stderr
+
+
+def test_undefined_point_exit_1(invoke_json):
+    doc = invoke_json("derivative", "log(x)", "--at", "x=0", "--order", "2", code=1)
+    assert doc["value"] is None and doc["warnings"]
+
+
+def test_csv_and_table(invoke):
+    result = invoke("derivative", "exp(x)", "--at", "x=0", "--order", "3", "--format", "csv", "--formulas")
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("order,formula,symbolic,tape") and len(lines) == 4
+    result = invoke("derivative", "exp(x)", "--at", "x=0", "--order", "3")
+    assert result.exit_code == 0 and "fd step" in result.stdout
+
+
+def test_show_code_runs(invoke):
+    result = invoke("derivative", "sin(x)", "--at", "x=1", "--order", "3", "--show-code")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(result.stdout, "<gradcli --show-code>", "exec"), {})  # gradcli's own generated program
+    printed = [line.split() for line in out.getvalue().splitlines()]
+    assert [float(v) for _, v in printed] == pytest.approx([math.cos(1), -math.sin(1), -math.cos(1)], abs=1e-15)
+
+
+def test_central_coefficients_are_exact():
+    assert central_coefficients(1, 2) == ((-1, 0, 1), (Fraction(-1, 2), Fraction(0), Fraction(1, 2)))
+    assert central_coefficients(2, 2) == ((-1, 0, 1), (Fraction(1), Fraction(-2), Fraction(1)))
+    offsets, w = central_coefficients(4, 2)
+    assert offsets == (-2, -1, 0, 1, 2) and w == tuple(map(Fraction, (1, -4, 6, -4, 1)))
+    for k in range(1, 11):
+        offsets, w = central_coefficients(k, 8)
+        # exact Taylor conditions: sum w m^j = k! [j == k]
+        assert all(sum(wi * Fraction(m) ** j for wi, m in zip(w, offsets)) == (math.factorial(k) if j == k else 0)
+                   for j in range(len(offsets)))
+
+
+_LEAVES = st.sampled_from(["x", "x", "2", "0.5"])
+
+
+def _smooth(depth: int):
+    if depth == 0:
+        return _LEAVES
+    sub = _smooth(depth - 1)
+    return st.one_of(
+        _LEAVES,
+        st.tuples(sub, st.sampled_from(["+", "-", "*"]), sub).map(lambda t: f"({t[0]} {t[1]} {t[2]})"),
+        st.tuples(st.sampled_from(["sin", "cos", "atan"]), sub).map(lambda t: f"{t[0]}({t[1]})"),
+        sub.map(lambda s: f"exp(sin({s}))"),  # bounded: exp(exp(exp(2))) would overflow (and is refused)
+    )
+
+
+@settings(max_examples=25, deadline=None)
+@given(expr=_smooth(3), x=st.floats(-1.5, 1.5, allow_nan=False, allow_subnormal=False))
+def test_property_tape_matches_symbolic(expr, x):
+    point = parse_point(f"x={x!r}")
+    tree = parse(expr).tree
+    _, exact, _ = symbolic_derivatives(tree, point, "x", 3, time_limit=30)
+    tape = tape_derivatives(tree, point.values, "x", 3)
+    for k, (e, t) in enumerate(zip(exact, tape), start=1):
+        t = 0.0 if t is None else t
+        assert abs(t - e) <= 1e3 * 4 ** k * MACHINE_EPSILON["float64"] * max(1.0, abs(e)), (expr, k)
