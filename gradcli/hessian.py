@@ -384,7 +384,7 @@ def compute_hessian(expression: str, *, at: list[str] | str, wrt: str | None = N
 def _max_abs(a: Matrix, b: Matrix) -> float | None:
     diffs = [abs(x - y) for ra, rb in zip(a, b) for x, y in zip(ra, rb)
              if x is not None and y is not None and math.isfinite(x) and math.isfinite(y)]
-    return max(diffs, default=0.0)
+    return max(diffs, default=None)  # None: no entry where both are finite
 
 
 def _finite(m: Matrix) -> bool:
