@@ -86,8 +86,9 @@ def compute_gradient(expressions: list[str], *, at: list[str] | str, wrt: str | 
         value = compile_expression(e.tree, PYTHON_FLOAT64)(point.values)
         report.results.append(ExpressionGradient(expression=e.text, value=value))
 
-    if "symbolic" in chosen:
-        _symbolic_column(exprs, point, variables, report, symbolic_time_limit)
+    # SymPy starts first: with the tape requested it runs in another process while TensorFlow imports.
+    pending = (_start_symbolic(exprs, point, variables, symbolic_time_limit, parallel="tape" in chosen)
+               if "symbolic" in chosen else None)
     if "tape" in chosen:
         per_tree, unconnected, summed, _ = _tape(exprs, point, variables, dtype)
         for r, g, u in zip(report.results, per_tree, unconnected):
@@ -104,6 +105,12 @@ def compute_gradient(expressions: list[str], *, at: list[str] | str, wrt: str | 
         if len(exprs) > 1:
             report.sum = report.sum or {}
             report.sum["fd"] = _sum_rows([r.gradient["fd"] for r in report.results], variables)
+    if pending is not None:
+        _symbolic_column(pending, report, variables, len(exprs))
+    for r in report.results:  # JSON lists the methods in their usual order
+        r.gradient = {m: r.gradient[m] for m in METHODS if m in r.gradient}
+    if report.sum:
+        report.sum = {m: report.sum[m] for m in METHODS if m in report.sum}
     _errors_and_warnings(report, exprs, point, scheme, eps)
     return report
 
@@ -122,7 +129,7 @@ def _sum_rows(rows: list[dict[str, float | None]], variables: list[str]) -> dict
     return out
 
 
-def _symbolic_column(exprs, point: Point, variables, report: GradientReport, time_limit: float) -> None:
+def _start_symbolic(exprs, point: Point, variables, time_limit: float, *, parallel: bool) -> symbolic.Pending:
     def work():
         symbols = symbolic.symbols_for(point.names)
         subs = symbolic.exact_point(point.exact, symbols)
@@ -138,8 +145,12 @@ def _symbolic_column(exprs, point: Point, variables, report: GradientReport, tim
             out.append((value, formulas, values))
         return out
 
+    return symbolic.start_bounded(work, time_limit, parallel=parallel)
+
+
+def _symbolic_column(pending: symbolic.Pending, report: GradientReport, variables, count: int) -> None:
     try:
-        columns = symbolic.run_bounded(work, time_limit)
+        columns = pending.result()
     except symbolic.SymbolicTimeout as exc:
         report.notes.append(f"symbolic column left out: {exc} (raise --symbolic-timeout to wait longer)")
         report.methods = [m for m in report.methods if m != "symbolic"]
@@ -149,7 +160,7 @@ def _symbolic_column(exprs, point: Point, variables, report: GradientReport, tim
         r.gradient["symbolic"] = values
         if value is not None and math.isfinite(value):
             r.value = value
-    if len(exprs) > 1:
+    if count > 1:
         report.sum = report.sum or {}
         report.sum["symbolic"] = _sum_rows([r.gradient["symbolic"] for r in report.results], variables)
 

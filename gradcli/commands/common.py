@@ -34,7 +34,9 @@ ShowCodeOption = Annotated[
     bool, typer.Option("--show-code", help="Print a runnable TensorFlow program that reproduces the tape column.")
 ]
 SymbolicTimeoutOption = Annotated[
-    float, typer.Option("--symbolic-timeout", min=0.1, help="Seconds SymPy may take before its column is left out.")
+    float, typer.Option("--symbolic-timeout", min=0.1,
+                        help="Seconds gradcli waits for SymPy, counted from its start (it runs alongside the "
+                        "other methods); past that its column is left out with a note.")
 ]
 
 
