@@ -86,8 +86,9 @@ def compute_gradient(expressions: list[str], *, at: list[str] | str, wrt: str | 
         value = compile_expression(e.tree, PYTHON_FLOAT64)(point.values)
         report.results.append(ExpressionGradient(expression=e.text, value=value))
 
-    # SymPy starts first: with the tape requested it runs in another process while TensorFlow imports.
-    pending = (_start_symbolic(exprs, point, variables, symbolic_time_limit, parallel="tape" in chosen)
+    # SymPy starts first, in another process where that is safe: it imports and differentiates on the
+    # second core while this one imports TensorFlow, evaluates the stencils and loads rich.
+    pending = (_start_symbolic(exprs, point, variables, symbolic_time_limit, parallel=True)
                if "symbolic" in chosen else None)
     if "tape" in chosen:
         per_tree, unconnected, summed, _ = _tape(exprs, point, variables, dtype)

@@ -8,7 +8,7 @@ SymPy can take unbounded time on small inputs, so every call goes through :func:
 from __future__ import annotations
 
 import math
-import multiprocessing
+import os
 import sys
 import threading
 import time
@@ -35,7 +35,7 @@ class Pending:
         self.process = None
         # A forked process runs on the other core while TensorFlow imports here, and can be killed at
         # the deadline. Forking is only safe before TensorFlow has started its threads.
-        if parallel and "tensorflow" not in sys.modules and "fork" in multiprocessing.get_all_start_methods():
+        if parallel and "tensorflow" not in sys.modules and hasattr(os, "fork"):
             self._start_process(fn)
         else:
             self._start_thread(fn)
@@ -53,6 +53,8 @@ class Pending:
         self.thread.start()
 
     def _start_process(self, fn):
+        import multiprocessing  # only here: it costs ~10 ms of imports
+
         ctx = multiprocessing.get_context("fork")
         self.receiver, sender = ctx.Pipe(duplex=False)
 

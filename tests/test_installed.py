@@ -57,7 +57,8 @@ def test_help_imports_neither_tensorflow_nor_sympy():
 
 
 def test_symbolic_and_fd_path_does_not_import_tensorflow():
-    assert loaded_modules("grad", "x**2", "--at", "x=1", "--method", "symbolic,fd") == {"sympy"}
+    # SymPy may be imported here or in the forked worker; TensorFlow and Keras never.
+    assert loaded_modules("grad", "x**2", "--at", "x=1", "--method", "symbolic,fd") <= {"sympy"}
 
 
 def test_refusals_come_before_tensorflow_and_promptly():
