@@ -1,4 +1,4 @@
-from gradcli.cli import main
+from gradcli.entry import main
 
 if __name__ == "__main__":
     main()

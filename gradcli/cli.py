@@ -47,4 +47,6 @@ app.command("descend")(descend)
 
 
 def main() -> None:
-    app(prog_name="gradcli")
+    from gradcli.entry import main as entry_main
+
+    entry_main()

@@ -130,23 +130,27 @@ def _sum_rows(rows: list[dict[str, float | None]], variables: list[str]) -> dict
     return out
 
 
-def _start_symbolic(exprs, point: Point, variables, time_limit: float, *, parallel: bool) -> symbolic.Pending:
-    def work():
-        symbols = symbolic.symbols_for(point.names)
-        subs = symbolic.exact_point(point.exact, symbols)
-        out = []
-        for e in exprs:
-            f = symbolic.to_sympy(e.tree, symbols)
-            value = symbolic.value_at(f, subs)
-            formulas, values = {}, {}
-            for v in variables:
-                d = f.diff(symbols[v])
-                formulas[v] = symbolic.formula_text(d)
-                values[v] = symbolic.value_at(d, subs)
-            out.append((value, formulas, values))
-        return out
+def symbolic_gradients(trees, point_exact: dict, names: list[str], variables: list[str]):
+    """For each tree: (value, {var: formula}, {var: exact derivative value}). Module-level, so that a
+    pre-started worker process can be sent it."""
+    symbols = symbolic.symbols_for(names)
+    subs = symbolic.exact_point(point_exact, symbols)
+    out = []
+    for tree in trees:
+        f = symbolic.to_sympy(tree, symbols)
+        value = symbolic.value_at(f, subs)
+        formulas, values = {}, {}
+        for v in variables:
+            d = f.diff(symbols[v])
+            formulas[v] = symbolic.formula_text(d)
+            values[v] = symbolic.value_at(d, subs)
+        out.append((value, formulas, values))
+    return out
 
-    return symbolic.start_bounded(work, time_limit, parallel=parallel)
+
+def _start_symbolic(exprs, point: Point, variables, time_limit: float, *, parallel: bool) -> symbolic.Pending:
+    return symbolic.start_bounded(symbolic_gradients, time_limit, [e.tree for e in exprs], dict(point.exact),
+                                  list(point.names), list(variables), parallel=parallel)
 
 
 def _symbolic_column(pending: symbolic.Pending, report: GradientReport, variables, count: int) -> None:

@@ -8,10 +8,6 @@ SymPy can take unbounded time on small inputs, so every call goes through :func:
 from __future__ import annotations
 
 import math
-import os
-import sys
-import threading
-import time
 from typing import Any, Callable
 
 from gradcli.expr import Add, Call, Const, Mul, Neg, Node, Num, Pow, Var
@@ -22,91 +18,8 @@ DEFAULT_TIME_LIMIT = 10.0
 EVAL_DIGITS = 30
 
 
-class SymbolicTimeout(Exception):
-    """SymPy did not finish within the time limit (the caller leaves the column out with a note)."""
-
-
-class Pending:
-    """SymPy work started in the background; :meth:`result` waits for it up to the deadline."""
-
-    def __init__(self, fn: Callable[[], Any], seconds: float, *, parallel: bool):
-        self.seconds = seconds
-        self.deadline = time.monotonic() + seconds
-        self.process = None
-        # A forked process runs on the other core while TensorFlow imports here, and can be killed at
-        # the deadline. Forking is only safe before TensorFlow has started its threads.
-        if parallel and "tensorflow" not in sys.modules and hasattr(os, "fork"):
-            self._start_process(fn)
-        else:
-            self._start_thread(fn)
-
-    def _start_thread(self, fn):
-        self.box: dict[str, Any] = {}
-
-        def target():
-            try:
-                self.box["value"] = fn()
-            except BaseException as exc:  # re-raised in the caller's thread
-                self.box["error"] = exc
-
-        self.thread = threading.Thread(target=target, daemon=True, name="gradcli-sympy")
-        self.thread.start()
-
-    def _start_process(self, fn):
-        import multiprocessing  # only here: it costs ~10 ms of imports
-
-        ctx = multiprocessing.get_context("fork")
-        self.receiver, sender = ctx.Pipe(duplex=False)
-
-        def target():
-            try:
-                payload = ("value", fn())
-            except BaseException as exc:
-                payload = ("error", exc)
-            try:
-                sender.send(payload)
-            except Exception as exc:  # an unpicklable exception: keep its words
-                sender.send(("error", RuntimeError(f"{type(payload[1]).__name__}: {payload[1]} ({exc})")))
-
-        self.process = ctx.Process(target=target, daemon=True, name="gradcli-sympy")
-        self.process.start()
-        sender.close()
-
-    def result(self) -> Any:
-        remaining = max(0.0, self.deadline - time.monotonic())
-        if self.process is not None:
-            if not self.receiver.poll(remaining):
-                self.process.kill()
-                raise SymbolicTimeout(f"SymPy took longer than {self.seconds:g} s")
-            try:
-                kind, value = self.receiver.recv()
-            except EOFError:  # the worker died without a word (killed, out of memory)
-                raise SymbolicTimeout("the SymPy worker stopped without an answer") from None
-            self.process.join()
-        else:
-            self.thread.join(remaining)
-            if self.thread.is_alive():
-                raise SymbolicTimeout(f"SymPy took longer than {self.seconds:g} s")
-            kind = "error" if "error" in self.box else "value"
-            value = self.box[kind]
-        if kind == "error":
-            raise value
-        return value
-
-
-def start_bounded(fn: Callable[[], Any], seconds: float, *, parallel: bool = False) -> Pending:
-    """Start ``fn`` (SymPy work) in the background; ``.result()`` returns it or raises SymbolicTimeout.
-
-    ``parallel=True`` asks for a separate process, for when the caller has other slow work to do
-    meanwhile (importing TensorFlow); otherwise a daemon thread (SymPy cannot be interrupted: a thread
-    past its deadline is abandoned and dies with the process).
-    """
-    return Pending(fn, seconds, parallel=parallel)
-
-
-def run_bounded(fn: Callable[[], Any], seconds: float) -> Any:
-    """Run ``fn`` and give up after ``seconds`` with :class:`SymbolicTimeout`."""
-    return start_bounded(fn, seconds).result()
+# SymPy's work runs through gradcli.worker (a deadline, a thread or a forked process).
+from gradcli.worker import Pending, SymbolicTimeout, prestart_worker, run_bounded, start_bounded  # noqa: E402,F401
 
 
 def symbols_for(names) -> dict[str, Any]:

@@ -34,6 +34,7 @@ def grad(
     Several expressions give one row each (the Jacobian) and the sum the tape returns for several targets.
     """
     from gradcli.gradient import compute_gradient
+    from gradcli.render import grad as render  # loads rich now, while SymPy's worker is busy
     from gradcli.render.common import print_diagnostics
 
     report = compute_gradient(expressions, at=at, wrt=wrt, methods=method, scheme=scheme.value, eps=eps,
@@ -46,16 +47,10 @@ def grad(
         trees = [parse(e).tree for e in expressions]
         print(show_code_grad(trees, report.expressions, parse_point(at).values, report.wrt, report.dtype), end="")
     elif output is OutputFormat.json:
-        from gradcli.render.grad import grad_json
-
-        print(grad_json(report))
+        print(render.grad_json(report))
     elif output is OutputFormat.csv:
-        from gradcli.render.grad import grad_csv
-
-        print(grad_csv(report), end="")
+        print(render.grad_csv(report), end="")
     else:
-        from gradcli.render.grad import grad_table
-
-        grad_table(report)
+        render.grad_table(report)
     print_diagnostics(report.warnings, report.notes)
     finish(report.failed)

@@ -9,6 +9,8 @@ import math
 import sys
 from typing import Any, Iterable
 
+from rich.console import Console
+
 
 def number(x: float | None) -> str:
     """A value with every digit float64 needs to round-trip, so FD's error is visible (7.999999999999119)."""
@@ -50,16 +52,12 @@ def _csv_cell(v: Any) -> Any:
     return v
 
 
-def stdout_console():
-    from rich.console import Console
-
+def stdout_console() -> Console:
     # Wide enough for long formulas when piped; a terminal keeps its own width.
     return Console(file=sys.stdout, highlight=False, width=None if sys.stdout.isatty() else 160)
 
 
-def stderr_console():
-    from rich.console import Console
-
+def stderr_console() -> Console:
     return Console(file=sys.stderr, highlight=False, width=None if sys.stderr.isatty() else 160)
 
 

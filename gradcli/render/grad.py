@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from rich.table import Table
+
 from gradcli.render.common import error, number, stdout_console, to_csv, to_json
 from gradcli.results import GradientReport
 
@@ -34,8 +36,6 @@ def grad_csv(report: GradientReport) -> str:
 
 
 def grad_table(report: GradientReport) -> None:
-    from rich.table import Table
-
     console = stdout_console()
     point = ", ".join(f"{k} = {number(v)}" for k, v in report.point.items())
     console.print(f"[bold]point[/bold]  {point}    [bold]dtype[/bold]  {report.dtype}")
