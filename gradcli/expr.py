@@ -25,7 +25,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from gradcli.errors import ComputeError, ParseError
+from gradcli.errors import ParseError
 
 # Limits on hostile input; generous for anything a person types.
 MAX_LENGTH = 10_000
@@ -137,7 +137,7 @@ class Expression:
 _TOKEN = re.compile(
     r"""
     (?P<ws>[ \t]+)
-  | (?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)
+  | (?P<num>(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)
   | (?P<name>[A-Za-z_][A-Za-z0-9_]*)
   | (?P<op>\*\*|[-+*/^(),])
     """,
@@ -205,6 +205,7 @@ class _Parser:
         self.i = 0
         self.depth = 0
         self.nodes = 0
+        self.exponent_depth = 0  # inside an exponent, "2y" is ambiguous (x^2y: x^(2y) or x^2*y?)
 
     # helpers -------------------------------------------------------------------------------
     @property
@@ -292,7 +293,9 @@ class _Parser:
             t = self.take()
             self.count()
             self.enter()
+            self.exponent_depth += 1
             exponent = self.unary()
+            self.exponent_depth -= 1
             self.leave()
             return Pow(base, exponent, pos=t.pos)
         return base
@@ -305,6 +308,10 @@ class _Parser:
             num = self.number(t)
             # Implicit multiplication: a number directly followed by a name or "(".
             if self.tok.kind == "name" or self.at_op("("):
+                if self.exponent_depth:
+                    nxt = self.tok.text
+                    raise self.error(f"ambiguous implicit multiplication in an exponent: write "
+                                     f"^({t.text}*{nxt}) or ^{t.text}*{nxt}")
                 self.count()
                 return Mul(((False, num), (False, self.power())), pos=t.pos)
             return num
@@ -314,7 +321,9 @@ class _Parser:
         if self.at_op("("):
             self.take()
             self.enter()
+            saved, self.exponent_depth = self.exponent_depth, 0
             inner = self.sum()
+            self.exponent_depth = saved
             self.leave()
             if not self.at_op(")"):
                 if self.tok.kind == "end":
@@ -348,10 +357,12 @@ class _Parser:
                 raise self.error(msg, t.pos)
             self.take()
             self.enter()
+            saved, self.exponent_depth = self.exponent_depth, 0
             args = [self.sum()]
             while self.at_op(","):
                 self.take()
                 args.append(self.sum())
+            self.exponent_depth = saved
             self.leave()
             if not self.at_op(")"):
                 if self.tok.kind == "end":
@@ -455,24 +466,36 @@ def check_constants(tree: Node, source: str) -> None:
             return False
         if isinstance(node, Pow):
             _check_exact_power(node, source)
-        if isinstance(node, Mul) and any(d and evaluate(f, {}, PYTHON_FLOAT64) == 0 for d, f in node.factors):
-            raise ComputeError(f"division by zero in '{to_text(node)}'", source=source, position=node.pos)
+        if (isinstance(node, Mul) and any(d and evaluate(f, {}, PYTHON_FLOAT64) == 0 for d, f in node.factors)) or (
+                isinstance(node, Pow) and evaluate(node.base, {}, PYTHON_FLOAT64) == 0
+                and evaluate(node.exponent, {}, PYTHON_FLOAT64) < 0):
+            raise ParseError(f"division by zero in constant '{to_text(node)}'", source=source, position=node.pos)
         value = evaluate(node, {}, PYTHON_FLOAT64)
+        # Refused as input (exit 2), like any other expression gradcli will not work with.
         if math.isinf(value):
-            raise ParseError(f"constant '{to_text(node)}' overflows float64", source=source, position=node.pos)
+            raise ParseError(f"constant '{to_text(node)}' overflows float64 or is infinite", source=source,
+                             position=node.pos)
         if math.isnan(value):
-            raise ComputeError(f"constant '{to_text(node)}' is undefined", source=source, position=node.pos)
+            raise ParseError(f"constant '{to_text(node)}' is undefined (not a real number)", source=source,
+                             position=node.pos)
         return True
 
     visit(tree)  # plain recursion is safe: the parser caps nesting at MAX_DEPTH
 
 
+def _is_literal_unit(node: Node) -> bool:
+    """0, 1 or -1 written as a plain literal: their powers are cheap even when exact."""
+    if isinstance(node, Neg):
+        node = node.operand
+    return isinstance(node, Num) and node.value in (0, 1)
+
+
 def _check_exact_power(node: Pow, source: str) -> None:
     from gradcli.evaluate import PYTHON_FLOAT64, evaluate
 
-    base = evaluate(node.base, {}, PYTHON_FLOAT64)
     exponent = evaluate(node.exponent, {}, PYTHON_FLOAT64)
-    if abs(exponent) > MAX_EXACT_EXPONENT and base not in (0.0, 1.0, -1.0):
+    # Judged on the exact base: (1 + 10**-20) rounds to 1.0 in float64, but SymPy would expand it.
+    if abs(exponent) > MAX_EXACT_EXPONENT and not _is_literal_unit(node.base):
         raise ParseError(
             f"constant power '{to_text(node)}' is too large to compute exactly (exponent over {MAX_EXACT_EXPONENT})",
             source=source, position=node.pos)
@@ -492,7 +515,8 @@ def to_text(node: Node) -> str:
     """Print the tree with explicit operators: ``2x^2`` reads back as ``2*x**2``."""
     if isinstance(node, Num):
         v = node.value
-        return str(v.numerator) if v.denominator == 1 else node.text
+        # "1e300" stays as typed, not 301 digits; "2.0" reads back as "2".
+        return str(v.numerator) if v.denominator == 1 and "e" not in node.text.lower() else node.text
     if isinstance(node, (Const, Var)):
         return node.name
     if isinstance(node, Neg):
@@ -513,7 +537,7 @@ def to_text(node: Node) -> str:
         for k, (divide, factor) in enumerate(node.factors):
             s = to_text(factor)
             needs = _prec(factor) < _PREC[Mul] or (_prec(factor) == _PREC[Mul] and k > 0)
-            if isinstance(factor, Neg):
+            if isinstance(factor, Neg) and k > 0:  # a leading minus binds tighter than '*' anyway
                 needs = True
             out.append(("" if k == 0 else ("/" if divide else "*")) + (f"({s})" if needs else s))
         return "".join(out)

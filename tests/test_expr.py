@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from gradcli.errors import ComputeError, ParseError
+from gradcli.errors import ParseError
 from gradcli.evaluate import PYTHON_FLOAT64, evaluate
 from gradcli.expr import MAX_DEPTH, Var, parse
 
@@ -106,9 +106,39 @@ def test_constant_towers_refused_before_computing(text):
         parse(text)
 
 
-def test_undefined_constant_is_a_compute_error():
-    with pytest.raises(ComputeError):
-        parse("sqrt(-1) + x")
+@pytest.mark.parametrize("text, fragment", [
+    ("sqrt(-1) + x", "undefined"),
+    ("x + 1/0", "division by zero"),
+    ("0**-1 + x", "division by zero"),
+    ("log(0) + x", "infinite"),
+    ("(1+10**-20)**(10**30)*x", "too large"),  # the base rounds to 1.0 in float64, not exactly
+])
+def test_bad_constants_are_refused_as_input(text, fragment):
+    with pytest.raises(ParseError, match=fragment):
+        parse(text)
+
+
+def test_huge_powers_of_literal_units_are_fine():
+    assert value("(-1)**(10**30)*x + 1**(10**30)", x=2.0) == 3.0
+
+
+@pytest.mark.parametrize("text", ["x*\uff11", "x*\u0661\u0662", "\uff12x"])
+def test_only_ascii_digits(text):
+    with pytest.raises(ParseError, match="non-ASCII"):
+        parse(text)
+
+
+def test_implicit_product_in_an_exponent_is_ambiguous():
+    with pytest.raises(ParseError, match="ambiguous"):
+        parse("x^2y")
+    assert parse("x^(2y)").text == "x**(2*y)"
+    assert parse("sin(2x)^2").text == "sin(2*x)**2"
+
+
+def test_printing_keeps_exponent_literals_and_leading_minus():
+    assert parse("1e300*x").text == "1e300*x"
+    assert parse("-10*x**2").text == "-10*x**2"
+    assert parse("2.0*x").text == "2*x"
 
 
 def test_limits_on_size_and_depth():
