@@ -189,7 +189,7 @@ def _errors_and_warnings(report: GradientReport, exprs, point: Point, scheme: Sc
     pt = ", ".join(f"{k}={v:g}" for k, v in point.values.items())
     for e, r in zip(exprs, report.results):
         if r.value is None or not math.isfinite(r.value):
-            why = ("overflows float64" if r.value is not None and math.isinf(r.value)
+            why = ("is infinite or overflows float64" if r.value is not None and math.isinf(r.value)
                    else "is undefined (not a real number)")
             report.warnings.append(f"{e.text} {why} at {pt}; its derivatives there mean nothing")
             report.failed = True

@@ -2,7 +2,8 @@
 
 SymPy objects are built node by node from gradcli's own tree (never ``sympify``/``parse_expr``,
 which run ``eval``). Symbols are created ``real=True`` so that ``diff(abs(x))`` is ``sign(x)``.
-SymPy can take unbounded time on small inputs, so every call goes through :func:`run_bounded`.
+SymPy can take unbounded time on small inputs, so the commands run it through :mod:`gradcli.worker`
+(a forked process killed at the deadline, or a thread).
 """
 
 from __future__ import annotations
@@ -78,16 +79,32 @@ def exact_point(point_exact: dict[str, Node], symbols: dict[str, Any]) -> dict[A
 
 def value_at(expr, subs: dict) -> float | None:
     """The real float value of ``expr`` at ``subs``: +-inf where it overflows float64, None where it is
-    undefined or not real.
+    undefined (a pole, a point outside the domain) or not real.
 
     ``evalf(subs=...)`` evaluates numerically with mpmath instead of substituting first, which would
-    have SymPy compute exact powers like ``2**(10**100)``.
+    have SymPy compute exact powers like ``2**(10**100)``. It does not see poles, though: at x = 1,
+    ``1/(x - 1)`` evaluates to 1/(rounding residue), about 1e138 at 30 digits. Such a value changes
+    with the working precision, so each value is computed twice and kept only when both agree.
     """
-    import sympy as sp
-
     if expr.is_number and expr.is_zero:
         return 0.0
-    v = expr.evalf(EVAL_DIGITS, subs=subs)
+    first = _real_float(expr, subs, EVAL_DIGITS)
+    if first is None:
+        return None
+    second = _real_float(expr, subs, 3 * EVAL_DIGITS // 2)
+    if second is None:
+        return None
+    if first == second:  # also two infinities of one sign: an overflow, not a pole
+        return second
+    if math.isfinite(first) and math.isfinite(second) and abs(first - second) <= 1e-12 * abs(second):
+        return second
+    return None  # not stable under more precision: a singularity, not a number
+
+
+def _real_float(expr, subs: dict, digits: int) -> float | None:
+    import sympy as sp
+
+    v = expr.evalf(digits, subs=subs)
     if v.has(sp.zoo, sp.nan, sp.oo, -sp.oo) or not v.is_number:
         return None
     re_part, im_part = v.as_real_imag()

@@ -250,3 +250,14 @@ def test_default_run_has_no_warning(invoke):
 def test_bare_variable_and_float32_digits(invoke_json):
     doc = invoke_json("grad", "x", "x/3", "--at", "x=1", "--dtype", "float32", "--method", "tape")
     assert [r["gradient"]["tape"]["x"] for r in doc["results"]] == [1.0, 0.33333334]
+
+
+@pytest.mark.parametrize("expr, at", [("1/(x-1)", "x=1"), ("tan(x)", "x=pi/2"), ("atanh(x)", "x=1"),
+                                      ("sqrt(x-0.1)", "x=0.1")])
+def test_poles_are_undefined_not_huge_numbers(invoke, expr, at):
+    # evalf alone would give 1/(rounding residue) here: ~1e138 for 1/(x-1) at 1
+    result = invoke("grad", expr, "--at", at, "--method", "symbolic,fd", "--format", "json")
+    assert result.exit_code == 1
+    doc = json.loads(result.stdout)
+    assert doc["results"][0]["gradient"]["symbolic"]["x"] is None
+    assert "not finite" in result.stderr
