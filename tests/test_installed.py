@@ -82,3 +82,19 @@ def test_symbolic_time_bound_leaves_the_column_out():
     assert doc["methods"] == ["fd"]
     assert doc["results"][0]["gradient"]["fd"]["x"] == pytest.approx(6.0)
     assert "symbolic column left out" in result.stderr
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["grad", "x", "--at", "x=1", "--bogus"], "No such option: --bogus (see 'gradcli grad --help')"),
+    (["grad", "x", "--at", "x=1", "--dtype", "float16"], "Invalid value for '--dtype'"),
+    (["derivative", "x", "--at", "x=1", "--order", "abc"], "Invalid value for '--order'"),
+    (["grad"], "Missing argument"),
+    (["descend", "-10*x**2", "--from", "x=1"], "goes after '--'"),
+    (["nonsense"], "No such command 'nonsense'. (see 'gradcli --help')"),
+])
+def test_option_errors_of_the_installed_command_are_one_line(args, fragment):
+    result = run(*args)
+    assert result.returncode == 2
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gradcli: error: ") and fragment in lines[0], lines
+    assert result.stdout == ""
