@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import math
 import sys
 from typing import Annotated, Callable, Optional
 
@@ -33,8 +34,15 @@ DTypeOption = Annotated[DType, typer.Option("--dtype", help="Floating-point type
 ShowCodeOption = Annotated[
     bool, typer.Option("--show-code", help="Print a runnable TensorFlow program that reproduces the tape column.")
 ]
+def seconds_option(value: float | None) -> float | None:
+    """A time bound: finite (NaN passes Click's range check, infinity overflows the thread's timer)."""
+    if value is not None and not math.isfinite(value):
+        raise typer.BadParameter(f"must be a finite number of seconds, not {value}")
+    return value
+
+
 SymbolicTimeoutOption = Annotated[
-    float, typer.Option("--symbolic-timeout", min=0.1,
+    float, typer.Option("--symbolic-timeout", min=0.1, max=86_400.0, callback=seconds_option,
                         help="Seconds gradcli waits for SymPy, counted from its start (it runs alongside the "
                         "other methods); past that its column is left out with a note.")
 ]
