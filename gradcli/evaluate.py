@@ -30,6 +30,12 @@ class Backend:
     pow: Callable[[Any, Any], Any]
     div: Callable[[Any, Any], Any]
     functions: dict[str, Callable[..., Any]]
+    # x**n for a constant integer n in [0, MAX_INT_POWER], when the backend has a better way than pow
+    # (TensorFlow: by multiplication, whose derivatives have no 0 * x**-1 = NaN at x = 0).
+    int_pow: Callable[[Any, int], Any] | None = None
+
+
+MAX_INT_POWER = 16
 
 
 def compile_expression(tree: Node, backend: Backend, *, fold_constants: bool = True) -> Compiled:
@@ -81,6 +87,11 @@ def compile_expression(tree: Node, backend: Backend, *, fold_constants: bool = T
         return mul
     if isinstance(tree, Pow):
         base = sub(tree.base)
+        if backend.int_pow is not None and is_constant(tree.exponent):
+            n = _fold(tree.exponent)
+            if n == int(n) and 0 <= n <= MAX_INT_POWER:
+                int_pow, k = backend.int_pow, int(n)
+                return lambda env: int_pow(base(env), k)
         exponent = sub(tree.exponent)
         pw = backend.pow
         return lambda env: pw(base(env), exponent(env))

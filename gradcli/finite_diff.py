@@ -12,6 +12,7 @@ from __future__ import annotations
 import enum
 from typing import Any, Callable
 
+from gradcli.errors import UsageError
 from gradcli.evaluate import PYTHON_FLOAT64, Backend, compile_expression, numpy_backend
 from gradcli.expr import Node
 
@@ -98,7 +99,15 @@ def fd_gradient(tree: Node, values: dict[str, float], wrt: list[str], *, scheme:
     steps: dict[str, float] = {}
     with _quiet_numpy(dtype):
         for name in wrt:
-            h = to_dtype(eps if eps is not None else default_step(scheme, dtype, values[name]))
+            x = env[name]
+            if eps is None:
+                h = to_dtype(default_step(scheme, dtype, values[name]))
+                h = (x + h) - x  # the step actually taken: x + h is rounded in the dtype
+            else:
+                h = to_dtype(eps)  # as given, like the tutorial's (f(x + eps) - f(x - eps)) / (2 * eps)
+            if h == 0 or x + h == x or x - h == x:
+                raise UsageError(f"--eps {float(h):g} vanishes next to {name}={values[name]:g} in {dtype} "
+                                 f"(x + h == x): use a larger step")
 
             def along(t, name=name):
                 return f({**env, name: t})

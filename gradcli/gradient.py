@@ -8,7 +8,7 @@ from gradcli.errors import UsageError
 from gradcli.evaluate import PYTHON_FLOAT64, compile_expression
 from gradcli.expr import Expression, parse
 from gradcli.finite_diff import MACHINE_EPSILON, Scheme, fd_gradient
-from gradcli.points import Point, check_covers, parse_point
+from gradcli.points import Point, check_covers, check_point_fits, parse_point
 from gradcli.results import METHODS, ExpressionGradient, GradientReport, shortest
 from gradcli import symbolic
 
@@ -74,6 +74,7 @@ def compute_gradient(expressions: list[str], *, at: list[str] | str, wrt: str | 
     variables = resolve_wrt(wrt, point)
     chosen = parse_methods(methods) if not isinstance(methods, list) else methods
     dtype = check_dtype(dtype)
+    check_point_fits(point, dtype)
     eps = check_eps(eps)
     scheme = Scheme(scheme)
 

@@ -103,3 +103,13 @@ def check_covers(point: Point, variables: list[str] | tuple[str, ...], *, option
         listed = ", ".join(missing)
         example = ",".join(f"{v}=..." for v in missing)
         raise UsageError(f"{option} has no value for {listed} (add {example})")
+
+
+LARGEST = {"float64": 1.7976931348623157e308, "float32": 3.4028234663852886e38}
+
+
+def check_point_fits(point: Point, dtype: str, *, option: str = "--at") -> None:
+    """Every value must be representable in the dtype the numerical methods compute in."""
+    for name, v in point.values.items():
+        if abs(v) > LARGEST[dtype]:
+            raise UsageError(f"{option}: {name}={v:g} does not fit in {dtype} (largest {LARGEST[dtype]:.3g})")

@@ -81,6 +81,16 @@ def tf_backend(dtype: str) -> Backend:
     def log(x, base=None):
         return tf.math.log(x) if base is None else tf.math.log(x) / tf.math.log(base)
 
+    def int_pow(x, n: int):
+        # x*x*...*x: exact derivatives of every order (tf.pow's gradient n*x**(n-1) is NaN at x = 0
+        # once the exponent reaches -1, e.g. the third derivative of x**2).
+        if n == 0:
+            return tf.ones_like(x)
+        out = x
+        for _ in range(n - 1):
+            out = out * x
+        return out
+
     ln2 = const(0.6931471805599453)
     ln10 = const(2.302585092994046)
     backend = Backend(
@@ -88,6 +98,7 @@ def tf_backend(dtype: str) -> Backend:
         const=const,
         pow=tf.pow,
         div=tf.math.divide,
+        int_pow=int_pow,
         functions={
             "sin": tf.sin, "cos": tf.cos, "tan": tf.tan,
             "sec": lambda x: 1 / tf.cos(x), "csc": lambda x: 1 / tf.sin(x), "cot": lambda x: 1 / tf.tan(x),

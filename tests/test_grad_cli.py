@@ -261,3 +261,21 @@ def test_poles_are_undefined_not_huge_numbers(invoke, expr, at):
     doc = json.loads(result.stdout)
     assert doc["results"][0]["gradient"]["symbolic"]["x"] is None
     assert "not finite" in result.stderr
+
+
+def test_a_vanishing_step_is_refused(invoke):
+    result = invoke("grad", "x**2", "--at", "x=1", "--method", "fd", "--eps", "1e-300")
+    assert result.exit_code == 2 and "vanishes" in result.stderr
+    result = invoke("grad", "x**2", "--at", "x=1", "--method", "fd", "--eps", "1e-30", "--dtype", "float32")
+    assert result.exit_code == 2 and "vanishes" in result.stderr
+
+
+def test_point_must_fit_the_dtype(invoke):
+    result = invoke("grad", "x", "--at", "x=1e39", "--dtype", "float32")
+    assert result.exit_code == 2 and "does not fit in float32" in result.stderr
+    assert "RuntimeWarning" not in result.stderr
+
+
+def test_integer_powers_have_no_nan_derivatives_at_zero(invoke_json):
+    doc = invoke_json("grad", "x**2*y**3", "--at", "x=0,y=0")
+    assert doc["results"][0]["gradient"]["tape"] == {"x": 0.0, "y": 0.0}
