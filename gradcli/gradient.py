@@ -49,6 +49,8 @@ def resolve_wrt(wrt_text: str | None, point: Point) -> list[str]:
     wrt = []
     for part in wrt_text.split(","):
         name = part.strip()
+        if not name:
+            raise UsageError(f"--wrt: empty name in '{wrt_text}'; write it as --wrt x1,x2")
         if name not in point.values:
             raise UsageError(f"--wrt: '{name}' has no value in --at")
         if name in wrt:
@@ -63,18 +65,34 @@ def check_eps(eps: float | None) -> float | None:
     return eps
 
 
+def plan_gradient(expressions: list[str], *, at: list[str] | str, wrt: str | None = None,
+                  dtype: str = "float64") -> tuple[list[Expression], Point, list[str], str]:
+    """The checked inputs of ``grad``: expressions, point, variables to differentiate by, dtype."""
+    exprs = parse_expressions(expressions)
+    point = parse_point(at)
+    check_covers(point, [v for e in exprs for v in e.variables])
+    variables = resolve_wrt(wrt, point)
+    dtype = check_dtype(dtype)
+    check_point_fits(point, dtype)
+    return exprs, point, variables, dtype
+
+
+def show_code(expressions: list[str], *, at: list[str] | str, wrt: str | None = None,
+              dtype: str = "float64") -> str:
+    """``grad --show-code``: the TensorFlow program for the tape column (nothing is computed)."""
+    from gradcli.tape import show_code_grad
+
+    exprs, point, variables, dtype = plan_gradient(expressions, at=at, wrt=wrt, dtype=dtype)
+    return show_code_grad([e.tree for e in exprs], [e.text for e in exprs], point.values, variables, dtype)
+
+
 def compute_gradient(expressions: list[str], *, at: list[str] | str, wrt: str | None = None,
                      methods: str | list[str] | None = None, scheme: str = "central",
                      eps: float | None = None, dtype: str = "float64",
                      symbolic_time_limit: float = symbolic.DEFAULT_TIME_LIMIT) -> GradientReport:
     """Everything ``gradcli grad`` shows, as a :class:`GradientReport`."""
-    exprs = parse_expressions(expressions)
-    point = parse_point(at)
-    check_covers(point, [v for e in exprs for v in e.variables])
-    variables = resolve_wrt(wrt, point)
+    exprs, point, variables, dtype = plan_gradient(expressions, at=at, wrt=wrt, dtype=dtype)
     chosen = parse_methods(methods) if not isinstance(methods, list) else methods
-    dtype = check_dtype(dtype)
-    check_point_fits(point, dtype)
     eps = check_eps(eps)
     scheme = Scheme(scheme)
 

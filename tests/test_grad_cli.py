@@ -280,3 +280,19 @@ def test_point_must_fit_the_dtype(invoke):
 def test_integer_powers_have_no_nan_derivatives_at_zero(invoke_json):
     doc = invoke_json("grad", "x**2*y**3", "--at", "x=0,y=0")
     assert doc["results"][0]["gradient"]["tape"] == {"x": 0.0, "y": 0.0}
+
+
+@pytest.mark.parametrize("expr, at, expected", [
+    ("z**2", "z=3", ["dz/dz = 6.0"]),
+    ("tape*2 + print", "tape=3,print=2", ["dz/dtape = 2.0", "dz/dprint = 1.0"]),
+    ("log(2, x)", "x=3", ["dz/dx = -0.1914323369822"]),
+])
+def test_show_code_survives_clashing_names(invoke, tmp_path, expr, at, expected):
+    result = invoke("grad", expr, "--at", at, "--show-code")
+    assert result.exit_code == 0
+    program = tmp_path / "program.py"
+    program.write_text(result.stdout)
+    run = subprocess.run([sys.executable, str(program)], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    for line in expected:
+        assert line in run.stdout

@@ -33,20 +33,18 @@ def grad(
 
     Several expressions give one row each (the Jacobian) and the sum the tape returns for several targets.
     """
+    if show_code:  # the program only: nothing is computed
+        from gradcli.gradient import show_code as grad_program
+
+        print(grad_program(expressions, at=at, wrt=wrt, dtype=dtype.value), end="")
+        return
     from gradcli.gradient import compute_gradient
     from gradcli.render import grad as render  # loads rich now, while SymPy's worker is busy
     from gradcli.render.common import print_diagnostics
 
     report = compute_gradient(expressions, at=at, wrt=wrt, methods=method, scheme=scheme.value, eps=eps,
                               dtype=dtype.value, symbolic_time_limit=symbolic_timeout)
-    if show_code:
-        from gradcli.expr import parse
-        from gradcli.points import parse_point
-        from gradcli.tape import show_code_grad
-
-        trees = [parse(e).tree for e in expressions]
-        print(show_code_grad(trees, report.expressions, parse_point(at).values, report.wrt, report.dtype), end="")
-    elif output is OutputFormat.json:
+    if output is OutputFormat.json:
         print(render.grad_json(report))
     elif output is OutputFormat.csv:
         print(render.grad_csv(report), end="")
