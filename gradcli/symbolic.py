@@ -20,7 +20,7 @@ EVAL_DIGITS = 30
 
 
 # SymPy's work runs through gradcli.worker (a deadline, a thread or a forked process).
-from gradcli.worker import Pending, SymbolicTimeout, prestart_worker, run_bounded, start_bounded  # noqa: E402,F401
+from gradcli.worker import Pending, SymbolicTimeout, run_bounded, start_bounded  # noqa: E402,F401
 
 
 def symbols_for(names) -> dict[str, Any]:
