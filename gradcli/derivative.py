@@ -2,20 +2,21 @@
 
 - tape: k nested ``GradientTape``s for order k (each tape records the gradient the one inside it
   takes), all orders in one pass. A derivative the tape reports as unconnected (``None``: the third
-  derivative of x**2) is 0, marked structural, and so is every order above it.
+  derivative of x**2, which the TF backend computes as x*x) is 0, marked structural, and so is every
+  order above it.
 - fd: a central stencil whose coefficients are solved exactly (fractions) for order k, with
   accuracy order ``accuracy`` (default 8: error ~h^8) and step eps^(1/(k+accuracy))*max(1,|x|),
   which balances truncation h^accuracy against rounding eps/h^k. Measured on sin and exp at 1 in
   float64, this wide stencil beats Richardson extrapolation of the 3-point stencil at every order
   from 2 up (halving the step multiplies the rounding error by 2^k), so Richardson is not used.
   Where the wide stencil leaves the function's domain, narrower ones are tried.
-- symbolic: SymPy's k-th derivatives and their exact values, under a time bound.
+- symbolic: SymPy's k-th derivatives and their exact values, started first, in a worker process that is
+  killed at its deadline (a thread once TensorFlow is loaded).
 """
 
 from __future__ import annotations
 
 import math
-import threading
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import lru_cache
@@ -27,6 +28,7 @@ from gradcli.evaluate import PYTHON_FLOAT64, compile_expression, numpy_backend
 from gradcli.expr import Expression, Node, parse
 from gradcli.finite_diff import MACHINE_EPSILON
 from gradcli.gradient import check_dtype, check_eps, parse_methods
+from gradcli.hessian import CancelFlag, SymbolicJob
 from gradcli.points import Point, check_covers, parse_point
 from gradcli.results import METHODS, clean, shortest
 
@@ -200,30 +202,36 @@ def fd_derivatives(tree: Node, values: dict[str, float], variable: str, order: i
 # ---------------------------------------------------------------------------------------------
 # symbolic
 # ---------------------------------------------------------------------------------------------
+def symbolic_derivatives_work(tree: Node, point_exact: dict[str, Node], names: list[str], variable: str,
+                             order: int, cancel: CancelFlag) -> tuple[float | None, list[float | None], list[str]]:
+    """(value, [f', ..., f^(order)] at the exact point, formulas). Module-level, with picklable
+    arguments, so that it can run in a worker process."""
+    syms = symbolic.symbols_for(names)
+    subs = symbolic.exact_point(point_exact, syms)
+    d = symbolic.to_sympy(tree, syms)
+    value = symbolic.value_at(d, subs)
+    values, formulas = [], []
+    for _ in range(order):
+        if cancel.set:  # a worker thread whose caller gave up: stop after the current order
+            raise symbolic.SymbolicTimeout("cancelled")
+        d = d.diff(syms[variable])
+        values.append(symbolic.value_at(d, subs))
+        formulas.append(symbolic.formula_text(d))
+    return value, values, formulas
+
+
+def start_symbolic_derivatives(tree: Node, point: Point, variable: str, order: int, *, time_limit: float,
+                               parallel: bool = True) -> SymbolicJob:
+    """Start :func:`symbolic_derivatives_work` in the background: in a forked process, killed at the
+    deadline, when TensorFlow is not imported yet (else a thread, told to stop at the deadline)."""
+    return SymbolicJob(symbolic_derivatives_work, time_limit, tree, dict(point.exact), list(point.names),
+                       variable, order, parallel=parallel)
+
+
 def symbolic_derivatives(tree: Node, point: Point, variable: str, order: int, *,
                          time_limit: float) -> tuple[float | None, list[float | None], list[str]]:
     """(value, [f', ..., f^(order)] at the exact point, formulas); SymbolicTimeout past time_limit."""
-    cancel = threading.Event()
-
-    def work():
-        syms = symbolic.symbols_for(point.names)
-        subs = symbolic.exact_point(point.exact, syms)
-        d = symbolic.to_sympy(tree, syms)
-        value = symbolic.value_at(d, subs)
-        values, formulas = [], []
-        for _ in range(order):
-            if cancel.is_set():
-                return None
-            d = d.diff(syms[variable])
-            values.append(symbolic.value_at(d, subs))
-            formulas.append(symbolic.formula_text(d))
-        return value, values, formulas
-
-    try:
-        return symbolic.run_bounded(work, time_limit)
-    except symbolic.SymbolicTimeout:
-        cancel.set()  # the worker stops after its current order
-        raise
+    return start_symbolic_derivatives(tree, point, variable, order, time_limit=time_limit).result()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -257,23 +265,55 @@ def resolve_variable(wrt: str | None, point: Point, expr: Expression) -> str:
                      f"({', '.join(point.names)}); choose one with --wrt (the others stay fixed)")
 
 
-def compute_derivatives(expression: str, *, at: list[str] | str, order: int = 1, wrt: str | None = None,
+@dataclass
+class DerivativeSetup:
+    """The validated input of ``gradcli derivative``: all that --show-code needs, nothing computed yet."""
+
+    expr: Expression
+    point: Point
+    variable: str
+    order: int
+    methods: list[str]
+    dtype: str
+    eps: float | None
+    accuracy: int
+    formulas: bool
+
+
+def prepare_derivatives(expression: str, *, at: list[str] | str, order: int = 1, wrt: str | None = None,
                         methods: str | list[str] | None = None, eps: float | None = None,
-                        dtype: str = "float64", accuracy: int = DEFAULT_ACCURACY, formulas: bool = False,
-                        symbolic_time_limit: float = symbolic.DEFAULT_TIME_LIMIT) -> DerivativeReport:
-    """Everything ``gradcli derivative`` shows, as a :class:`DerivativeReport`."""
+                        dtype: str = "float64", accuracy: int = DEFAULT_ACCURACY,
+                        formulas: bool = False) -> DerivativeSetup:
+    """Parse and check everything (UsageError/ParseError: exit 2) without computing anything."""
     expr = parse(expression)
     point = parse_point(at)
     check_covers(point, expr.variables)
     variable = resolve_variable(wrt, point, expr)
     order = check_order(order)
-    chosen = parse_methods(methods) if not isinstance(methods, list) else methods
+    chosen = parse_methods(methods) if not isinstance(methods, list) else list(methods)
     dtype = check_dtype(dtype)
     eps = check_eps(eps)
     if accuracy not in ACCURACY_ORDERS:
         raise UsageError(f"--accuracy must be one of {', '.join(map(str, ACCURACY_ORDERS))}, not {accuracy}")
     if formulas and "symbolic" not in chosen:
         raise UsageError("--formulas needs the symbolic method (add symbolic to --method)")
+    return DerivativeSetup(expr, point, variable, order, chosen, dtype, eps, accuracy, formulas)
+
+
+def compute_derivatives(expression: str, *, at: list[str] | str, order: int = 1, wrt: str | None = None,
+                        methods: str | list[str] | None = None, eps: float | None = None,
+                        dtype: str = "float64", accuracy: int = DEFAULT_ACCURACY, formulas: bool = False,
+                        symbolic_time_limit: float = symbolic.DEFAULT_TIME_LIMIT) -> DerivativeReport:
+    """Everything ``gradcli derivative`` shows, as a :class:`DerivativeReport`."""
+    setup = prepare_derivatives(expression, at=at, order=order, wrt=wrt, methods=methods, eps=eps, dtype=dtype,
+                                accuracy=accuracy, formulas=formulas)
+    expr, point, variable, order, chosen = setup.expr, setup.point, setup.variable, setup.order, setup.methods
+    dtype, eps = setup.dtype, setup.eps
+
+    # SymPy first, before anything imports TensorFlow: then it runs in a forked process on the other
+    # core while the tape and fd columns are computed, and is killed if it is still running at its deadline.
+    job = (start_symbolic_derivatives(expr.tree, point, variable, order, time_limit=symbolic_time_limit)
+           if "symbolic" in chosen else None)
 
     value = compile_expression(expr.tree, PYTHON_FLOAT64)(point.values)
     rows = [DerivativeRow(order=k) for k in range(1, order + 1)]
@@ -287,12 +327,11 @@ def compute_derivatives(expression: str, *, at: list[str] | str, order: int = 1,
             r.structural = d is None
     if "fd" in chosen:
         for r, d in zip(rows, fd_derivatives(expr.tree, point.values, variable, order, dtype=dtype, eps=eps,
-                                             accuracy=accuracy)):
+                                             accuracy=setup.accuracy)):
             r.fd, r.fd_step, r.fd_accuracy, r.fd_points = shortest(d.value, dtype), d.step, d.accuracy, d.points
-    if "symbolic" in chosen:  # last: a worker that times out must not slow the others down
+    if job is not None:
         try:
-            sym_value, values, texts = symbolic_derivatives(expr.tree, point, variable, order,
-                                                            time_limit=symbolic_time_limit)
+            sym_value, values, texts = job.result()
         except symbolic.SymbolicTimeout as exc:
             report.notes.append(f"symbolic column left out: {exc} (raise --symbolic-timeout to wait longer)")
             report.methods = [m for m in report.methods if m != "symbolic"]
@@ -308,8 +347,9 @@ def compute_derivatives(expression: str, *, at: list[str] | str, order: int = 1,
 def _compare(report: DerivativeReport) -> None:
     pt = ", ".join(f"{k}={v:g}" for k, v in report.point.items())
     if report.value is None or not math.isfinite(report.value):
-        report.warnings.append(f"{report.expression} is undefined at {pt} (its value is not a finite real "
-                               "number); its derivatives there mean nothing")
+        why = ("is infinite or overflows float64" if report.value is not None and math.isinf(report.value)
+               else "is undefined (not a real number)")
+        report.warnings.append(f"{report.expression} {why} at {pt}; its derivatives there mean nothing")
         report.value = None
         report.failed = True
     x = report.point[report.variable]
@@ -334,13 +374,19 @@ def _compare(report: DerivativeReport) -> None:
                                        f"is more than {report.dtype} and the step explain (~{tol:.1g})")
 
 
+# Names the derivative program defines itself; a user variable called one of them is renamed there.
+_DERIVATIVE_CODE_NAMES = ("contextlib", "math", "tf", "DTYPE", "ORDER", "stack", "tapes", "tape", "d",
+                          "derivatives", "k")
+
+
 def show_code_derivative(tree: Node, text: str, values: dict[str, float], variable: str, order: int,
                          dtype: str) -> str:
     """A runnable program reproducing the tape column: one GradientTape per order, nested."""
     from gradcli.expr import is_constant
-    from gradcli.tape import tf_code
+    from gradcli.tape import code_names, renamed_comment, tf_code
 
-    body = tf_code(tree)
+    names = code_names(list(values), taken=_DERIVATIVE_CODE_NAMES)
+    body = tf_code(tree, names)
     if is_constant(tree):
         body = f"tf.constant({body}, dtype=DTYPE)"
     lines = [
@@ -352,12 +398,13 @@ def show_code_derivative(tree: Node, text: str, values: dict[str, float], variab
         "",
         f"DTYPE = tf.{dtype}",
         f"ORDER = {order}",
+        *renamed_comment(names),
     ]
     for name, v in values.items():
         if name == variable:
-            lines.append(f"{name} = tf.Variable({v!r}, dtype=DTYPE)")
+            lines.append(f"{names[name]} = tf.Variable({v!r}, dtype=DTYPE)")
         else:
-            lines.append(f"{name} = tf.constant({v!r}, dtype=DTYPE)  # held fixed")
+            lines.append(f"{names[name]} = tf.constant({v!r}, dtype=DTYPE)  # held fixed")
     lines += [
         "",
         "with contextlib.ExitStack() as stack:",
@@ -366,9 +413,10 @@ def show_code_derivative(tree: Node, text: str, values: dict[str, float], variab
         f"    d = {body}  # {text}",
         "    derivatives = []",
         "    for tape in reversed(tapes):  # innermost first; a non-persistent tape stops recording here",
-        f"        d = None if d is None else tape.gradient(d, {variable})",
+        f"        d = None if d is None else tape.gradient(d, {names[variable]})",
         "        derivatives.append(d)",
         "",
+        f"# derivatives of order 1..{order} by {variable}",
         "for k, d in enumerate(derivatives, start=1):",
         "    # None: the derivative below did not depend on the variable (gradcli shows 0, structural)",
         "    print(k, None if d is None else float(d))",

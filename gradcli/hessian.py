@@ -5,7 +5,8 @@
   reports as unconnected (``None``) is known and shown as a structural zero. For more variables,
   ``outer.jacobian`` of the gradient (vectorised with pfor) inside one ``tf.function``.
 - fd: central second differences, every stencil point evaluated at once with NumPy arrays.
-- symbolic: SymPy's exact Hessian, its value at the exactly-typed point, under a time bound.
+- symbolic: SymPy's exact Hessian, its value at the exactly-typed point, started first, in a worker
+  process that is killed at its deadline (a thread once TensorFlow is loaded).
 
 The analysis (eigenvalues, definiteness, critical point, ...) is :func:`gradcli.analysis.analyse_hessian`
 on the most trustworthy matrix available: exact, else tape, else fd.
@@ -245,6 +246,55 @@ class _Cancelled(Exception):
     pass
 
 
+class CancelFlag:
+    """Set when the caller stops waiting for SymPy. A worker *thread* (the fallback once TensorFlow is
+    loaded) checks it between derivatives and stops; a worker *process* has its own copy and is killed
+    at the deadline instead. A plain attribute, so that it pickles (a pre-started worker gets it pickled).
+    """
+
+    def __init__(self) -> None:
+        self.set = False
+
+
+class SymbolicJob:
+    """SymPy work started in the background (see :func:`symbolic.start_bounded`); :meth:`result` waits
+    up to the deadline, then raises :class:`symbolic.SymbolicTimeout` and tells a worker thread to stop.
+
+    A worker process is killed at the deadline by a timer, even while this process is still busy
+    (importing TensorFlow, taping): past its deadline it would only take a core from them.
+    """
+
+    def __init__(self, fn, seconds: float, *args, parallel: bool = True) -> None:
+        self.seconds = seconds
+        self.cancel = CancelFlag()
+        self.pending = symbolic.start_bounded(fn, seconds, *args, self.cancel, parallel=parallel)
+        self.process = getattr(self.pending, "process", None)
+        self.killed = False
+        self.timer = None
+        if self.process is not None:
+            self.timer = threading.Timer(seconds, self._kill)
+            self.timer.daemon = True
+            self.timer.start()
+
+    def _kill(self) -> None:
+        self.killed = True
+        self.process.kill()
+
+    def result(self):
+        try:
+            return self.pending.result()
+        except symbolic.SymbolicTimeout:
+            self.cancel.set = True
+            if self.process is not None:
+                self.process.join()  # killed at the deadline: reap it now, no zombie left behind
+            if self.killed:
+                raise symbolic.SymbolicTimeout(f"SymPy took longer than {self.seconds:g} s") from None
+            raise
+        finally:
+            if self.timer is not None:
+                self.timer.cancel()
+
+
 def product_rule_diff(expr, s):
     """``expr.diff(s)``, with sums and products taken apart here.
 
@@ -268,44 +318,49 @@ def product_rule_diff(expr, s):
     return expr.diff(s)
 
 
-def symbolic_hessian(tree: Node, point: Point, wrt: list[str], *, time_limit: float,
-                     formulas: bool = True) -> SymbolicHessian:
+def symbolic_hessian_work(tree: Node, point_exact: dict[str, Node], names: list[str], wrt: list[str],
+                          formulas: bool, cancel: CancelFlag) -> SymbolicHessian:
     """The exact Hessian (upper triangle, mirrored: SymPy's mixed partials commute for these functions).
 
-    Raises :class:`symbolic.SymbolicTimeout` past ``time_limit``; the worker then stops at its next
-    entry instead of running on in the background.
+    Module-level, with picklable arguments, so that it can run in a worker process.
     """
-    cancel = threading.Event()
-
-    def work() -> SymbolicHessian:
-        syms = symbolic.symbols_for(point.names)
-        subs = symbolic.exact_point(point.exact, syms)
-        f = symbolic.to_sympy(tree, syms)
-        value = symbolic.value_at(f, subs)
-        first = []
-        for v in wrt:
-            if cancel.is_set():
+    syms = symbolic.symbols_for(names)
+    subs = symbolic.exact_point(point_exact, syms)
+    f = symbolic.to_sympy(tree, syms)
+    value = symbolic.value_at(f, subs)
+    first = []
+    for v in wrt:
+        if cancel.set:
+            raise _Cancelled
+        first.append(product_rule_diff(f, syms[v]))
+    gradient = [symbolic.value_at(d, subs) for d in first]
+    n = len(wrt)
+    matrix: Matrix = [[None] * n for _ in range(n)]
+    texts = [[""] * n for _ in range(n)]
+    for i in range(n):
+        for j in range(i, n):
+            if cancel.set:
                 raise _Cancelled
-            first.append(product_rule_diff(f, syms[v]))
-        gradient = [symbolic.value_at(d, subs) for d in first]
-        n = len(wrt)
-        matrix: Matrix = [[None] * n for _ in range(n)]
-        texts = [[""] * n for _ in range(n)]
-        for i in range(n):
-            for j in range(i, n):
-                if cancel.is_set():
-                    raise _Cancelled
-                d = product_rule_diff(first[i], syms[wrt[j]])
-                matrix[i][j] = matrix[j][i] = symbolic.value_at(d, subs)
-                if formulas:
-                    texts[i][j] = texts[j][i] = symbolic.formula_text(d)
-        return SymbolicHessian(value, gradient, matrix, texts)
+            d = product_rule_diff(first[i], syms[wrt[j]])
+            matrix[i][j] = matrix[j][i] = symbolic.value_at(d, subs)
+            if formulas:
+                texts[i][j] = texts[j][i] = symbolic.formula_text(d)
+    return SymbolicHessian(value, gradient, matrix, texts)
 
-    try:
-        return symbolic.run_bounded(work, time_limit)
-    except symbolic.SymbolicTimeout:
-        cancel.set()
-        raise
+
+def start_symbolic_hessian(tree: Node, point: Point, wrt: list[str], *, time_limit: float,
+                           formulas: bool = True, parallel: bool = True) -> SymbolicJob:
+    """Start :func:`symbolic_hessian_work` in the background. With ``parallel`` and TensorFlow not yet
+    imported it runs in a forked process, killed at the deadline (SymPy's big-integer work holds the
+    GIL: a thread past its deadline could keep gradcli from ever finishing)."""
+    return SymbolicJob(symbolic_hessian_work, time_limit, tree, dict(point.exact), list(point.names), list(wrt),
+                       formulas, parallel=parallel)
+
+
+def symbolic_hessian(tree: Node, point: Point, wrt: list[str], *, time_limit: float,
+                     formulas: bool = True) -> SymbolicHessian:
+    """The exact Hessian; raises :class:`symbolic.SymbolicTimeout` past ``time_limit``."""
+    return start_symbolic_hessian(tree, point, wrt, time_limit=time_limit, formulas=formulas).result()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -324,27 +379,54 @@ def hessian_tolerance(method: str, *, dtype: str, scale: float, step: float | No
     return 100.0 * (h * h + eps / (h * h)) * scale
 
 
+@dataclass
+class HessianSetup:
+    """The validated input of ``gradcli hessian``: all that --show-code needs, nothing computed yet."""
+
+    expr: Expression
+    point: Point
+    variables: list[str]
+    methods: list[str]
+    dtype: str
+    eps: float | None
+    formulas: bool
+
+
+def prepare_hessian(expression: str, *, at: list[str] | str, wrt: str | None = None,
+                    methods: str | list[str] | None = None, eps: float | None = None, dtype: str = "float64",
+                    formulas: bool = False) -> HessianSetup:
+    """Parse and check everything (UsageError/ParseError: exit 2) without computing anything."""
+    expr: Expression = parse(expression)
+    point = parse_point(at)
+    check_covers(point, expr.variables)
+    variables = resolve_wrt(wrt, point)
+    chosen = parse_methods(methods) if not isinstance(methods, list) else list(methods)
+    dtype = check_dtype(dtype)
+    eps = check_eps(eps)
+    if formulas and "symbolic" not in chosen:
+        raise UsageError("--formulas needs the symbolic method (add symbolic to --method)")
+    return HessianSetup(expr, point, variables, chosen, dtype, eps, formulas)
+
+
 def compute_hessian(expression: str, *, at: list[str] | str, wrt: str | None = None,
                     methods: str | list[str] | None = None, eps: float | None = None, dtype: str = "float64",
                     formulas: bool = False, symbolic_time_limit: float = symbolic.DEFAULT_TIME_LIMIT,
                     tape_mode: str | None = None) -> HessianReport:
     """Everything ``gradcli hessian`` shows, as a :class:`HessianReport`."""
-    expr: Expression = parse(expression)
-    point = parse_point(at)
-    check_covers(point, expr.variables)
-    variables = resolve_wrt(wrt, point)
-    chosen = parse_methods(methods) if not isinstance(methods, list) else methods
-    dtype = check_dtype(dtype)
-    eps = check_eps(eps)
-    if formulas and "symbolic" not in chosen:
-        raise UsageError("--formulas needs the symbolic method (add symbolic to --method)")
+    setup = prepare_hessian(expression, at=at, wrt=wrt, methods=methods, eps=eps, dtype=dtype, formulas=formulas)
+    expr, point, variables, chosen = setup.expr, setup.point, setup.variables, setup.methods
+    dtype, eps = setup.dtype, setup.eps
+
+    # SymPy first, before anything imports TensorFlow: then it runs in a forked process on the other
+    # core while the tape and fd columns are computed, and is killed if it is still running at its deadline.
+    job = (start_symbolic_hessian(expr.tree, point, variables, time_limit=symbolic_time_limit, formulas=formulas)
+           if "symbolic" in chosen else None)
 
     value = compile_expression(expr.tree, PYTHON_FLOAT64)(point.values)
     report = HessianReport(expression=expr.text, point=dict(point.values), dtype=dtype, variables=variables,
                            methods=list(chosen), value=value)
     names = variables
 
-    # Numerical methods first: a symbolic worker that times out must not compete with them.
     if "tape" in chosen:
         t = tape_hessian(expr.tree, point.values, variables, dtype=dtype, mode=tape_mode)
         report.hessian["tape"] = [[shortest(x, dtype) for x in row] for row in t.matrix]
@@ -360,9 +442,9 @@ def compute_hessian(expression: str, *, at: list[str] | str, wrt: str | None = N
         report.hessian["fd"] = [[shortest(x, dtype) for x in row] for row in fd.matrix]
         report.gradient["fd"] = {k: shortest(g, dtype) for k, g in zip(names, fd.gradient)}
         report.fd_steps = dict(zip(names, fd.steps))
-    if "symbolic" in chosen:
+    if job is not None:
         try:
-            s = symbolic_hessian(expr.tree, point, variables, time_limit=symbolic_time_limit, formulas=formulas)
+            s = job.result()
         except symbolic.SymbolicTimeout as exc:
             report.notes.append(f"symbolic column left out: {exc} (raise --symbolic-timeout to wait longer)")
             report.methods = [m for m in report.methods if m != "symbolic"]
@@ -394,8 +476,9 @@ def _finite(m: Matrix) -> bool:
 def _compare(report: HessianReport) -> None:
     pt = ", ".join(f"{k}={v:g}" for k, v in report.point.items())
     if report.value is None or not math.isfinite(report.value):
-        report.warnings.append(f"{report.expression} is undefined at {pt} (its value is not a finite real "
-                               "number); its derivatives there mean nothing")
+        why = ("is infinite or overflows float64" if report.value is not None and math.isinf(report.value)
+               else "is undefined (not a real number)")
+        report.warnings.append(f"{report.expression} {why} at {pt}; its derivatives there mean nothing")
         report.value = None
         report.failed = True
     for method, m in report.hessian.items():
@@ -453,13 +536,19 @@ def _analyse(report: HessianReport) -> None:
         return
 
 
+# Names the Hessian program defines itself; a user variable called one of them is renamed there.
+_HESSIAN_CODE_NAMES = ("math", "tf", "DTYPE", "outer", "inner", "z", "grads", "grad_vector", "rows", "row",
+                       "g", "h", "hessian", "jacobian")
+
+
 def show_code_hessian(tree: Node, text: str, values: dict[str, float], wrt: list[str], dtype: str) -> str:
     """A runnable program reproducing the tape column: the guide's nested tapes, then the same by jacobian."""
     from gradcli.expr import is_constant
-    from gradcli.tape import tf_code
+    from gradcli.tape import code_names, renamed_comment, tf_code
 
-    sources = ", ".join(wrt)
-    body = tf_code(tree)
+    names = code_names(list(values), taken=_HESSIAN_CODE_NAMES)
+    sources = ", ".join(names[v] for v in wrt)
+    body = tf_code(tree, names)
     if is_constant(tree):
         body = f"tf.constant({body}, dtype=DTYPE)"
     lines = [
@@ -469,19 +558,22 @@ def show_code_hessian(tree: Node, text: str, values: dict[str, float], wrt: list
         "import tensorflow as tf",
         "",
         f"DTYPE = tf.{dtype}",
+        *renamed_comment(names),
     ]
     for name, v in values.items():
         if name in wrt:
-            lines.append(f"{name} = tf.Variable({v!r}, dtype=DTYPE)")
+            lines.append(f"{names[name]} = tf.Variable({v!r}, dtype=DTYPE)")
         else:
-            lines.append(f"{name} = tf.constant({v!r}, dtype=DTYPE)  # not watched: held fixed")
+            lines.append(f"{names[name]} = tf.constant({v!r}, dtype=DTYPE)  # not watched: held fixed")
     lines += [
         "",
         "with tf.GradientTape(persistent=True) as outer:",
         "    with tf.GradientTape() as inner:",
         f"        z = {body}  # {text}",
         f"    grads = inner.gradient(z, [{sources}], unconnected_gradients=tf.UnconnectedGradients.ZERO)",
+        "    grad_vector = tf.stack(grads)  # inside the outer tape, so that it records the stacking too",
         "",
+        f"# Rows and columns: {', '.join(wrt)}",
         "# The guide's loop: one row per gradient entry; None where the entry does not depend on a variable.",
         f"rows = [outer.gradient(g, [{sources}]) for g in grads]",
         "print(rows)",
@@ -490,8 +582,8 @@ def show_code_hessian(tree: Node, text: str, values: dict[str, float], wrt: list
         "print(hessian)",
         "",
         "# Vectorised, one call for all rows (what gradcli does for many variables):",
-        f"jacobian = outer.jacobian(tf.stack(grads), [{sources}], unconnected_gradients=tf.UnconnectedGradients.ZERO)",
-        "print(tf.stack(jacobian, axis=1).numpy())",
+        f"jacobian = outer.jacobian(grad_vector, [{sources}], unconnected_gradients=tf.UnconnectedGradients.ZERO)",
+        "print(tf.stack(jacobian, axis=1).numpy().tolist())",
         "del outer  # a persistent tape holds its resources until deleted",
     ]
     return "\n".join(lines) + "\n"

@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 import io
 import math
+import subprocess
+import sys
 from fractions import Fraction
 
 import pytest
@@ -80,13 +82,70 @@ def test_csv_and_table(invoke):
     assert result.exit_code == 0 and "fd step" in result.stdout
 
 
-def test_show_code_runs(invoke):
-    result = invoke("derivative", "sin(x)", "--at", "x=1", "--order", "3", "--show-code")
+def _run_program(code: str) -> list[list[str]]:
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        exec(compile(result.stdout, "<gradcli --show-code>", "exec"), {})  # gradcli's own generated program
-    printed = [line.split() for line in out.getvalue().splitlines()]
+        exec(compile(code, "<gradcli --show-code>", "exec"), {})  # gradcli's own generated program
+    return [line.split() for line in out.getvalue().splitlines()]
+
+
+def test_show_code_runs(invoke):
+    result = invoke("derivative", "sin(x)", "--at", "x=1", "--order", "3", "--show-code")
+    printed = _run_program(result.stdout)
     assert [float(v) for _, v in printed] == pytest.approx([math.cos(1), -math.sin(1), -math.cos(1)], abs=1e-15)
+
+
+def test_show_code_renames_clashing_variables(invoke):
+    # z (the program's style of target name) is renamed in the program only
+    result = invoke("derivative", "z**3", "--at", "z=2", "--order", "2", "--show-code")
+    assert result.exit_code == 0, result.stderr
+    assert "z -> z_" in result.stdout and "by z" in result.stdout
+    assert _run_program(result.stdout) == [["1", "12.0"], ["2", "12.0"]]
+    # names the program itself uses (d, tape, stack, k), one of them held fixed
+    result = invoke("derivative", "d**2*tape + stack*k", "--at", "d=3,tape=2,stack=5,k=7", "--wrt", "d",
+                    "--order", "2", "--show-code")
+    assert result.exit_code == 0, result.stderr
+    assert _run_program(result.stdout) == [["1", "12.0"], ["2", "4.0"]]
+
+
+def test_show_code_computes_nothing(invoke, monkeypatch):
+    import gradcli.derivative as core
+
+    def boom(*args, **kwargs):
+        raise AssertionError("--show-code computed something")
+
+    for name in ("compute_derivatives", "tape_derivatives", "fd_derivatives", "start_symbolic_derivatives"):
+        monkeypatch.setattr(core, name, boom)
+    # log(x) at 0 could not be computed (exit 1); its program is still printed, exit 0
+    result = invoke("derivative", "log(x)", "--at", "x=0", "--order", "2", "--show-code")
+    assert result.exit_code == 0 and result.stderr == ""
+    assert "tf.math.log(x)" in result.stdout
+    for bad in (("--order", "0"), ("--method", "nope"), ("--method", "fd", "--formulas"), ("--accuracy", "3"),
+                ("--eps", "-1")):
+        result = invoke("derivative", "sin(x)", "--at", "x=1", "--show-code", *bad)
+        assert result.exit_code == 2 and result.stdout == "" and "Traceback" not in result.stderr
+
+
+def test_x_squared_at_zero_order_3(invoke_json):
+    # TF's pow gradient would compute 0 * x**-1 = NaN at 0; a small integer power is a product instead,
+    # so the third derivative is a structural zero
+    doc = invoke_json("derivative", "x**2", "--at", "x=0", "--order", "3")
+    assert [d["tape"] for d in doc["derivatives"]] == [0.0, 2.0, 0.0]
+    assert [d["symbolic"] for d in doc["derivatives"]] == [0.0, 2.0, 0.0]
+    assert [d["structural_zero"] for d in doc["derivatives"]] == [False, False, True]
+    assert doc["warnings"] == []
+
+
+def test_symbolic_timeout_kills_the_worker_process():
+    # SymPy's big-integer work holds the GIL: the deadline must stop a process, not abandon a thread.
+    code = ("import sys, multiprocessing\n"
+            "from gradcli.derivative import compute_derivatives\n"
+            "r = compute_derivatives('x**x**x**x', at='x=10', methods='symbolic,fd', symbolic_time_limit=0.5)\n"
+            "assert r.methods == ['fd'] and any('symbolic column left out' in n for n in r.notes), r.notes\n"
+            "assert multiprocessing.active_children() == []\n"
+            "assert 'tensorflow' not in sys.modules\n")
+    # the timeout only guards against a hang (the bug this test is about); it asserts nothing about speed
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=600)
 
 
 def test_central_coefficients_are_exact():

@@ -127,16 +127,77 @@ def test_symbolic_timeout_leaves_column_out(invoke):
     assert doc["analysis_source"] == "fd"
 
 
+def _run_program(code: str) -> str:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, "<gradcli --show-code>", "exec"), {})  # gradcli's own generated program
+    return out.getvalue()
+
+
 def test_show_code_runs_and_reproduces_the_guide(invoke):
     result = invoke("hessian", *GUIDE, "--show-code")
     assert result.exit_code == 0
     code = result.stdout
     assert "tf.GradientTape(persistent=True) as outer" in code and "outer.jacobian" in code
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(compile(code, "<gradcli --show-code>", "exec"), {})  # gradcli's own generated program
-    assert "[[0.0, 6.0], [6.0, 14.0]]" in out.getvalue()
-    assert "None" in out.getvalue()  # the guide's own rows
+    printed = _run_program(code).splitlines()
+    assert "None" in printed[0]  # the guide's own rows
+    # the guide's loop with None as 0, then the vectorised jacobian: the same matrix
+    assert printed[1:] == ["[[0.0, 6.0], [6.0, 14.0]]"] * 2
+
+
+def test_show_code_renames_clashing_variables(invoke):
+    # z is the program's target and tape a name it uses: both are renamed in the program only
+    result = invoke("hessian", "z**2*tape", "--at", "z=3,tape=2", "--show-code")
+    assert result.exit_code == 0, result.stderr
+    assert "z -> z_" in result.stdout and "Rows and columns: z, tape" in result.stdout
+    printed = _run_program(result.stdout).splitlines()
+    assert printed[1:] == ["[[4.0, 6.0], [6.0, 0.0]]"] * 2
+    # a held-fixed variable with a clashing name, and one named like a builtin
+    result = invoke("hessian", "outer*print**2", "--at", "outer=2,print=3", "--wrt", "print", "--show-code")
+    assert result.exit_code == 0, result.stderr
+    assert _run_program(result.stdout).splitlines()[1:] == ["[[4.0]]"] * 2
+
+
+def test_show_code_computes_nothing(invoke, monkeypatch):
+    import gradcli.hessian as core
+
+    def boom(*args, **kwargs):
+        raise AssertionError("--show-code computed something")
+
+    for name in ("compute_hessian", "tape_hessian", "fd_hessian", "start_symbolic_hessian"):
+        monkeypatch.setattr(core, name, boom)
+    # sqrt(x) at 0 could not be computed (exit 1); its program is still printed, exit 0
+    result = invoke("hessian", "sqrt(x)*y", "--at", "x=0,y=1", "--show-code")
+    assert result.exit_code == 0 and result.stderr == ""
+    assert "tf.sqrt(x)" in result.stdout
+    # the options are still checked
+    for bad in (("--method", "nope"), ("--method", "tape", "--formulas"), ("--eps", "0"), ("--wrt", "w")):
+        result = invoke("hessian", "x*y", "--at", "x=1,y=2", "--show-code", *bad)
+        assert result.exit_code == 2 and result.stdout == "" and "Traceback" not in result.stderr
+
+
+def test_symbolic_timeout_kills_the_worker_process():
+    # SymPy's big-integer work holds the GIL: the deadline must stop a process, not abandon a thread.
+    code = ("import sys, multiprocessing\n"
+            "from gradcli import symbolic\n"
+            "from gradcli.hessian import compute_hessian, start_symbolic_hessian\n"
+            "from gradcli.expr import parse\n"
+            "from gradcli.points import parse_point\n"
+            "job = start_symbolic_hessian(parse('x**x**x**x').tree, parse_point('x=10'), ['x'], time_limit=0.5)\n"
+            "assert job.pending.process is not None, 'not a process'\n"
+            "try:\n"
+            "    job.result()\n"
+            "except symbolic.SymbolicTimeout:\n"
+            "    pass\n"
+            "else:\n"
+            "    raise AssertionError('no timeout')\n"
+            "job.pending.process.join()\n"
+            "r = compute_hessian('x**x**x**x*y', at='x=10,y=1', methods='symbolic,fd', symbolic_time_limit=0.5)\n"
+            "assert r.methods == ['fd'] and any('symbolic column left out' in n for n in r.notes), r.notes\n"
+            "assert multiprocessing.active_children() == []\n"
+            "assert 'tensorflow' not in sys.modules\n")
+    # the timeout only guards against a hang (the bug this test is about); it asserts nothing about speed
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=600)
 
 
 def test_wrt_subset_holds_others_fixed(invoke_json):

@@ -31,30 +31,28 @@ def derivative(
     symbolic_timeout: SymbolicTimeoutOption = 10.0,
 ) -> None:
     """The first N derivatives of a one-variable function: SymPy, nested GradientTapes and fd stencils."""
+    if show_code:  # the program only: checked like a computation, but nothing is computed
+        from gradcli.derivative import prepare_derivatives, show_code_derivative
+
+        setup = prepare_derivatives(expression, at=at, order=order, wrt=wrt, methods=method, eps=eps,
+                                    dtype=dtype.value, accuracy=accuracy, formulas=formulas)
+        print(show_code_derivative(setup.expr.tree, setup.expr.text, setup.point.values, setup.variable,
+                                   setup.order, setup.dtype), end="")
+        return
+
     from gradcli.derivative import compute_derivatives
     from gradcli.render.common import print_diagnostics
 
     report = compute_derivatives(expression, at=at, order=order, wrt=wrt, methods=method, eps=eps,
                                  dtype=dtype.value, accuracy=accuracy, formulas=formulas,
                                  symbolic_time_limit=symbolic_timeout)
-    if show_code:
-        from gradcli.derivative import show_code_derivative
-        from gradcli.expr import parse
-        from gradcli.points import parse_point
+    from gradcli.render import derivative as render
 
-        print(show_code_derivative(parse(expression).tree, report.expression, parse_point(at).values,
-                                   report.variable, report.order, report.dtype), end="")
-    elif output is OutputFormat.json:
-        from gradcli.render.derivative import derivative_json
-
-        print(derivative_json(report))
+    if output is OutputFormat.json:
+        print(render.derivative_json(report))
     elif output is OutputFormat.csv:
-        from gradcli.render.derivative import derivative_csv
-
-        print(derivative_csv(report), end="")
+        print(render.derivative_csv(report), end="")
     else:
-        from gradcli.render.derivative import derivative_table
-
-        derivative_table(report)
+        render.derivative_table(report)
     print_diagnostics(report.warnings, report.notes)
     finish(report.failed)

@@ -30,29 +30,27 @@ def hessian(
     """The Hessian at a point three ways (nested GradientTapes, finite differences, SymPy), and what it
     says there: eigenvalues, definiteness, the kind of critical point, condition number, 2/lambda_max.
     """
+    if show_code:  # the program only: checked like a computation, but nothing is computed
+        from gradcli.hessian import prepare_hessian, show_code_hessian
+
+        setup = prepare_hessian(expression, at=at, wrt=wrt, methods=method, eps=eps, dtype=dtype.value,
+                                formulas=formulas)
+        print(show_code_hessian(setup.expr.tree, setup.expr.text, setup.point.values, setup.variables,
+                                setup.dtype), end="")
+        return
+
     from gradcli.hessian import compute_hessian
     from gradcli.render.common import print_diagnostics
 
     report = compute_hessian(expression, at=at, wrt=wrt, methods=method, eps=eps, dtype=dtype.value,
                              formulas=formulas, symbolic_time_limit=symbolic_timeout)
-    if show_code:
-        from gradcli.expr import parse
-        from gradcli.hessian import show_code_hessian
-        from gradcli.points import parse_point
+    from gradcli.render import hessian as render
 
-        print(show_code_hessian(parse(expression).tree, report.expression, parse_point(at).values,
-                                report.variables, report.dtype), end="")
-    elif output is OutputFormat.json:
-        from gradcli.render.hessian import hessian_json
-
-        print(hessian_json(report))
+    if output is OutputFormat.json:
+        print(render.hessian_json(report))
     elif output is OutputFormat.csv:
-        from gradcli.render.hessian import hessian_csv
-
-        print(hessian_csv(report), end="")
+        print(render.hessian_csv(report), end="")
     else:
-        from gradcli.render.hessian import hessian_table
-
-        hessian_table(report)
+        render.hessian_table(report)
     print_diagnostics(report.warnings, report.notes)
     finish(report.failed)
