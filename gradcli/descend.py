@@ -55,6 +55,10 @@ DEFAULT_MOMENTUM = 0.9
 # (float32 gradients carry noise ~1e-7 x the size of the terms).
 DEFAULT_TOL = {"float64": 1e-10, "float32": 1e-6}
 DEFAULT_STATIONARY_TIME_LIMIT = 2.0
+# Largest --steps / --every: far beyond any run that could finish, well inside the loop's int64 counter.
+MAX_STEP_COUNT = 10**15
+# Largest --stationary-timeout (s): the waits below it must fit the OS's timeouts (~24 days).
+MAX_STATIONARY_TIME_LIMIT = 1e6
 # How far the value may move from f(start), relative to max(1, |f(start)|), before the run is called
 # diverged (upwards) or unbounded (downwards): no honest descent travels 30 orders of magnitude.
 VALUE_BOUND = 1e30
@@ -213,17 +217,29 @@ def check_options(*, lr: float, steps: int, tol: float | None, every: int | None
     lr = _positive("--lr", lr)
     if steps is None or steps < 1:
         raise UsageError(f"--steps must be at least 1, not {steps!r}")
+    if steps > MAX_STEP_COUNT:
+        raise UsageError(f"--steps must be at most {MAX_STEP_COUNT:.0e}, not {steps!r}")
     if tol is None:
         tol = DEFAULT_TOL[dtype]
     if not math.isfinite(tol) or tol < 0:
         raise UsageError(f"--tol must be a finite number >= 0, not {tol!r}")
     if every is not None and every < 1:
         raise UsageError(f"--every must be at least 1, not {every!r}")
+    if every is not None and every > MAX_STEP_COUNT:
+        raise UsageError(f"--every must be at most {MAX_STEP_COUNT:.0e}, not {every!r}")
     if momentum is None:
         momentum = DEFAULT_MOMENTUM
     if not math.isfinite(momentum) or not 0 <= momentum < 1:
         raise UsageError(f"--momentum must be in [0, 1), not {momentum!r}")
     return lr, int(steps), float(tol), every, float(momentum)
+
+
+def check_stationary_time_limit(seconds: float | None) -> float:
+    """--stationary-timeout: 0 (skip SymPy) or a finite number of seconds up to MAX_STATIONARY_TIME_LIMIT."""
+    if seconds is None or not math.isfinite(seconds) or not 0 <= seconds <= MAX_STATIONARY_TIME_LIMIT:
+        raise UsageError(f"--stationary-timeout must be a number of seconds from 0 (skip) to "
+                         f"{MAX_STATIONARY_TIME_LIMIT:g}, not {seconds!r}")
+    return float(seconds)
 
 
 def start_point(expression: Expression, specs: list[str] | str | None) -> tuple[dict[str, float], list[str]]:
@@ -243,12 +259,45 @@ def start_point(expression: Expression, specs: list[str] | str | None) -> tuple[
 # ---------------------------------------------------------------------------------------------
 # The compiled loop
 # ---------------------------------------------------------------------------------------------
+def optimizer_hyperparameters(name: str, momentum: float, cls=None) -> dict[str, float]:
+    """The optimizer's float hyper-parameters (momentum, betas, epsilon, rho, ...) as gradcli sets them:
+    Keras' defaults, with ``momentum`` for momentum and nesterov. The learning rate is not among them."""
+    import inspect
+
+    if cls is None:
+        from gradcli.tape import load_tensorflow
+
+        load_tensorflow()  # quiet import first: Keras imports TensorFlow
+        import keras
+
+        cls = getattr(keras.optimizers, _KERAS_CLASSES[name])
+    params: dict[str, float] = {}
+    for p in inspect.signature(cls.__init__).parameters.values():
+        if p.name in ("learning_rate", "ema_momentum") or type(p.default) is not float:
+            continue
+        params[p.name] = p.default
+    if name in ("momentum", "nesterov"):
+        params["momentum"] = float(momentum)
+    return params
+
+
+# Hyper-parameters Keras 3 turns into tensors by ``ops.cast(value, dtype)`` (or a Constant initializer),
+# which rounds a Python float through float32; numpy.float64 keeps them exact. The others (epsilon, rho,
+# Ftrl's) only meet tensors in arithmetic, which converts a Python float straight to the tensor's dtype
+# (and Adadelta's ``rho * variable`` fails in a graph when rho is a numpy scalar).
+_CAST_HYPERPARAMETERS = frozenset({"momentum", "beta_1", "beta_2", "weight_decay", "initial_accumulator_value"})
+
+
 def make_optimizer(name: str, lr: float, momentum: float, dtype: str):
-    """A Keras 3 optimizer whose learning rate is held in ``dtype``.
+    """A Keras 3 optimizer whose learning rate and hyper-parameters are held in ``dtype``.
 
     Keras keeps the learning rate in a ``floatx()`` (float32) variable by default, so a float64 run
     would step with 0.10000000149011612 instead of 0.1 and part from the hand-written loop after a few
-    steps; building it under ``floatx = dtype`` keeps the two identical.
+    steps; building it under ``floatx = dtype`` keeps the two identical. Its updates also
+    ``ops.cast(self.momentum, dtype)`` (and beta_1, beta_2, ...), which turns a Python float into a
+    float32 tensor first (0.9 -> 0.8999999761581421); handing those over as ``numpy.float64`` (still
+    a ``float``) keeps them exact in a float64 run. (Nadam's fixed decay 0.96 is cast the same way
+    inside Keras and stays rounded through float32.)
     """
     from gradcli.tape import load_tensorflow
 
@@ -257,10 +306,15 @@ def make_optimizer(name: str, lr: float, momentum: float, dtype: str):
 
     cls = getattr(keras.optimizers, _KERAS_CLASSES[name])
     kwargs: dict[str, Any] = {"learning_rate": float(lr)}
-    if name == "momentum":
-        kwargs["momentum"] = momentum
-    elif name == "nesterov":
-        kwargs.update(momentum=momentum, nesterov=True)
+    hyper = optimizer_hyperparameters(name, momentum, cls)
+    if dtype == "float64":
+        import numpy as np
+
+        kwargs.update({k: np.float64(v) if k in _CAST_HYPERPARAMETERS else v for k, v in hyper.items()})
+    elif name in ("momentum", "nesterov"):
+        kwargs["momentum"] = hyper["momentum"]
+    if name == "nesterov":
+        kwargs["nesterov"] = True
     saved = keras.config.floatx()
     keras.config.set_floatx(dtype)
     try:
@@ -564,14 +618,20 @@ def stability_limit(optimizer: str, lam_max: float, momentum: float) -> float | 
     return None
 
 
-def _advise(run: DescentRun, tree, names, at: dict[str, float], where: str, momentum: float) -> None:
-    """Suggest a learning rate from the Hessian at ``at``: half the stability limit, where one is defined."""
+def _advise(run: DescentRun, tree, names, at: dict[str, float], where: str, momentum: float,
+            maximize: bool = False) -> None:
+    """Suggest a learning rate from the Hessian at ``at``: half the stability limit, where one is defined.
+
+    The limit is that of the minimised function: -f's Hessian (-H) when maximising.
+    """
     from gradcli.analysis import analyse_hessian
 
     limit = None
     lam = None
     try:
         g, h = hessian_at(tree, names, at)
+        if maximize:
+            g, h = [-v for v in g], [[-v for v in row] for row in h]
         if all(math.isfinite(v) for row in h for v in row):
             analysis = analyse_hessian(h, g)
             lam = max(analysis.eigenvalues) if analysis.eigenvalues else None
@@ -581,7 +641,8 @@ def _advise(run: DescentRun, tree, names, at: dict[str, float], where: str, mome
     if limit is not None:
         run.suggested_learning_rate = float(f"{limit / 2:.3g}")
         bound = "2/λmax" if run.optimizer in ("manual", "sgd") else "its stability limit"
-        run.message += (f"; the Hessian at the {where} has λmax = {lam:.4g}, so {bound} = {limit:.4g}: "
+        hessian = "the Hessian of -f" if maximize else "the Hessian"
+        run.message += (f"; {hessian} at the {where} has λmax = {lam:.4g}, so {bound} = {limit:.4g}: "
                         f"try --lr {run.suggested_learning_rate:g} (half of it)")
     else:
         run.suggested_learning_rate = float(f"{run.learning_rate / 10:.3g}")
@@ -610,47 +671,90 @@ def _classify_end(run: DescentRun, tree, names, dtype: str) -> None:
 MAX_STATIONARY = 50
 
 
+def solve_stationary_points(tree, names: list[str]) -> tuple[list[StationaryPoint], list[str]]:
+    """Real solutions of grad f = 0 that SymPy finds, each with its kind; returns (points, notes).
+
+    Unbounded in time: run it through :func:`start_stationary_points` (module-level, so that a
+    pre-started worker process can be handed it).
+    """
+    import sympy as sp
+
+    from gradcli.analysis import analyse_hessian
+
+    syms = symbolic.symbols_for(names)
+    f = symbolic.to_sympy(tree, syms)
+    xs = [syms[v] for v in names]
+    grads = [sp.diff(f, s) for s in xs]
+    notes: list[str] = []
+    try:
+        solutions = sp.solve(grads, xs, dict=True)
+    except (NotImplementedError, ValueError, TypeError) as exc:
+        return [], [f"SymPy cannot solve grad f = 0 ({type(exc).__name__})"]
+    found = []
+    families = 0
+    for sol in solutions[:MAX_STATIONARY]:
+        if any(s not in sol for s in xs) or any(sol[s].free_symbols for s in xs):
+            families += 1  # a curve or surface of stationary points: no single nearest point to offer
+            continue
+        point = {v: symbolic.value_at(sol[syms[v]], {}) for v in names}
+        if any(x is None for x in point.values()):
+            continue  # complex or undefined
+        subs = {s: sol[s] for s in xs}
+        hess = [[symbolic.value_at(sp.diff(gi, s), subs) for s in xs] for gi in grads]
+        kind = None
+        if all(x is not None for row in hess for x in row):
+            kind = analyse_hessian(hess, [0.0] * len(xs)).critical_point
+        found.append(StationaryPoint(point, _exact_value(f, subs), kind))
+    if families:
+        notes.append(f"SymPy found {families} continuous set(s) of stationary points; they are not listed")
+    if len(solutions) > MAX_STATIONARY:
+        notes.append(f"only the first {MAX_STATIONARY} of SymPy's {len(solutions)} solutions are used")
+    return found, notes
+
+
+class _StationarySearch:
+    """SymPy's search for stationary points, started before the runs and collected after them.
+
+    Started before TensorFlow is imported, it runs in a forked process on the other core (SymPy's
+    big-integer work holds the GIL, so a thread could neither run alongside the descent nor be
+    stopped), and that process is killed at the deadline even while the runs are still going.
+    """
+
+    def __init__(self, tree, names: list[str], time_limit: float):
+        import threading
+
+        self.pending = symbolic.start_bounded(solve_stationary_points, time_limit, tree, list(names), parallel=True)
+        self.timer = None
+        if getattr(self.pending, "process", None) is not None:
+            self.timer = threading.Timer(time_limit, self.stop)
+            self.timer.daemon = True
+            self.timer.start()
+
+    def stop(self) -> None:
+        process = getattr(self.pending, "process", None)
+        if process is not None and process.is_alive():
+            process.kill()
+
+    def result(self) -> tuple[list[StationaryPoint], list[str]]:
+        """(points, notes), or :class:`symbolic.SymbolicTimeout` once the time limit has passed."""
+        try:
+            return self.pending.result()
+        finally:
+            if self.timer is not None:
+                self.timer.cancel()
+            self.stop()
+
+
+def start_stationary_points(tree, names: list[str], time_limit: float) -> _StationarySearch:
+    return _StationarySearch(tree, names, time_limit)
+
+
 def stationary_points(tree, names: list[str], time_limit: float) -> tuple[list[StationaryPoint], list[str]]:
     """Real solutions of grad f = 0 that SymPy finds within ``time_limit`` s, each with its kind.
 
     Returns (points, notes). Raises :class:`symbolic.SymbolicTimeout` when SymPy takes too long.
     """
-    from gradcli.analysis import analyse_hessian
-
-    def work():
-        import sympy as sp
-
-        syms = symbolic.symbols_for(names)
-        f = symbolic.to_sympy(tree, syms)
-        xs = [syms[v] for v in names]
-        grads = [sp.diff(f, s) for s in xs]
-        notes: list[str] = []
-        try:
-            solutions = sp.solve(grads, xs, dict=True)
-        except (NotImplementedError, ValueError, TypeError) as exc:
-            return [], [f"SymPy cannot solve grad f = 0 ({type(exc).__name__})"]
-        found = []
-        families = 0
-        for sol in solutions[:MAX_STATIONARY]:
-            if any(s not in sol for s in xs) or any(sol[s].free_symbols for s in xs):
-                families += 1  # a curve or surface of stationary points: no single nearest point to offer
-                continue
-            point = {v: symbolic.value_at(sol[syms[v]], {}) for v in names}
-            if any(x is None for x in point.values()):
-                continue  # complex or undefined
-            subs = {s: sol[s] for s in xs}
-            hess = [[symbolic.value_at(sp.diff(gi, s), subs) for s in xs] for gi in grads]
-            kind = None
-            if all(x is not None for row in hess for x in row):
-                kind = analyse_hessian(hess, [0.0] * len(xs)).critical_point
-            found.append(StationaryPoint(point, _exact_value(f, subs), kind))
-        if families:
-            notes.append(f"SymPy found {families} continuous set(s) of stationary points; they are not listed")
-        if len(solutions) > MAX_STATIONARY:
-            notes.append(f"only the first {MAX_STATIONARY} of SymPy's {len(solutions)} solutions are used")
-        return found, notes
-
-    return symbolic.run_bounded(work, time_limit)
+    return start_stationary_points(tree, names, time_limit).result()
 
 
 def _exact_value(f, subs) -> float | None:
@@ -746,6 +850,35 @@ def run_plan(plan: DescentPlan, *, record_every: int | None = None,
     if "adamw" in plan.optimizers:
         report.notes.append("adamw applies Keras' default weight decay (0.004), which moves its minimum slightly")
 
+    stationary_time_limit = check_stationary_time_limit(stationary_time_limit)
+    # SymPy first: before TensorFlow is imported it can work in a process of its own (killed at its
+    # deadline) while the runs go on here.
+    search = start_stationary_points(expr.tree, names, stationary_time_limit) if stationary_time_limit > 0 else None
+    try:
+        _race(plan, report, record_every=record_every, jit=jit, progress_factory=progress_factory)
+    except BaseException:
+        if search is not None:
+            search.stop()
+        raise
+
+    if search is not None:
+        try:
+            found, notes = search.result()
+            report.stationary_points = found
+            report.notes.extend(notes)
+            for run in report.runs:
+                run.nearest_stationary = _nearest(found, run.final)
+        except symbolic.SymbolicTimeout:
+            report.notes.append(f"SymPy did not solve grad f = 0 within {stationary_time_limit:g} s "
+                                "(--stationary-timeout); no stationary point shown")
+        except Exception as exc:  # SymPy failing on an odd expression must not sink the descent results
+            report.notes.append(f"SymPy could not solve grad f = 0 ({type(exc).__name__})")
+    return report
+
+
+def _race(plan: DescentPlan, report: DescentReport, *, record_every, jit, progress_factory) -> None:
+    """Every optimizer's run, then advice, the kind of each end point, warnings."""
+    expr, names, point, maximize = plan.expression, plan.names, plan.start, plan.maximize
     # Import first, so that each run's time is its own tracing, compiling and stepping.
     from gradcli.tape import load_tensorflow
 
@@ -763,9 +896,9 @@ def run_plan(plan: DescentPlan, *, record_every: int | None = None,
 
     for run in report.runs:
         if run.status == "diverged" and run.steps > 0:
-            _advise(run, expr.tree, names, point, "start", plan.momentum)
+            _advise(run, expr.tree, names, point, "start", plan.momentum, maximize)
         elif run.status == "oscillating":
-            _advise(run, expr.tree, names, run.final, "end point", plan.momentum)
+            _advise(run, expr.tree, names, run.final, "end point", plan.momentum, maximize)
         elif run.status == "converged":
             _classify_end(run, expr.tree, names, plan.dtype)
             wrong = {"maximum", "saddle"} if not maximize else {"minimum", "saddle"}
@@ -780,61 +913,64 @@ def run_plan(plan: DescentPlan, *, record_every: int | None = None,
             # (with --tol 0 every step was asked for: reaching --steps is the plan, not a problem)
             report.warnings.append(f"{run.optimizer}: {run.message}")
 
-    if stationary_time_limit > 0:
-        try:
-            found, notes = stationary_points(expr.tree, names, stationary_time_limit)
-            report.stationary_points = found
-            report.notes.extend(notes)
-            for run in report.runs:
-                run.nearest_stationary = _nearest(found, run.final)
-        except symbolic.SymbolicTimeout:
-            report.notes.append(f"SymPy did not solve grad f = 0 within {stationary_time_limit:g} s "
-                                "(--stationary-timeout); no stationary point shown")
-        except Exception as exc:  # SymPy failing on an odd expression must not sink the descent results
-            report.notes.append(f"SymPy could not solve grad f = 0 ({type(exc).__name__})")
-    return report
-
 
 # ---------------------------------------------------------------------------------------------
 # --show-code: the same descent as a short TensorFlow program in the guide's style
 # ---------------------------------------------------------------------------------------------
-def show_code_descend(plan: DescentPlan) -> str:
-    """One runnable program per optimizer (concatenated, they still run as one script)."""
-    from gradcli.expr import is_constant
-    from gradcli.tape import tf_code
+# Names the descent program defines beyond gradcli.tape.PROGRAM_NAMES.
+_DESCEND_PROGRAM_NAMES = ("learning_rate", "max_steps", "tol", "descend", "np", "numpy", "keras")
 
-    names = plan.names
-    body = tf_code(plan.expression.tree)
+
+def show_code_descend(plan: DescentPlan) -> str:
+    """One runnable program per optimizer (concatenated, they still run as one script).
+
+    Built from the plan alone: nothing is run. User variables whose names the program uses itself
+    (f, step, tape, z, optimizer, print, ...) are renamed in the code, never in the printed labels.
+    """
+    from gradcli.expr import is_constant
+    from gradcli.tape import code_names, renamed_comment, tf_code
+
+    names = code_names(plan.names, taken=_DESCEND_PROGRAM_NAMES)
+    code = [names[v] for v in plan.names]
+    body = tf_code(plan.expression.tree, names)
     if is_constant(plan.expression.tree):  # pragma: no cover - plans always have variables
         body = f"tf.constant({body}, dtype=DTYPE)"
-    params = ", ".join(names)
+    params = ", ".join(code)
     var_list = f"[{params}]"
     programs = []
     for name in plan.optimizers:
+        hyper = {} if name == "manual" else _program_hyperparameters(name, plan)
+        exact = plan.dtype == "float64" and any(k in _CAST_HYPERPARAMETERS for k in hyper)
         lines = [
             f"# Generated by gradcli: `gradcli descend` with optimizer {name}, as the TensorFlow guide writes it,",
             "# with the loop compiled by tf.function (autograph turns the while into a tf.while_loop).",
+            *renamed_comment(names),
             "import math",
             "",
-            "import tensorflow as tf",
         ]
+        if exact:
+            lines.append("import numpy as np")
+        lines.append("import tensorflow as tf")
         if name != "manual":
             lines.append("import keras")
         lines += ["", f"DTYPE = tf.{plan.dtype}", f"learning_rate = {plan.lr!r}", f"max_steps = {plan.steps}",
                   f"tol = {plan.tol!r}  # stop when the gradient norm falls below this"]
-        for v in names:
-            lines.append(f"{v} = tf.Variable({plan.start[v]!r}, dtype=DTYPE)")
+        for v in plan.names:
+            lines.append(f"{names[v]} = tf.Variable({plan.start[v]!r}, dtype=DTYPE)")
         lines += ["", "", f"def f({params}):", f"    return {body}", ""]
         if name != "manual":
             cls = _KERAS_CLASSES[name]
-            args = "learning_rate=learning_rate"
-            if name == "momentum":
-                args += f", momentum={plan.momentum!r}"
-            elif name == "nesterov":
-                args += f", momentum={plan.momentum!r}, nesterov=True"
+            args = ["learning_rate=learning_rate"]
+            for k, value in hyper.items():
+                args.append(f"{k}=np.float64({value!r})" if exact and k in _CAST_HYPERPARAMETERS else f"{k}={value!r}")
+            if name == "nesterov":
+                args.append("nesterov=True")
+            lines.append(f"keras.config.set_floatx('{plan.dtype}')  # Keras keeps the learning rate in floatx: "
+                         "match DTYPE")
+            if exact:
+                lines.append("# np.float64: Keras casts these through float32 when given as Python floats")
             lines += [
-                f"keras.config.set_floatx('{plan.dtype}')  # Keras keeps the learning rate in floatx: match DTYPE",
-                f"optimizer = keras.optimizers.{cls}({args})",
+                f"optimizer = keras.optimizers.{cls}({', '.join(args)})",
                 f"optimizer.build({var_list})  # create its slots now, not inside the compiled loop",
                 "",
             ]
@@ -843,7 +979,7 @@ def show_code_descend(plan: DescentPlan) -> str:
             "",
             "@tf.function",
             "def descend():",
-            "    step = tf.constant(0)",
+            "    step = tf.constant(0, dtype=tf.int64)",
             "    while step < max_steps:",
             "        with tf.GradientTape() as tape:",
             f"            z = {objective}",
@@ -852,8 +988,8 @@ def show_code_descend(plan: DescentPlan) -> str:
             "            break",
         ]
         if name == "manual":
-            for k, v in enumerate(names):
-                lines.append(f"        {v}.assign_sub(learning_rate * grads[{k}])")
+            for k, c in enumerate(code):
+                lines.append(f"        {c}.assign_sub(learning_rate * grads[{k}])")
         else:
             lines.append(f"        optimizer.apply_gradients(zip(grads, {var_list}))")
         lines += [
@@ -862,8 +998,17 @@ def show_code_descend(plan: DescentPlan) -> str:
             "",
             "",
             "steps = descend()",
-            "print('steps:', int(steps), " + ", ".join(f"'{v} =', {v}.numpy()" for v in names)
+            "print('steps:', int(steps), " + ", ".join(f"{repr(v + ' =')}, {names[v]}.numpy()" for v in plan.names)
             + f", 'f =', f({params}).numpy())",
         ]
         programs.append("\n".join(lines) + "\n")
     return "\n\n".join(programs)
+
+
+def _program_hyperparameters(name: str, plan: DescentPlan) -> dict[str, float]:
+    """The hyper-parameters a program spells out: those gradcli hands over as float64, and the momentum."""
+    hyper = optimizer_hyperparameters(name, plan.momentum)
+    keep = set(_CAST_HYPERPARAMETERS) if plan.dtype == "float64" else {"momentum"}
+    if name not in ("momentum", "nesterov"):
+        keep.discard("momentum")  # SGD's and RMSprop's default 0.0: nothing to say
+    return {k: v for k, v in hyper.items() if k in keep}

@@ -135,6 +135,49 @@ def test_rosenbrock_with_adam_reaches_1_1(invoke_json):
     assert list(run["final"]) == ["x", "y"]  # --from's order, not the order of appearance
 
 
+def heavy_ball(x: float, lr: float, mu: float, steps: int, nesterov: bool = False) -> list[float]:
+    """Keras' SGD with momentum on f = x**2 (g = 2x), by hand in float64: v = mu*v - lr*g; x += v
+    (Nesterov: x += mu*v - lr*g)."""
+    xs, v = [x], 0.0
+    for _ in range(steps):
+        g = 2 * x
+        v = mu * v - lr * g
+        x = x + (mu * v - lr * g if nesterov else v)
+        xs.append(x)
+    return xs
+
+
+def test_momentum_steps_in_float64():
+    report = compute_descent("x**2", start="x=1", optimizers="momentum,nesterov", steps=10, tol=0, every=1,
+                             stationary_time_limit=0)
+    for run in report.runs:
+        expected = heavy_ball(1.0, 0.1, 0.9, 10, nesterov=run.optimizer == "nesterov")
+        got = [h.point["x"] for h in run.history]
+        assert len(got) == 11
+        for a, b in zip(got, expected):
+            assert a == pytest.approx(b, abs=1e-15, rel=0)
+    assert report.runs[0].history[2].point["x"] == pytest.approx(0.46, abs=1e-15)  # not 0.46000000357627869
+
+
+def test_keras_hyperparameters_are_exact_in_float64():
+    from gradcli.descend import _CAST_HYPERPARAMETERS, make_optimizer, optimizer_hyperparameters
+    from gradcli.tape import load_tensorflow
+
+    tf = load_tensorflow()
+    cast = 0
+    for name in OPTIMIZERS[1:]:
+        opt = make_optimizer(name, 0.1, 0.9, "float64")
+        assert float(tf.cast(opt.learning_rate, tf.float64)) == 0.1
+        for key, value in optimizer_hyperparameters(name, 0.9).items():
+            if key in _CAST_HYPERPARAMETERS:
+                # what Keras' update steps do with them: ops.cast(self.beta_1, variable.dtype)
+                assert float(tf.cast(getattr(opt, key), tf.float64)) == value, (name, key)
+                cast += 1
+            else:  # the others meet tensors only in arithmetic, which converts them to the tensor's dtype
+                assert float(tf.constant(1.0, tf.float64) * getattr(opt, key)) == value, (name, key)
+    assert cast >= 15
+
+
 # ---------------------------------------------------------------------------------------------
 # Guardrails
 # ---------------------------------------------------------------------------------------------
@@ -182,6 +225,17 @@ def test_starting_on_a_maximum_is_not_called_a_minimum(invoke):
     assert "maximum, not a minimum" in result.stderr
 
 
+def test_maximize_advice_uses_the_curvature_of_minus_f(invoke):
+    # -f = 10 x**2 has λmax = 20: 2/λmax = 0.1, half of it suggested (f's own Hessian has no positive curvature)
+    result = invoke("descend", "--from", "x=1", "--maximize", "--lr", "1", "--steps", "100", "--format", "json",
+                    *NO_SYMPY, "--", "-10*x**2")
+    assert result.exit_code == 1, result.stderr
+    (run,) = json.loads(result.stdout)["runs"]
+    assert run["status"] == "diverged"
+    assert run["suggested_learning_rate"] == 0.05
+    assert "λmax = 20" in run["message"] and "no positive curvature" not in run["message"]
+
+
 def test_oscillation_on_the_stability_edge_is_flagged(invoke, invoke_json):
     doc = invoke_json("descend", EDGE, "--from", "x=0,y=0", "--lr", "0.1", "--steps", "200", *NO_SYMPY)
     (run,) = doc["runs"]
@@ -207,6 +261,11 @@ def test_oscillation_on_the_stability_edge_is_flagged(invoke, invoke_json):
     (("--tol", "-1"), "--tol"),
     (("--from", "z=1"), "not a variable"),
     (("--momentum", "1.5", "-o", "momentum"), "--momentum"),
+    (("--steps", "99999999999999999999"), "--steps"),
+    (("--every", "99999999999999999999"), "--every"),
+    (("--stationary-timeout", "inf"), "--stationary-timeout"),
+    (("--stationary-timeout", "nan"), "--stationary-timeout"),
+    (("--stationary-timeout", "1e300"), "--stationary-timeout"),
 ])
 def test_usage_errors_exit_2(invoke, args, message):
     result = invoke("descend", GUIDE, *args)
@@ -214,6 +273,13 @@ def test_usage_errors_exit_2(invoke, args, message):
     assert message in result.stderr
     assert "Traceback" not in result.stderr
     assert result.stdout == ""
+
+
+def test_out_of_range_numbers_are_usage_errors_with_show_code_too(invoke):
+    for args in (("--steps", "99999999999999999999"), ("--stationary-timeout", "inf")):
+        result = invoke("descend", GUIDE, *args, "--show-code")
+        assert result.exit_code == 2, (result.stdout, result.stderr)
+        assert "internal error" not in result.stderr and result.stdout == ""
 
 
 def test_constant_expression_is_a_usage_error(invoke):
@@ -284,6 +350,74 @@ def test_show_code_is_a_runnable_program(invoke, tmp_path):
     assert done.returncode == 0, done.stderr
     printed = [line for line in done.stdout.splitlines() if line.startswith("steps:")]
     assert printed == ["steps: 100 x = -0.3333333333333333 f = -1.3333333333333333"] * 2
+
+
+def run_program(program: str, tmp_path) -> list[str]:
+    path = tmp_path / "descend.py"
+    path.write_text(program)
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    done = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return [line for line in done.stdout.splitlines() if line.startswith("steps:")]
+
+
+def test_show_code_renames_variables_that_clash_with_the_program(invoke, invoke_json, tmp_path):
+    args = ("descend", "f**2+step", "--from", "f=1,step=2", "--steps", "100", "--tol", "0", "-o", "manual,sgd")
+    result = invoke(*args, "--show-code")
+    assert result.exit_code == 0, result.stderr
+    assert "f -> f_, step -> step_" in result.stdout
+    printed = run_program(result.stdout, tmp_path)
+    doc = invoke_json(*args, *NO_SYMPY)
+    assert len(printed) == 2
+    for line, run in zip(printed, doc["runs"]):
+        words = line.split()
+        # steps: 100 f = <f> step = <step> f = <value>: the user's names label the numbers
+        assert words[:3] == ["steps:", "100", "f"] and words[5] == "step"
+        assert float(words[4]) == run["final"]["f"]
+        assert float(words[7]) == run["final"]["step"] == pytest.approx(-8.0, abs=1e-12)
+        assert float(words[10]) == run["value"]
+
+
+def test_show_code_does_not_run_anything(invoke, monkeypatch):
+    import gradcli.descend as descend
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("--show-code ran the descent")
+
+    monkeypatch.setattr(descend, "run_plan", refuse)
+    monkeypatch.setattr(descend, "start_stationary_points", refuse)
+    result = invoke("descend", "tape*z + print**2 + optimizer", "--from", "tape=1,z=2,print=3,optimizer=4",
+                    "-o", "all", "--show-code")
+    assert result.exit_code == 0, result.stderr
+    ast.parse(result.stdout)
+    assert result.stdout.count("optimizer = keras.optimizers.") == len(OPTIMIZERS) - 1
+
+
+def test_momentum_program_matches_gradcli(invoke, invoke_json, tmp_path):
+    args = ("descend", "(x-1)**2+3*(y+2)**2", "--steps", "50", "--tol", "0", "-o", "momentum,adam", "--lr", "0.05")
+    result = invoke(*args, "--show-code")
+    assert result.exit_code == 0, result.stderr
+    printed = run_program(result.stdout, tmp_path)
+    doc = invoke_json(*args, *NO_SYMPY)
+    for line, run in zip(printed, doc["runs"]):
+        words = line.split()
+        assert float(words[4]) == pytest.approx(run["final"]["x"], abs=1e-15)
+        assert float(words[7]) == pytest.approx(run["final"]["y"], abs=1e-15)
+
+
+def test_sympy_search_is_stopped_at_its_time_limit(tmp_path):
+    # SymPy's solve works on this system far longer than 1 s; the forked search is killed at the deadline
+    # and the descent's own results stand. (A fresh interpreter: TensorFlow is not imported yet there.)
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    done = subprocess.run(
+        [sys.executable, "-m", "gradcli", "descend", "x**7 + y**7 + z**7 - 3*x*y*z + x**2*y**3*z**4",
+         "--from", "x=0.5,y=0.5,z=0.5", "--stationary-timeout", "1", "--format", "json"],
+        capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["stationary_points"] is None
+    assert doc["runs"][0]["status"] == "converged"
+    assert "did not solve grad f = 0 within 1 s" in done.stderr
 
 
 # ---------------------------------------------------------------------------------------------

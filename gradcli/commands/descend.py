@@ -59,11 +59,12 @@ def descend(
 
     Statuses: converged, max_steps, oscillating, diverged, unbounded (the last two exit 1).
     """
-    from gradcli.descend import plan_descent, run_plan
+    from gradcli.descend import check_stationary_time_limit, plan_descent, run_plan
     from gradcli.render.common import print_diagnostics
 
     plan = plan_descent(expression, start=start, optimizers=optimizer, lr=lr, steps=steps, tol=tol,
                         maximize=maximize, dtype=dtype.value, momentum=momentum, every=every)
+    stationary_timeout = check_stationary_time_limit(stationary_timeout)
     if show_code:
         from gradcli.descend import show_code_descend
 
