@@ -29,7 +29,7 @@ from gradcli.expr import Expression, Node, parse
 from gradcli.finite_diff import MACHINE_EPSILON
 from gradcli.gradient import check_dtype, check_eps, parse_methods
 from gradcli.hessian import CancelFlag, SymbolicJob
-from gradcli.points import Point, check_covers, parse_point
+from gradcli.points import Point, check_covers, check_point_fits, parse_point
 from gradcli.results import METHODS, clean, shortest
 
 MAX_ORDER = 10
@@ -292,6 +292,7 @@ def prepare_derivatives(expression: str, *, at: list[str] | str, order: int = 1,
     order = check_order(order)
     chosen = parse_methods(methods) if not isinstance(methods, list) else list(methods)
     dtype = check_dtype(dtype)
+    check_point_fits(point, dtype)
     eps = check_eps(eps)
     if accuracy not in ACCURACY_ORDERS:
         raise UsageError(f"--accuracy must be one of {', '.join(map(str, ACCURACY_ORDERS))}, not {accuracy}")

@@ -33,7 +33,7 @@ from typing import Any, Callable
 from gradcli.errors import UsageError
 from gradcli.expr import Expression, parse
 from gradcli.finite_diff import MACHINE_EPSILON
-from gradcli.points import parse_point
+from gradcli.points import check_point_fits, parse_point
 from gradcli.results import clean, shortest
 from gradcli.gradient import check_dtype
 from gradcli import symbolic
@@ -242,9 +242,11 @@ def check_stationary_time_limit(seconds: float | None) -> float:
     return float(seconds)
 
 
-def start_point(expression: Expression, specs: list[str] | str | None) -> tuple[dict[str, float], list[str]]:
+def start_point(expression: Expression, specs: list[str] | str | None,
+                dtype: str = "float64") -> tuple[dict[str, float], list[str]]:
     """``--from``: values for the expression's variables; the ones left out start at 0 (returned)."""
     point = parse_point(specs, option="--from", required=False)
+    check_point_fits(point, dtype, option="--from")
     extra = [n for n in point.values if n not in expression.variables]
     if extra:
         raise UsageError(f"--from: '{extra[0]}' is not a variable of {expression.text} "
@@ -809,7 +811,7 @@ def plan_descent(expression: str, *, start: list[str] | str | None = None, optim
     expr = parse(expression)
     if not expr.variables:
         raise UsageError(f"{expr.text} has no variables: there is nothing to descend on")
-    point, defaulted = start_point(expr, start)
+    point, defaulted = start_point(expr, start, dtype)
     return DescentPlan(expr, list(point), point, defaulted, names_opt, lr, steps, tol, momentum, momentum_given,
                        every, dtype, maximize)
 

@@ -26,7 +26,7 @@ from gradcli.evaluate import PYTHON_FLOAT64, compile_expression, numpy_backend
 from gradcli.expr import Expression, Node, parse
 from gradcli.finite_diff import MACHINE_EPSILON, SECOND_DIFFERENCE_POWER
 from gradcli.gradient import check_dtype, check_eps, parse_methods, resolve_wrt
-from gradcli.points import Point, check_covers, parse_point
+from gradcli.points import Point, check_covers, check_point_fits, parse_point
 from gradcli.results import METHODS, clean, shortest
 
 # Up to this many variables the tape takes one outer gradient per row (the guide's way), which shows
@@ -402,6 +402,7 @@ def prepare_hessian(expression: str, *, at: list[str] | str, wrt: str | None = N
     variables = resolve_wrt(wrt, point)
     chosen = parse_methods(methods) if not isinstance(methods, list) else list(methods)
     dtype = check_dtype(dtype)
+    check_point_fits(point, dtype)
     eps = check_eps(eps)
     if formulas and "symbolic" not in chosen:
         raise UsageError("--formulas needs the symbolic method (add symbolic to --method)")
