@@ -9,7 +9,7 @@ from gradcli.evaluate import PYTHON_FLOAT64, compile_expression
 from gradcli.expr import Expression, parse
 from gradcli.finite_diff import MACHINE_EPSILON, Scheme, fd_gradient
 from gradcli.points import Point, check_covers, check_point_fits, parse_point
-from gradcli.results import METHODS, ExpressionGradient, GradientReport, shortest
+from gradcli.results import METHODS, ExpressionGradient, GradientReport, point_text, shortest, value_warning
 from gradcli import symbolic
 
 DTYPES = ("float64", "float32")
@@ -205,12 +205,11 @@ def tolerance(method: str, *, dtype: str, scale: float, step: float | None = Non
 
 
 def _errors_and_warnings(report: GradientReport, exprs, point: Point, scheme: Scheme, eps) -> None:
-    pt = ", ".join(f"{k}={v:g}" for k, v in point.values.items())
+    pt = point_text(point.values)
     for e, r in zip(exprs, report.results):
-        if r.value is None or not math.isfinite(r.value):
-            why = ("is infinite or overflows float64" if r.value is not None and math.isinf(r.value)
-                   else "is undefined (not a real number)")
-            report.warnings.append(f"{e.text} {why} at {pt}; its derivatives there mean nothing")
+        warning = value_warning(e.text, r.value, point.values)
+        if warning:
+            report.warnings.append(warning)
             report.failed = True
             r.value = None
         ref = r.gradient.get("symbolic")

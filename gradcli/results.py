@@ -31,6 +31,19 @@ def clean(obj: Any) -> Any:
     return obj
 
 
+def point_text(point: dict[str, float]) -> str:
+    return ", ".join(f"{k}={v:g}" for k, v in point.items())
+
+
+def value_warning(expression: str, value: float | None, point: dict[str, float]) -> str | None:
+    """The warning for a function value that is not a finite real number (None when it is)."""
+    if value is not None and math.isfinite(value):
+        return None
+    why = "is infinite or overflows float64" if value is not None and math.isinf(value) else \
+        "is undefined (not a real number)"
+    return f"{expression} {why} at {point_text(point)}; its derivatives there mean nothing"
+
+
 def shortest(x: float | None, dtype: str) -> float | None:
     """A float32 result written with the digits float32 needs (9.0, -0.33333334), not float64's."""
     if x is None or not math.isfinite(x) or dtype == "float64":
