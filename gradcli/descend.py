@@ -530,6 +530,10 @@ def _describe(run: DescentRun, status: int, k: int, tol: float, dtype: str, maxi
         else:
             why = "the point, value or gradient is not finite"
         run.message = f"diverged at step {k}: {why}"
+    elif status == _UNBOUNDED and k == 0:
+        # e.g. log(x) from x=0: f is already infinite where the descent would start
+        run.stopped_at = 0
+        run.message = "f is infinite at the start point: choose another --from"
     elif status == _UNBOUNDED:
         run.stopped_at = k
         direction = "above" if maximize else "below"

@@ -436,3 +436,10 @@ def test_chunked_runs_match_one_piece_runs():
     assert calls == [4094, 8188, 9000]
     assert whole.final == pieces.final and whole.steps == pieces.steps == 9000
     assert [h.step for h in pieces.history] == list(range(9_001))  # no step lost or repeated across calls
+
+
+def test_infinite_start_value_is_said_plainly(invoke):
+    result = invoke("descend", "log(x)", "--from", "x=0", "--format", "json")
+    assert result.exit_code == 1
+    doc = json.loads(result.stdout)
+    assert doc["runs"][0]["message"] == "f is infinite at the start point: choose another --from"
