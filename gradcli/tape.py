@@ -227,7 +227,14 @@ def tf_code(tree: Node, names: dict[str, str] | None = None) -> str:
                 parts.append(text if k == 0 else (" / " if divide else " * ") + text)
             return "".join(parts), False
         if isinstance(node, Pow):
-            return f"{operand(node.base)} ** {operand(node.exponent)}", False
+            base = operand(node.base)
+            if isinstance(node.base, Var) and is_constant(node.exponent):
+                n = evaluate(node.exponent, {}, PYTHON_FLOAT64)
+                if n in (2.0, 3.0, 4.0):
+                    # x * x, as gradcli's tape computes small powers: tf.pow's gradient n * x**(n-1)
+                    # turns into 0 * x**-1 = NaN at x = 0 in the higher derivatives.
+                    return "(" + " * ".join([base] * int(n)) + ")", True
+            return f"{base} ** {operand(node.exponent)}", False
         if isinstance(node, Call):
             if node.func == "log" and len(node.args) == 2:
                 x, b = node.args

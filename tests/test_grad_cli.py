@@ -286,6 +286,7 @@ def test_integer_powers_have_no_nan_derivatives_at_zero(invoke_json):
     ("z**2", "z=3", ["dz/dz = 6.0"]),
     ("tape*2 + print", "tape=3,print=2", ["dz/dtape = 2.0", "dz/dprint = 1.0"]),
     ("log(2, x)", "x=3", ["dz/dx = -0.1914323369822"]),
+    ("y/x**2 - x**3", "x=2,y=3", ["dz/dx = -12.75", "dz/dy = 0.25"]),  # small powers written as x * x
 ])
 def test_show_code_survives_clashing_names(invoke, tmp_path, expr, at, expected):
     result = invoke("grad", expr, "--at", at, "--show-code")
