@@ -185,3 +185,14 @@ def test_property_tape_matches_symbolic(expr, x):
     for k, (e, t) in enumerate(zip(exact, tape), start=1):
         t = 0.0 if t is None else t
         assert abs(t - e) <= 1e3 * 4 ** k * MACHINE_EPSILON["float64"] * max(1.0, abs(e)), (expr, k)
+
+
+def test_nested_tapes_stop_at_their_time_budget():
+    # each order re-records the lower ones (~3x per order): past the budget the higher orders are left
+    # out with a note instead of running for minutes
+    notes: list[str] = []
+    tree = parse("sin(x)").tree
+    got = tape_derivatives(tree, {"x": 1.0}, "x", 4, time_budget=0.0, notes=notes)
+    assert got == [pytest.approx(math.cos(1.0))]
+    assert notes and "tape column stops at order 1" in notes[0]
+    assert len(tape_derivatives(tree, {"x": 1.0}, "x", 4)) == 4  # the default budget is ample here
