@@ -26,7 +26,7 @@ from gradcli import symbolic
 from gradcli.errors import UsageError
 from gradcli.evaluate import PYTHON_FLOAT64, compile_expression, numpy_backend
 from gradcli.expr import Expression, Node, parse
-from gradcli.finite_diff import MACHINE_EPSILON
+from gradcli.finite_diff import MACHINE_EPSILON, check_step
 from gradcli.gradient import check_dtype, check_eps, parse_methods
 from gradcli.hessian import CancelFlag, SymbolicJob
 from gradcli.points import Point, check_covers, check_point_fits, parse_point
@@ -322,6 +322,8 @@ def prepare_derivatives(expression: str, *, at: list[str] | str, order: int = 1,
     dtype = check_dtype(dtype)
     check_point_fits(point, dtype)
     eps = check_eps(eps)
+    if "fd" in chosen:
+        check_step(eps, point.values, [variable], dtype, power=order)
     if accuracy not in ACCURACY_ORDERS:
         raise UsageError(f"--accuracy must be one of {', '.join(map(str, ACCURACY_ORDERS))}, not {accuracy}")
     if formulas and "symbolic" not in chosen:

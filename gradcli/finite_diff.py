@@ -40,6 +40,22 @@ def second_difference_step(dtype: str, x: float) -> float:
     return MACHINE_EPSILON[dtype] ** SECOND_DIFFERENCE_POWER * max(1.0, abs(x))
 
 
+def check_step(eps: float | None, values: dict[str, float], names, dtype: str, *, power: int = 1) -> None:
+    """Refuse an ``--eps`` that vanishes next to a variable's value in the dtype (x + h == x), or whose
+    ``power`` (h**2 for second differences, h**k for order k) underflows to zero."""
+    if eps is None:
+        return
+    t = cast(dtype)
+    h = t(eps)
+    for name in names:
+        x = t(values[name])
+        if h == 0 or x + h == x or x - h == x:
+            raise UsageError(f"--eps {eps:g} vanishes next to {name}={values[name]:g} in {dtype} "
+                             f"(x + h == x): use a larger step")
+    if power > 1 and float(h) ** power == 0:
+        raise UsageError(f"--eps {eps:g} is too small: h**{power} underflows to 0")
+
+
 def backend_for(dtype: str) -> Backend:
     """Python floats for float64 (no NumPy import on the fast path), NumPy for float32."""
     return PYTHON_FLOAT64 if dtype == "float64" else numpy_backend(dtype)
@@ -90,6 +106,7 @@ def fd_gradient(tree: Node, values: dict[str, float], wrt: list[str], *, scheme:
     Returns (derivative per variable, step used per variable), as Python floats.
     """
     scheme = Scheme(scheme)
+    check_step(eps, values, wrt, dtype)
     backend = backend_for(dtype)
     f = compile_expression(tree, backend)
     to_dtype = cast(dtype)
@@ -105,9 +122,6 @@ def fd_gradient(tree: Node, values: dict[str, float], wrt: list[str], *, scheme:
                 h = (x + h) - x  # the step actually taken: x + h is rounded in the dtype
             else:
                 h = to_dtype(eps)  # as given, like the tutorial's (f(x + eps) - f(x - eps)) / (2 * eps)
-            if h == 0 or x + h == x or x - h == x:
-                raise UsageError(f"--eps {float(h):g} vanishes next to {name}={values[name]:g} in {dtype} "
-                                 f"(x + h == x): use a larger step")
 
             def along(t, name=name):
                 return f({**env, name: t})

@@ -24,7 +24,7 @@ from gradcli.analysis import HessianAnalysis, analyse_hessian
 from gradcli.errors import UsageError
 from gradcli.evaluate import PYTHON_FLOAT64, compile_expression, numpy_backend
 from gradcli.expr import Expression, Node, parse
-from gradcli.finite_diff import MACHINE_EPSILON, SECOND_DIFFERENCE_POWER
+from gradcli.finite_diff import MACHINE_EPSILON, SECOND_DIFFERENCE_POWER, check_step
 from gradcli.gradient import check_dtype, check_eps, parse_methods, resolve_wrt
 from gradcli.points import Point, check_covers, check_point_fits, parse_point
 from gradcli.results import METHODS, clean, point_text, shortest, value_warning
@@ -404,6 +404,8 @@ def prepare_hessian(expression: str, *, at: list[str] | str, wrt: str | None = N
     dtype = check_dtype(dtype)
     check_point_fits(point, dtype)
     eps = check_eps(eps)
+    if "fd" in chosen:
+        check_step(eps, point.values, variables, dtype, power=2)
     if formulas and "symbolic" not in chosen:
         raise UsageError("--formulas needs the symbolic method (add symbolic to --method)")
     return HessianSetup(expr, point, variables, chosen, dtype, eps, formulas)

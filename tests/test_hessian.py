@@ -269,3 +269,15 @@ def test_property_tape_matches_symbolic(expr, xs):
         for j in range(3):
             assert abs(rows[i][j] - exact[i][j]) <= 1e3 * MACHINE_EPSILON["float64"] * scale, (expr, i, j)
             assert abs(jac[i][j] - rows[i][j]) <= 1e3 * MACHINE_EPSILON["float64"] * scale, (expr, i, j)
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["hessian", "x**2", "--at", "x=1", "--eps", "1e-17"], "vanishes next to x=1"),
+    (["hessian", "x**2", "--at", "x=0", "--eps", "1e-200"], "h**2 underflows"),
+    (["derivative", "x**2", "--at", "x=1", "--eps", "1e-17"], "vanishes next to x=1"),
+    (["derivative", "x**2", "--at", "x=0", "--eps", "1e-100", "--order", "4"], "h**4 underflows"),
+])
+def test_a_vanishing_step_is_refused_in_every_command(invoke, args, fragment):
+    result = invoke(*args)
+    assert result.exit_code == 2, (result.stdout, result.stderr)
+    assert fragment in result.stderr and "internal error" not in result.stderr
