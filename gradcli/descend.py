@@ -190,8 +190,10 @@ class DescentReport:
 # ---------------------------------------------------------------------------------------------
 def parse_optimizers(text: str | None) -> list[str]:
     """``sgd,adam`` -> ["sgd", "adam"] (in the order given); ``all`` -> every optimizer."""
-    if text is None or not text.strip():
+    if text is None:
         return ["manual"]
+    if not text.strip():
+        raise UsageError("--optimizer is empty: name one or more, e.g. --optimizer manual,sgd")
     if text.strip().lower() == "all":
         return list(OPTIMIZERS)
     chosen: list[str] = []
@@ -523,7 +525,7 @@ def _describe(run: DescentRun, status: int, k: int, tol: float, dtype: str, maxi
         run.message = "f or its gradient is not finite at the start point: choose another --from"
     elif status == _DIVERGED:
         run.stopped_at = k
-        if run.value is not None and run.gradient_norm is not None and all(
+        if run.value is not None and math.isfinite(run.value) and run.gradient_norm is not None and all(
                 v is not None and math.isfinite(v) for v in run.final.values()):
             why = (f"f {'fell' if maximize else 'rose'} more than {VALUE_BOUND:g} x max(1, |f(start)|) "
                    f"{'below' if maximize else 'above'} its value at the start")

@@ -19,8 +19,10 @@ _SCHEME_ORDER = {Scheme.central: 2, Scheme.forward: 1, Scheme.backward: 1, Schem
 
 def parse_methods(text: str | None, *, allowed=METHODS) -> list[str]:
     """``symbolic,tape,fd`` (any subset, any order; ``all``) -> the methods in canonical order."""
-    if text is None or text.strip() in ("", "all"):
+    if text is None or text.strip() == "all":
         return list(allowed)
+    if not text.strip():
+        raise UsageError(f"--method is empty: name one or more of {', '.join(allowed)}")
     chosen = []
     for part in text.split(","):
         name = part.strip().lower()

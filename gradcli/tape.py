@@ -230,6 +230,8 @@ def tf_code(tree: Node, names: dict[str, str] | None = None) -> str:
             base = operand(node.base)
             if isinstance(node.base, Var) and is_constant(node.exponent):
                 n = evaluate(node.exponent, {}, PYTHON_FLOAT64)
+                if n == 0.0:  # as gradcli's tape: a constant, unconnected (tf.pow gives NaN at x = 0)
+                    return f"tf.ones_like({base})", True
                 if n in (2.0, 3.0, 4.0):
                     # x * x, as gradcli's tape computes small powers: tf.pow's gradient n * x**(n-1)
                     # turns into 0 * x**-1 = NaN at x = 0 in the higher derivatives.

@@ -66,7 +66,7 @@ def grad_table(report: GradientReport) -> None:
             table.add_row(*row)
         console.print(table)
     if report.sum:
-        table = Table(title="sum of all expressions (what tape.gradient([z1, z2, ...], x) returns)",
+        table = Table(title="sum of all expressions (what tape.gradient(\\[z1, z2, ...], x) returns)",
                       title_justify="left")
         table.add_column("variable", style="bold")
         for m in methods:
