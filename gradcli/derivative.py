@@ -266,13 +266,25 @@ def symbolic_derivatives(tree: Node, point: Point, variable: str, order: int, *,
 # the command's core
 # ---------------------------------------------------------------------------------------------
 def derivative_tolerance(method: str, *, dtype: str, scale: float, order: int, step: float | None = None,
-                         accuracy: int = DEFAULT_ACCURACY) -> float:
-    """Expected error bound: tape ~ roundings (growing with the order); fd truncation + rounding."""
+                         accuracy: int = DEFAULT_ACCURACY, value_scale: float = 1.0,
+                         exact: float | None = None) -> float:
+    """Expected error bound: tape ~ roundings (growing with the order); fd truncation h**accuracy plus
+    rounding eps |f| sum|w| / h**order (w: the stencil's weights).
+
+    The truncation constant holds the unknown derivative of order ``order + accuracy``, which can be
+    factorially large, so that term is generous; but an fd value off by more than half the exact one
+    (and by more than rounding explains) is always flagged.
+    """
     eps = MACHINE_EPSILON[dtype]
     if method == "tape":
         return 1e3 * 4 ** order * eps * scale
     h = step or 1.0
-    return 1e3 * 4 ** order * (h ** accuracy + eps / h ** order) * scale
+    _, weights = central_coefficients(order, accuracy)
+    rounding = 100.0 * eps * sum(abs(float(w)) for w in weights) / h ** order * value_scale
+    generous = 1e3 * 4 ** order * h ** accuracy * scale + rounding
+    if exact is None:
+        return generous
+    return min(generous, max(0.5 * abs(exact), rounding))
 
 
 def check_order(order: int) -> int:
@@ -401,7 +413,8 @@ def _compare(report: DerivativeReport) -> None:
             err = abs(got - r.symbolic)
             r.error[m] = err
             tol = derivative_tolerance(m, dtype=report.dtype, scale=scale, order=r.order, step=r.fd_step,
-                                       accuracy=r.fd_accuracy or DEFAULT_ACCURACY)
+                                       accuracy=r.fd_accuracy or DEFAULT_ACCURACY,
+                                       value_scale=max(1.0, abs(report.value or 0.0)), exact=r.symbolic)
             if err > tol:
                 report.warnings.append(f"{m} and symbolic disagree on derivative {r.order}: error {err:.3g} "
                                        f"is more than {report.dtype} and the step explain (~{tol:.1g})")

@@ -196,3 +196,14 @@ def test_nested_tapes_stop_at_their_time_budget():
     assert got == [pytest.approx(math.cos(1.0))]
     assert notes and "tape column stops at order 1" in notes[0]
     assert len(tape_derivatives(tree, {"x": 1.0}, "x", 4)) == 4  # the default budget is ample here
+
+
+def test_grossly_wrong_fd_is_flagged_even_when_the_bound_is_loose(invoke):
+    # float32, order 6: fd says -86 where the derivative is 123.4; the truncation bound (which holds the
+    # unknown 14th derivative) is loose, but an error over half the exact value is always flagged
+    result = invoke("derivative", "atan(x)/(1+x^2)", "--at", "x=0.5", "-n", "6", "--dtype", "float32")
+    assert result.exit_code == 0
+    assert "fd and symbolic disagree on derivative 6" in result.stderr
+    # and a smooth, well-scaled case in float64 raises nothing
+    result = invoke("derivative", "sin(x)", "--at", "x=0.7", "-n", "8", "--method", "symbolic,fd")
+    assert result.exit_code == 0 and result.stderr == ""
