@@ -30,7 +30,7 @@ from gradcli.finite_diff import MACHINE_EPSILON, check_step
 from gradcli.gradient import check_dtype, check_eps, parse_methods
 from gradcli.hessian import CancelFlag, SymbolicJob
 from gradcli.points import Point, check_covers, check_point_fits, parse_point
-from gradcli.results import METHODS, clean, point_text, shortest, value_warning
+from gradcli.results import METHODS, clean, flag_undefined_value, point_text, shortest
 
 MAX_ORDER = 10
 ACCURACY_ORDERS = (2, 4, 6, 8)
@@ -391,11 +391,7 @@ def compute_derivatives(expression: str, *, at: list[str] | str, order: int = 1,
 
 def _compare(report: DerivativeReport) -> None:
     pt = point_text(report.point)
-    warning = value_warning(report.expression, report.value, report.point)
-    if warning:
-        report.warnings.append(warning)
-        report.value = None
-        report.failed = True
+    flag_undefined_value(report)
     x = report.point[report.variable]
     for r in report.derivatives:
         bad = [m for m in report.methods if not (m == "tape" and r.tape_left_out)

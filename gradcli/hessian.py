@@ -27,7 +27,7 @@ from gradcli.expr import Expression, Node, parse
 from gradcli.finite_diff import MACHINE_EPSILON, SECOND_DIFFERENCE_POWER, check_step
 from gradcli.gradient import check_dtype, check_eps, parse_methods, resolve_wrt
 from gradcli.points import Point, check_covers, check_point_fits, parse_point
-from gradcli.results import METHODS, clean, point_text, shortest, value_warning
+from gradcli.results import METHODS, clean, flag_undefined_value, point_text, shortest
 
 # Up to this many variables the tape takes one outer gradient per row (the guide's way), which shows
 # every unconnected entry; above it, one vectorised ``tape.jacobian`` call does all rows.
@@ -478,11 +478,7 @@ def _finite(m: Matrix) -> bool:
 
 def _compare(report: HessianReport) -> None:
     pt = point_text(report.point)
-    warning = value_warning(report.expression, report.value, report.point)
-    if warning:
-        report.warnings.append(warning)
-        report.value = None
-        report.failed = True
+    flag_undefined_value(report)
     for method, m in report.hessian.items():
         report.symmetry[method] = _max_abs(m, [list(r) for r in zip(*m)]) if _finite(m) else None
         if not _finite(m):

@@ -16,7 +16,7 @@ import warnings
 from typing import Any
 
 from gradcli.evaluate import Backend, compile_expression
-from gradcli.expr import CONSTANTS, Add, Call, Const, Mul, Neg, Node, Num, Pow, Var, is_constant
+from gradcli.expr import Add, Call, Mul, Neg, Node, Pow, Var, is_constant
 
 _tf = None
 

@@ -89,6 +89,24 @@ def handle_errors(fn: Callable) -> Callable:
     return wrapper
 
 
+def emit(output: OutputFormat, *, json: Callable[[], str], csv: Callable[[], str], table: Callable[[], None]) -> None:
+    """Print the report in the chosen format (the renderers are passed in, already bound to it)."""
+    if output is OutputFormat.json:
+        print(json())
+    elif output is OutputFormat.csv:
+        print(csv(), end="")
+    else:
+        table()
+
+
+def conclude(report) -> None:
+    """Warnings and notes on stderr, then exit 1 if part of the result could not be computed."""
+    from gradcli.render.common import print_diagnostics
+
+    print_diagnostics(report.warnings, report.notes)
+    finish(report.failed)
+
+
 def finish(failed: bool) -> None:
     """Exit 1 after printing when part of the result could not be computed."""
     if failed:

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from gradcli.commands.common import (AtOption, DType, DTypeOption, FormatOption, OutputFormat, ShowCodeOption,
-                                     SymbolicTimeoutOption, finish, handle_errors)
+                                     SymbolicTimeoutOption, conclude, emit, handle_errors)
 
 
 @handle_errors
@@ -41,18 +41,12 @@ def derivative(
         return
 
     from gradcli.derivative import compute_derivatives
-    from gradcli.render.common import print_diagnostics
 
     report = compute_derivatives(expression, at=at, order=order, wrt=wrt, methods=method, eps=eps,
                                  dtype=dtype.value, accuracy=accuracy, formulas=formulas,
                                  symbolic_time_limit=symbolic_timeout)
     from gradcli.render import derivative as render
 
-    if output is OutputFormat.json:
-        print(render.derivative_json(report))
-    elif output is OutputFormat.csv:
-        print(render.derivative_csv(report), end="")
-    else:
-        render.derivative_table(report)
-    print_diagnostics(report.warnings, report.notes)
-    finish(report.failed)
+    emit(output, json=lambda: render.derivative_json(report), csv=lambda: render.derivative_csv(report),
+         table=lambda: render.derivative_table(report))
+    conclude(report)

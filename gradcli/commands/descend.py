@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from gradcli.commands.common import DType, DTypeOption, FormatOption, OutputFormat, finish, handle_errors
+from gradcli.commands.common import DType, DTypeOption, FormatOption, OutputFormat, conclude, emit, handle_errors
 
 # Runs allowed at least this many steps get a progress bar (on a terminal); shorter ones end too soon to need one.
 PROGRESS_MIN_STEPS = 50_000
@@ -60,7 +60,6 @@ def descend(
     Statuses: converged, max_steps, oscillating, diverged, unbounded (the last two exit 1).
     """
     from gradcli.descend import check_stationary_time_limit, plan_descent, run_plan
-    from gradcli.render.common import print_diagnostics
 
     plan = plan_descent(expression, start=start, optimizers=optimizer, lr=lr, steps=steps, tol=tol,
                         maximize=maximize, dtype=dtype.value, momentum=momentum, every=every)
@@ -80,25 +79,16 @@ def descend(
                           progress_factory=progress_factory)
     if record_every is not None and record_every > 1 and output is OutputFormat.csv:
         report.notes.append(f"the CSV trajectory has every {record_every}th step (--every sets it)")
-    if output is OutputFormat.json:
-        from gradcli.render.descend import descend_json
+    from gradcli.render import descend as render
 
-        print(descend_json(report))
-    elif output is OutputFormat.csv:
-        from gradcli.render.descend import descend_csv
-
-        print(descend_csv(report), end="")
-    else:
-        from gradcli.render.descend import descend_table
-
-        descend_table(report)
+    emit(output, json=lambda: render.descend_json(report), csv=lambda: render.descend_csv(report),
+         table=lambda: render.descend_table(report))
     if plot:
         from gradcli.render.descend import descend_plot
 
         # The plot is data the user asked for, but JSON and CSV on stdout must stay parseable.
         descend_plot(report, file=sys.stdout if output is OutputFormat.table else sys.stderr)
-    print_diagnostics(report.warnings, report.notes)
-    finish(report.failed)
+    conclude(report)
 
 
 @contextlib.contextmanager

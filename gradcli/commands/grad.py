@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from gradcli.commands.common import (AtOption, DType, DTypeOption, FormatOption, OutputFormat, ShowCodeOption,
-                                     SymbolicTimeoutOption, finish, handle_errors)
+                                     SymbolicTimeoutOption, conclude, emit, handle_errors)
 from gradcli.finite_diff import Scheme
 
 
@@ -40,15 +40,9 @@ def grad(
         return
     from gradcli.gradient import compute_gradient
     from gradcli.render import grad as render  # loads rich now, while SymPy's worker is busy
-    from gradcli.render.common import print_diagnostics
 
     report = compute_gradient(expressions, at=at, wrt=wrt, methods=method, scheme=scheme.value, eps=eps,
                               dtype=dtype.value, symbolic_time_limit=symbolic_timeout)
-    if output is OutputFormat.json:
-        print(render.grad_json(report))
-    elif output is OutputFormat.csv:
-        print(render.grad_csv(report), end="")
-    else:
-        render.grad_table(report)
-    print_diagnostics(report.warnings, report.notes)
-    finish(report.failed)
+    emit(output, json=lambda: render.grad_json(report), csv=lambda: render.grad_csv(report),
+         table=lambda: render.grad_table(report))
+    conclude(report)

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from gradcli.commands.common import (AtOption, DType, DTypeOption, FormatOption, OutputFormat, ShowCodeOption,
-                                     SymbolicTimeoutOption, finish, handle_errors)
+                                     SymbolicTimeoutOption, conclude, emit, handle_errors)
 
 
 @handle_errors
@@ -40,17 +40,11 @@ def hessian(
         return
 
     from gradcli.hessian import compute_hessian
-    from gradcli.render.common import print_diagnostics
 
     report = compute_hessian(expression, at=at, wrt=wrt, methods=method, eps=eps, dtype=dtype.value,
                              formulas=formulas, symbolic_time_limit=symbolic_timeout)
     from gradcli.render import hessian as render
 
-    if output is OutputFormat.json:
-        print(render.hessian_json(report))
-    elif output is OutputFormat.csv:
-        print(render.hessian_csv(report), end="")
-    else:
-        render.hessian_table(report)
-    print_diagnostics(report.warnings, report.notes)
-    finish(report.failed)
+    emit(output, json=lambda: render.hessian_json(report), csv=lambda: render.hessian_csv(report),
+         table=lambda: render.hessian_table(report))
+    conclude(report)
