@@ -17,6 +17,7 @@ from gradcli.errors import GradcliError
 class OutputFormat(str, enum.Enum):
     table = "table"
     json = "json"
+    jsonl = "jsonl"
     csv = "csv"
 
 
@@ -29,7 +30,16 @@ AtOption = Annotated[
     Optional[list[str]],
     typer.Option("--at", help="The point: name=value pairs, comma-separated (x1=2,x2=3; x=pi/4). Repeatable."),
 ]
-FormatOption = Annotated[OutputFormat, typer.Option("--format", "-f", help="table for people; json or csv for scripts.")]
+FormatOption = Annotated[OutputFormat, typer.Option(
+    "--format", "-f", help="table for people; json, jsonl (a record per point) or csv for scripts.")]
+PointsOption = Annotated[Optional[str], typer.Option(
+    "--points", help="Many points: a CSV file with a header of variable names, or JSON Lines; '-' reads "
+    "standard input. Other columns pass through to every record.", show_default=False)]
+GridOption = Annotated[Optional[str], typer.Option(
+    "--grid", help="Many points: x=-2:2:41,y=-1:3:41 (start:stop:count, inclusive), every combination.",
+    show_default=False)]
+BatchSizeOption = Annotated[int, typer.Option(
+    "--batch-size", min=1, max=1_000_000, help="Points computed together (records are written per batch).")]
 DTypeOption = Annotated[DType, typer.Option("--dtype", help="Floating-point type of the tape and fd computations.")]
 ShowCodeOption = Annotated[
     bool, typer.Option("--show-code", help="Print a runnable TensorFlow program that reproduces the tape column.")
@@ -89,10 +99,43 @@ def handle_errors(fn: Callable) -> Callable:
     return wrapper
 
 
+def run_many(computation, *, points: str | None, grid: str | None, at: list[str] | None,
+             output: OutputFormat, batch_size: int) -> None:
+    """``--points``/``--grid``: compute ``computation`` (a gradcli.batch core) at every point, writing
+    each batch's records as it finishes; exit 1 when a point's value or derivative is undefined."""
+    from gradcli.batch.sources import grid_points, open_points
+    from gradcli.errors import UsageError
+    from gradcli.points import parse_point
+    from gradcli.render.batch import sink_for
+
+    if points is not None and grid is not None:
+        raise UsageError("give --points or --grid, not both")
+    fixed = parse_point(at, required=False)
+    if points is not None:
+        source = open_points(points, variables=computation.variables, fixed=fixed, chunk_size=batch_size)
+    else:
+        source = grid_points(grid, variables=computation.variables, fixed=fixed, chunk_size=batch_size)
+    from gradcli.batch.engine import run_batch
+
+    summary = run_batch(computation, source.chunks(), sink_for(computation.command, output.value))
+    finish(summary.failed)
+
+
+def refuse_show_code_for_many(points: str | None, grid: str | None) -> None:
+    if points is not None or grid is not None:
+        from gradcli.errors import UsageError
+
+        raise UsageError("--show-code prints the program for one point: drop --points/--grid and give --at")
+
+
 def emit(output: OutputFormat, *, json: Callable[[], str], csv: Callable[[], str], table: Callable[[], None]) -> None:
     """Print the report in the chosen format (the renderers are passed in, already bound to it)."""
     if output is OutputFormat.json:
         print(json())
+    elif output is OutputFormat.jsonl:  # one point: its document on one line
+        import json as json_module
+
+        print(json_module.dumps(json_module.loads(json()), allow_nan=False))
     elif output is OutputFormat.csv:
         print(csv(), end="")
     else:

@@ -6,8 +6,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from gradcli.commands.common import (AtOption, DType, DTypeOption, FormatOption, OutputFormat, ShowCodeOption,
-                                     SymbolicTimeoutOption, conclude, emit, handle_errors)
+from gradcli.commands.common import (AtOption, BatchSizeOption, DType, DTypeOption, FormatOption, GridOption,
+                                     OutputFormat, PointsOption, ShowCodeOption, SymbolicTimeoutOption, conclude,
+                                     emit, handle_errors, refuse_show_code_for_many, run_many)
 from gradcli.finite_diff import Scheme
 
 
@@ -17,6 +18,8 @@ def grad(
                                                      show_default=False)],
     *,
     at: AtOption = None,
+    points: PointsOption = None,
+    grid: GridOption = None,
     wrt: Annotated[Optional[str], typer.Option(
         "--wrt", help="Differentiate by these variables only (comma-separated); the others are unwatched constants.")] = None,
     method: Annotated[str, typer.Option(
@@ -28,15 +31,24 @@ def grad(
     output: FormatOption = OutputFormat.table,
     show_code: ShowCodeOption = False,
     symbolic_timeout: SymbolicTimeoutOption = 10.0,
+    batch_size: BatchSizeOption = 4096,
 ) -> None:
     """The gradient at a point: SymPy's exact value, TensorFlow's GradientTape and finite differences.
 
     Several expressions give one row each (the Jacobian) and the sum the tape returns for several targets.
     """
     if show_code:  # the program only: nothing is computed
+        refuse_show_code_for_many(points, grid)
         from gradcli.gradient import show_code as grad_program
 
         print(grad_program(expressions, at=at, wrt=wrt, dtype=dtype.value), end="")
+        return
+    if points is not None or grid is not None:
+        from gradcli.batch.grad import GradBatch
+
+        run_many(GradBatch(expressions, wrt=wrt, methods=method, scheme=scheme.value, eps=eps, dtype=dtype.value,
+                           symbolic_time_limit=symbolic_timeout),
+                 points=points, grid=grid, at=at, output=output, batch_size=batch_size)
         return
     from gradcli.gradient import compute_gradient
     from gradcli.render import grad as render  # loads rich now, while SymPy's worker is busy

@@ -1,0 +1,288 @@
+"""Writers for many points: ``jsonl`` (a record a line, flushed per chunk), ``csv`` (one header), ``json``
+(one document with a ``points`` list, written as it goes) and ``table`` (a compact row per point up
+to :data:`TABLE_LIMIT`). The summary, warnings and notes go to stderr.
+
+JSON and CSV never hold more than one chunk in memory; the table keeps at most TABLE_LIMIT rows.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from typing import Any, Callable
+
+from gradcli.render.common import error as fmt_error
+from gradcli.render.common import number as fmt_value
+from gradcli.render.common import print_diagnostics
+
+TABLE_LIMIT = 40
+METHOD_ORDER = ("symbolic", "tape", "fd")
+
+
+def _dumps(obj: Any, **kw) -> str:
+    return json.dumps(obj, allow_nan=False, **kw)
+
+
+def _cell(v: Any) -> Any:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return repr(v)
+    if isinstance(v, (dict, list)):
+        return _dumps(v)
+    return v
+
+
+class JsonlSink:
+    def __init__(self, out=None):
+        self.out = out or sys.stdout
+
+    def start(self, header: dict) -> None:
+        self.header = header
+
+    def write(self, records: list[dict]) -> None:
+        self.out.write("".join(_dumps(r) + "\n" for r in records))
+        self.out.flush()
+
+    def finish(self, summary: dict, warnings: list[str], notes: list[str]) -> None:
+        print_diagnostics(warnings, notes)
+
+
+class JsonSink:
+    """One strict JSON document: the header's keys, ``points`` (streamed), ``summary``, warnings, notes."""
+
+    def __init__(self, out=None):
+        self.out = out or sys.stdout
+        self.first = True
+
+    def start(self, header: dict) -> None:
+        body = _dumps(header, indent=2)
+        self.out.write(body[:-2] + ',\n  "points": [')  # header without its closing brace, then the list
+        self.out.flush()
+
+    def write(self, records: list[dict]) -> None:
+        parts = []
+        for r in records:
+            parts.append(("\n    " if self.first else ",\n    ") + _dumps(r))
+            self.first = False
+        self.out.write("".join(parts))
+        self.out.flush()
+
+    def finish(self, summary: dict, warnings: list[str], notes: list[str]) -> None:
+        tail = {"summary": summary, "warnings": warnings, "notes": notes}
+        body = _dumps(tail, indent=2)
+        self.out.write(("\n  ]," if not self.first else "],") + "\n" + body[2:] + "\n")
+        self.out.flush()
+        print_diagnostics(warnings, notes)
+
+
+class CsvSink:
+    """One header, then a row per point (``grad`` with several expressions: a row per expression)."""
+
+    def __init__(self, rows: Callable[[dict, dict], list[list[tuple[str, Any]]]], out=None):
+        self.rows = rows
+        self.out = out or sys.stdout
+        self.columns: list[str] | None = None
+        self.writer = csv.writer(self.out, lineterminator="\n")
+
+    def start(self, header: dict) -> None:
+        self.header = header
+
+    def write(self, records: list[dict]) -> None:
+        for record in records:
+            for row in self.rows(self.header, record):
+                if self.columns is None:
+                    self.columns = [k for k, _ in row]
+                    self.writer.writerow(self.columns)
+                values = dict(row)
+                self.writer.writerow([_cell(values.get(c)) for c in self.columns])
+        self.out.flush()
+
+    def finish(self, summary: dict, warnings: list[str], notes: list[str]) -> None:
+        print_diagnostics(warnings, notes)
+
+
+class TableSink:
+    """A compact table of the first TABLE_LIMIT points, then a note on where the rest is."""
+
+    def __init__(self, row: Callable[[dict, dict], list[tuple[str, str]]], title: Callable[[dict], str]):
+        self.row = row
+        self.title = title
+        self.kept: list[list[tuple[str, str]]] = []
+        self.count = 0
+
+    def start(self, header: dict) -> None:
+        self.header = header
+
+    def write(self, records: list[dict]) -> None:
+        for r in records:
+            self.count += 1
+            if len(self.kept) < TABLE_LIMIT:
+                self.kept.append(self.row(self.header, r))
+
+    def finish(self, summary: dict, warnings: list[str], notes: list[str]) -> None:
+        from rich.table import Table
+
+        from gradcli.render.common import stdout_console
+
+        table = Table(title=self.title(self.header), title_justify="left")
+        if self.kept:
+            for name, _ in self.kept[0]:
+                table.add_column(name, justify="left" if name in ("status",) else "right")
+            for row in self.kept:
+                table.add_row(*[v for _, v in row])
+        stdout_console().print(table)
+        if self.count > len(self.kept):
+            notes = [f"the table shows the first {len(self.kept)} of {self.count} points: "
+                     "use --format jsonl or csv for every point"] + notes
+        print_diagnostics(warnings, notes)
+
+
+# ---------------------------------------------------------------------------------------------
+# per command: CSV rows and table rows
+# ---------------------------------------------------------------------------------------------
+def _leading(record: dict) -> list[tuple[str, Any]]:
+    """Pass-through columns first (as read), then the coordinates."""
+    out = [(k, v) for k, v in record.get("fields", {}).items()]
+    out += [(k, v) for k, v in record["point"].items() if k not in record.get("fields", {})]
+    return out
+
+
+def _status(record: dict) -> str:
+    return record["status"]
+
+
+def grad_csv_rows(header: dict, record: dict) -> list[list[tuple[str, Any]]]:
+    rows = []
+    methods = header["methods"]
+    for r in record["results"]:
+        row = _leading(record)
+        if len(header["expressions"]) > 1:
+            row.append(("expression", r["expression"]))
+        row.append(("value", r["value"]))
+        for v in header["wrt"]:
+            row += [(f"{m}_d{v}", r["gradient"].get(m, {}).get(v)) for m in methods]
+            row += [(f"{m}_error_d{v}", r["error"].get(m, {}).get(v)) for m in methods if m != "symbolic"
+                    and "symbolic" in methods]
+            if "fd" in methods:
+                row.append((f"fd_step_{v}", record.get("fd_step", {}).get(v)))
+        row.append(("status", _status(record)))
+        row.append(("warnings", "; ".join(record["warnings"])))
+        rows.append(row)
+    return rows
+
+
+def _best(methods: list[str]) -> str:
+    return next(m for m in METHODS_BEST if m in methods) if methods else "fd"
+
+
+METHODS_BEST = ("symbolic", "tape", "fd")
+
+
+def grad_table_row(header: dict, record: dict) -> list[tuple[str, str]]:
+    methods = header["methods"]
+    best = _best(methods)
+    r = record["results"][0]
+    row = [(k, str(v)) for k, v in record.get("fields", {}).items()]
+    row += [(k, fmt_value(v)) for k, v in record["point"].items()]
+    row.append(("value", fmt_value(r["value"])))
+    for v in header["wrt"]:
+        row.append((f"d/d{v} ({best})", fmt_value(r["gradient"].get(best, {}).get(v))))
+    for m in methods:
+        if m != "symbolic" and "symbolic" in methods:
+            errs = [e for e in r["error"].get(m, {}).values() if e is not None]
+            row.append((f"{m} error", fmt_error(max(errs)) if errs else "-"))
+    row.append(("status", _status(record)))
+    return row
+
+
+def grad_title(header: dict) -> str:
+    more = f" (first of {len(header['expressions'])} expressions)" if len(header["expressions"]) > 1 else ""
+    return f"gradient of {header['expressions'][0]}{more} at each point"
+
+
+def hessian_csv_rows(header: dict, record: dict) -> list[list[tuple[str, Any]]]:
+    methods, names = header["methods"], header["wrt"]
+    row = _leading(record) + [("value", record["value"])]
+    for i, a in enumerate(names):
+        for j in range(i, len(names)):
+            b = names[j]
+            row += [(f"{m}_d{a}d{b}", (record["hessian"].get(m) or [[None] * len(names)] * len(names))[i][j])
+                    for m in methods]
+    row += [(f"{m}_error", record["error"].get(m)) for m in methods if m != "symbolic" and "symbolic" in methods]
+    row += [("definiteness", record.get("definiteness")), ("critical_point", record.get("critical_point"))]
+    row += [("status", _status(record)), ("warnings", "; ".join(record["warnings"]))]
+    return [row]
+
+
+def hessian_table_row(header: dict, record: dict) -> list[tuple[str, str]]:
+    methods = header["methods"]
+    row = [(k, str(v)) for k, v in record.get("fields", {}).items()]
+    row += [(k, fmt_value(v)) for k, v in record["point"].items()]
+    row.append(("value", fmt_value(record["value"])))
+    row.append(("eigenvalues", ", ".join(fmt_value(x) for x in record.get("eigenvalues") or []) or "-"))
+    row.append(("kind", record.get("critical_point") or record.get("definiteness") or "-"))
+    for m in methods:
+        if m != "symbolic" and "symbolic" in methods:
+            row.append((f"{m} error", fmt_error(record["error"].get(m))))
+    row.append(("status", _status(record)))
+    return row
+
+
+def hessian_title(header: dict) -> str:
+    return f"Hessian of {header['expression']} at each point"
+
+
+def derivative_csv_rows(header: dict, record: dict) -> list[list[tuple[str, Any]]]:
+    methods = header["methods"]
+    row = _leading(record) + [("value", record["value"])]
+    for k in range(header["order"]):
+        row += [(f"{m}_d{k + 1}", _at(record["derivatives"].get(m), k)) for m in methods]
+        row += [(f"{m}_error_d{k + 1}", _at(record["error"].get(m), k)) for m in methods
+                if m != "symbolic" and "symbolic" in methods]
+    row += [("status", _status(record)), ("warnings", "; ".join(record["warnings"]))]
+    return [row]
+
+
+def _at(values, k):
+    return values[k] if values is not None and k < len(values) else None
+
+
+def derivative_table_row(header: dict, record: dict) -> list[tuple[str, str]]:
+    methods = header["methods"]
+    best = _best(methods)
+    row = [(k, str(v)) for k, v in record.get("fields", {}).items()]
+    row += [(k, fmt_value(v)) for k, v in record["point"].items()]
+    row.append(("value", fmt_value(record["value"])))
+    for k in range(header["order"]):
+        row.append((f"order {k + 1} ({best})", fmt_value(_at(record["derivatives"].get(best), k))))
+    for m in methods:
+        if m != "symbolic" and "symbolic" in methods:
+            errs = [e for e in record["error"].get(m, []) if e is not None]
+            row.append((f"{m} error", fmt_error(max(errs)) if errs else "-"))
+    row.append(("status", _status(record)))
+    return row
+
+
+def derivative_title(header: dict) -> str:
+    return f"derivatives of {header['expression']} by {header['variable']} at each point"
+
+
+_KINDS = {
+    "grad": (grad_csv_rows, grad_table_row, grad_title),
+    "hessian": (hessian_csv_rows, hessian_table_row, hessian_title),
+    "derivative": (derivative_csv_rows, derivative_table_row, derivative_title),
+}
+
+
+def sink_for(command: str, output: str):
+    """The writer for ``command`` in format ``output`` (table, json, jsonl, csv)."""
+    csv_rows, table_row, title = _KINDS[command]
+    if output == "jsonl":
+        return JsonlSink()
+    if output == "json":
+        return JsonSink()
+    if output == "csv":
+        return CsvSink(csv_rows)
+    return TableSink(table_row, title)
