@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Protocol
 
+from gradcli.errors import UsageError
 from gradcli.results import METHODS, point_text
 from gradcli.results import clean as json_safe
 
@@ -27,7 +28,7 @@ class Sink(Protocol):
 
     def write(self, records: list[dict]) -> None: ...
 
-    def finish(self, summary: dict, warnings: list[str], notes: list[str]) -> None: ...
+    def finish(self, summary: dict, summary_text: str, warnings: list[str], notes: list[str]) -> None: ...
 
 
 class Computation(Protocol):
@@ -76,14 +77,14 @@ class Summary:
         return json_safe({"points": self.points, "with_warnings": self.with_warnings,
                           "undefined": self.undefined, "largest_error": self.largest_error})
 
-    def lines(self) -> list[str]:
+    def text(self) -> str:
         errors = ", ".join(f"{m} {e:.2g}" for m, e in sorted(self.largest_error.items(),
                                                                key=lambda kv: METHODS.index(kv[0])))
         text = (f"{self.points} point{'s' if self.points != 1 else ''} done, {self.with_warnings} with warnings, "
                 f"{self.undefined} undefined")
         if errors:
             text += f"; largest error against symbolic: {errors}"
-        return [text]
+        return text
 
 
 def run_batch(computation: Computation, chunks: Iterable, sink: Sink) -> Summary:
@@ -100,7 +101,7 @@ def run_batch(computation: Computation, chunks: Iterable, sink: Sink) -> Summary
     if summary.with_warnings > len(summary.shown):
         warnings.append(f"warnings at {summary.with_warnings} points in all (the first {len(summary.shown)} "
                         "above): each record lists its own")
-    sink.finish(summary.to_dict(), warnings, computation.notes + summary.lines())
+    sink.finish(summary.to_dict(), summary.text(), warnings, computation.notes)
     return summary
 
 
@@ -115,6 +116,24 @@ def _public(record: dict) -> dict:
 # ---------------------------------------------------------------------------------------------
 # helpers the commands' batch cores share
 # ---------------------------------------------------------------------------------------------
+def needed_variables(exprs: list, wrt_text: str | None) -> tuple[list[str], list[str]]:
+    """(every variable a point needs, the variables to differentiate by). Default: the expressions'."""
+    names: list[str] = []
+    for e in exprs:
+        names += [v for v in e.variables if v not in names]
+    if wrt_text is None or not wrt_text.strip():
+        return names, list(names)
+    wrt: list[str] = []
+    for part in wrt_text.split(","):
+        name = part.strip()
+        if not name:
+            raise UsageError(f"--wrt: empty name in '{wrt_text}'; write it as --wrt x1,x2")
+        if name in wrt:
+            raise UsageError(f"--wrt: '{name}' is given twice")
+        wrt.append(name)
+    return names + [v for v in wrt if v not in names], wrt
+
+
 def point_dicts(chunk, variables: list[str]) -> list[dict[str, float]]:
     columns = [chunk.values[v].tolist() for v in variables]
     return [dict(zip(variables, row)) for row in zip(*columns)] if variables else [{} for _ in range(len(chunk))]

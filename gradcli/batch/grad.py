@@ -6,30 +6,11 @@ import math
 
 from gradcli.batch import engine
 from gradcli.errors import UsageError
-from gradcli.expr import Expression
 from gradcli.gradient import check_dtype, check_eps, parse_expressions, parse_methods, tolerance
 from gradcli.methods import symbolic as exact
 from gradcli.methods.fd import SCHEMES, STEP_POWER, fd_gradients
 from gradcli.finite_diff import Scheme
 from gradcli.results import shortest
-
-
-def needed_variables(exprs: list[Expression], wrt_text: str | None) -> tuple[list[str], list[str]]:
-    """(every variable a point needs, the variables to differentiate by). Default: the expressions'."""
-    names: list[str] = []
-    for e in exprs:
-        names += [v for v in e.variables if v not in names]
-    if wrt_text is None or not wrt_text.strip():
-        return names, list(names)
-    wrt: list[str] = []
-    for part in wrt_text.split(","):
-        name = part.strip()
-        if not name:
-            raise UsageError(f"--wrt: empty name in '{wrt_text}'; write it as --wrt x1,x2")
-        if name in wrt:
-            raise UsageError(f"--wrt: '{name}' is given twice")
-        wrt.append(name)
-    return names + [v for v in wrt if v not in names], wrt
 
 
 class GradBatch:
@@ -39,7 +20,7 @@ class GradBatch:
                  scheme: str = "central", eps: float | None = None, dtype: str = "float64",
                  symbolic_time_limit: float = 10.0):
         self.exprs = parse_expressions(expressions)
-        self.variables, self.wrt = needed_variables(self.exprs, wrt)
+        self.variables, self.wrt = engine.needed_variables(self.exprs, wrt)
         self.methods = parse_methods(methods)
         self.dtype = check_dtype(dtype)
         self.eps = check_eps(eps)
@@ -136,6 +117,9 @@ class GradBatch:
             record["warnings"].append(f"{text} {why}; its derivatives there mean nothing")
             result["value"] = None
             record["undefined"] = True
+            for g in gradient.values():  # derivatives of an undefined value are no numbers either
+                g.update(dict.fromkeys(g))
+            return
         ref = gradient.get("symbolic")
         for j, v in enumerate(self.wrt):
             bad = [m for m, g in gradient.items() if not engine.finite(g[v])]

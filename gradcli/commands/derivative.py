@@ -6,8 +6,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from gradcli.commands.common import (AtOption, DType, DTypeOption, FormatOption, OutputFormat, ShowCodeOption,
-                                     SymbolicTimeoutOption, conclude, emit, handle_errors)
+from gradcli.commands.common import (AtOption, BatchSizeOption, DType, DTypeOption, FormatOption, GridOption,
+                                     OutputFormat, PointsOption, ShowCodeOption, SymbolicTimeoutOption, conclude,
+                                     emit, handle_errors, refuse_show_code_for_many, run_many)
 
 
 @handle_errors
@@ -15,6 +16,8 @@ def derivative(
     expression: Annotated[str, typer.Argument(help="The expression, e.g. \"sin(x)\".", show_default=False)],
     *,
     at: AtOption = None,
+    points: PointsOption = None,
+    grid: GridOption = None,
     order: Annotated[int, typer.Option("--order", "-n", help="Derivatives 1..N (N up to 10).")] = 1,
     wrt: Annotated[Optional[str], typer.Option(
         "--wrt", help="The variable, when --at gives several (the others are held fixed).")] = None,
@@ -29,9 +32,11 @@ def derivative(
     formulas: Annotated[bool, typer.Option("--formulas", help="Show SymPy's formula for each order.")] = False,
     show_code: ShowCodeOption = False,
     symbolic_timeout: SymbolicTimeoutOption = 10.0,
+    batch_size: BatchSizeOption = 4096,
 ) -> None:
     """The first N derivatives of a one-variable function: SymPy, nested GradientTapes and fd stencils."""
     if show_code:  # the program only: checked like a computation, but nothing is computed
+        refuse_show_code_for_many(points, grid)
         from gradcli.derivative import prepare_derivatives, show_code_derivative
 
         setup = prepare_derivatives(expression, at=at, order=order, wrt=wrt, methods=method, eps=eps,
@@ -40,6 +45,13 @@ def derivative(
                                    setup.order, setup.dtype), end="")
         return
 
+    if points is not None or grid is not None:
+        from gradcli.batch.derivative import DerivativeBatch
+
+        run_many(DerivativeBatch(expression, order=order, wrt=wrt, methods=method, eps=eps, dtype=dtype.value,
+                                 accuracy=accuracy, formulas=formulas, symbolic_time_limit=symbolic_timeout),
+                 points=points, grid=grid, at=at, output=output, batch_size=batch_size)
+        return
     from gradcli.derivative import compute_derivatives
 
     report = compute_derivatives(expression, at=at, order=order, wrt=wrt, methods=method, eps=eps,

@@ -6,8 +6,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from gradcli.commands.common import (AtOption, DType, DTypeOption, FormatOption, OutputFormat, ShowCodeOption,
-                                     SymbolicTimeoutOption, conclude, emit, handle_errors)
+from gradcli.commands.common import (AtOption, BatchSizeOption, DType, DTypeOption, FormatOption, GridOption,
+                                     OutputFormat, PointsOption, ShowCodeOption, SymbolicTimeoutOption, conclude,
+                                     emit, handle_errors, refuse_show_code_for_many, run_many)
 
 
 @handle_errors
@@ -15,6 +16,8 @@ def hessian(
     expression: Annotated[str, typer.Argument(help="The expression, e.g. \"(x1+5)*x2**2\".", show_default=False)],
     *,
     at: AtOption = None,
+    points: PointsOption = None,
+    grid: GridOption = None,
     wrt: Annotated[Optional[str], typer.Option(
         "--wrt", help="The Hessian in these variables only (comma-separated); the others are held fixed.")] = None,
     method: Annotated[str, typer.Option(
@@ -26,11 +29,13 @@ def hessian(
     formulas: Annotated[bool, typer.Option("--formulas", help="Show SymPy's second-derivative formulas.")] = False,
     show_code: ShowCodeOption = False,
     symbolic_timeout: SymbolicTimeoutOption = 10.0,
+    batch_size: BatchSizeOption = 4096,
 ) -> None:
     """The Hessian at a point three ways (nested GradientTapes, finite differences, SymPy), and what it
     says there: eigenvalues, definiteness, the kind of critical point, condition number, 2/lambda_max.
     """
     if show_code:  # the program only: checked like a computation, but nothing is computed
+        refuse_show_code_for_many(points, grid)
         from gradcli.hessian import prepare_hessian, show_code_hessian
 
         setup = prepare_hessian(expression, at=at, wrt=wrt, methods=method, eps=eps, dtype=dtype.value,
@@ -39,6 +44,13 @@ def hessian(
                                 setup.dtype), end="")
         return
 
+    if points is not None or grid is not None:
+        from gradcli.batch.hessian import HessianBatch
+
+        run_many(HessianBatch(expression, wrt=wrt, methods=method, eps=eps, dtype=dtype.value, formulas=formulas,
+                              symbolic_time_limit=symbolic_timeout),
+                 points=points, grid=grid, at=at, output=output, batch_size=batch_size)
+        return
     from gradcli.hessian import compute_hessian
 
     report = compute_hessian(expression, at=at, wrt=wrt, methods=method, eps=eps, dtype=dtype.value,

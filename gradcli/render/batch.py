@@ -20,6 +20,12 @@ TABLE_LIMIT = 40
 METHOD_ORDER = ("symbolic", "tape", "fd")
 
 
+def _diagnostics(summary_text: str, warnings: list[str], notes: list[str]) -> None:
+    """Warnings, notes, then the one-line summary, on stderr."""
+    print_diagnostics(warnings, notes)
+    print(f"gradcli: summary: {summary_text}", file=sys.stderr)
+
+
 def _dumps(obj: Any, **kw) -> str:
     return json.dumps(obj, allow_nan=False, **kw)
 
@@ -45,8 +51,8 @@ class JsonlSink:
         self.out.write("".join(_dumps(r) + "\n" for r in records))
         self.out.flush()
 
-    def finish(self, summary: dict, warnings: list[str], notes: list[str]) -> None:
-        print_diagnostics(warnings, notes)
+    def finish(self, summary: dict, summary_text: str, warnings: list[str], notes: list[str]) -> None:
+        _diagnostics(summary_text, warnings, notes)
 
 
 class JsonSink:
@@ -69,12 +75,12 @@ class JsonSink:
         self.out.write("".join(parts))
         self.out.flush()
 
-    def finish(self, summary: dict, warnings: list[str], notes: list[str]) -> None:
+    def finish(self, summary: dict, summary_text: str, warnings: list[str], notes: list[str]) -> None:
         tail = {"summary": summary, "warnings": warnings, "notes": notes}
         body = _dumps(tail, indent=2)
         self.out.write(("\n  ]," if not self.first else "],") + "\n" + body[2:] + "\n")
         self.out.flush()
-        print_diagnostics(warnings, notes)
+        _diagnostics(summary_text, warnings, notes)
 
 
 class CsvSink:
@@ -99,8 +105,8 @@ class CsvSink:
                 self.writer.writerow([_cell(values.get(c)) for c in self.columns])
         self.out.flush()
 
-    def finish(self, summary: dict, warnings: list[str], notes: list[str]) -> None:
-        print_diagnostics(warnings, notes)
+    def finish(self, summary: dict, summary_text: str, warnings: list[str], notes: list[str]) -> None:
+        _diagnostics(summary_text, warnings, notes)
 
 
 class TableSink:
@@ -121,7 +127,7 @@ class TableSink:
             if len(self.kept) < TABLE_LIMIT:
                 self.kept.append(self.row(self.header, r))
 
-    def finish(self, summary: dict, warnings: list[str], notes: list[str]) -> None:
+    def finish(self, summary: dict, summary_text: str, warnings: list[str], notes: list[str]) -> None:
         from rich.table import Table
 
         from gradcli.render.common import stdout_console
@@ -136,7 +142,7 @@ class TableSink:
         if self.count > len(self.kept):
             notes = [f"the table shows the first {len(self.kept)} of {self.count} points: "
                      "use --format jsonl or csv for every point"] + notes
-        print_diagnostics(warnings, notes)
+        _diagnostics(summary_text, warnings, notes)
 
 
 # ---------------------------------------------------------------------------------------------
