@@ -101,33 +101,17 @@ FORMULAS = {
 
 def fd_gradient(tree: Node, values: dict[str, float], wrt: list[str], *, scheme: Scheme | str = Scheme.central,
                 dtype: str = "float64", eps: float | None = None) -> tuple[dict[str, float], dict[str, float]]:
-    """Partial derivatives of ``tree`` at ``values`` by finite differences.
+    """Partial derivatives of ``tree`` at one point: :func:`gradcli.methods.fd.fd_gradients` on a batch
+    of one. Returns (derivative per variable, step used per variable), as Python floats."""
+    import numpy as np
 
-    Returns (derivative per variable, step used per variable), as Python floats.
-    """
-    scheme = Scheme(scheme)
+    from gradcli.methods.fd import fd_gradients
+
     check_step(eps, values, wrt, dtype)
-    backend = backend_for(dtype)
-    f = compile_expression(tree, backend)
-    to_dtype = cast(dtype)
-    env = {k: to_dtype(v) for k, v in values.items()}
-    formula = FORMULAS[scheme]
-    derivatives: dict[str, float] = {}
-    steps: dict[str, float] = {}
-    with _quiet_numpy(dtype):
-        for name in wrt:
-            x = env[name]
-            if eps is None:
-                h = to_dtype(default_step(scheme, dtype, values[name]))
-                h = (x + h) - x  # the step actually taken: x + h is rounded in the dtype
-            else:
-                h = to_dtype(eps)  # as given, like the tutorial's (f(x + eps) - f(x - eps)) / (2 * eps)
-
-            def along(t, name=name):
-                return f({**env, name: t})
-
-            derivatives[name] = float(formula(along, env[name], h))
-            steps[name] = float(h)
+    result = fd_gradients(tree, {k: np.array([v], dtype=np.float64) for k, v in values.items()}, wrt,
+                          scheme=Scheme(scheme).value, dtype=dtype, eps=eps)
+    derivatives = dict(zip(wrt, result.values[0].tolist()))
+    steps = dict(zip(wrt, result.steps[0].tolist()))
     return derivatives, steps
 
 

@@ -1,0 +1,205 @@
+"""Many points: --points / --grid on grad, hessian and derivative, through the CLI in process."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+
+import pytest
+
+from gradcli.cli import app
+
+
+def run(runner, *args, input=None):
+    return runner.invoke(app, list(args), input=input, catch_exceptions=False)
+
+
+def records(result) -> list[dict]:
+    return [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
+
+
+@pytest.fixture()
+def points_csv(tmp_path):
+    path = tmp_path / "pts.csv"
+    path.write_text("id,x1,x2,label\na,2,3,first\nb,1,1,second\nc,0,pi,third\n")
+    return str(path)
+
+
+def single(runner, command, expression, at, *extra):
+    result = run(runner, command, expression, "--at", at, *extra, "-f", "json")
+    assert result.exit_code in (0, 1), result.stderr
+    return json.loads(result.stdout)
+
+
+def test_grad_points_equal_single_point_results(runner, points_csv):
+    result = run(runner, "grad", "(x1+5)*x2**2", "--points", points_csv, "-f", "jsonl")
+    assert result.exit_code == 0, result.stderr
+    recs = records(result)
+    assert [r["fields"] for r in recs] == [{"id": "a", "label": "first"}, {"id": "b", "label": "second"},
+                                          {"id": "c", "label": "third"}]
+    assert [r["line"] for r in recs] == [2, 3, 4]
+    assert recs[0]["results"][0]["gradient"]["symbolic"] == {"x1": 9.0, "x2": 42.0}
+    assert recs[0]["results"][0]["gradient"]["tape"] == {"x1": 9.0, "x2": 42.0}
+    for r in recs:
+        at = ",".join(f"{k}={v!r}" for k, v in r["point"].items())
+        one = single(runner, "grad", "(x1+5)*x2**2", at)["results"][0]
+        mine = r["results"][0]
+        assert mine["gradient"]["fd"] == one["gradient"]["fd"]  # one engine: the same digits
+        assert mine["gradient"]["tape"] == one["gradient"]["tape"]
+        for v, exact in one["gradient"]["symbolic"].items():
+            assert mine["gradient"]["symbolic"][v] == pytest.approx(exact, rel=1e-14, abs=1e-300)
+    assert "3 points done, 0 with warnings, 0 undefined" in result.stderr
+
+
+def test_guide_numbers_in_a_batch(runner, tmp_path):
+    path = tmp_path / "one.jsonl"
+    path.write_text('{"x": 1}\n')
+    recs = records(run(runner, "grad", "3*x**2+2*x-1", "--points", str(path), "-m", "fd", "--eps", "1e-3",
+                       "-f", "jsonl"))
+    assert recs[0]["results"][0]["gradient"]["fd"]["x"] == 7.999999999999119
+
+
+def test_grid_is_inclusive_and_first_variable_slowest(runner):
+    result = run(runner, "grad", "x*y", "--grid", "x=-1:1:3,y=0:1:2", "-m", "symbolic,fd", "-f", "jsonl")
+    assert result.exit_code == 0, result.stderr
+    pts = [(r["point"]["x"], r["point"]["y"]) for r in records(result)]
+    assert pts == [(-1.0, 0.0), (-1.0, 1.0), (0.0, 0.0), (0.0, 1.0), (1.0, 0.0), (1.0, 1.0)]
+    assert all("line" not in r for r in records(result))
+
+
+def test_at_fixes_what_the_grid_lacks(runner):
+    recs = records(run(runner, "grad", "a*x**2", "--grid", "x=1:2:2", "--at", "a=3", "-m", "symbolic,fd",
+                       "-f", "jsonl"))
+    assert [r["results"][0]["gradient"]["symbolic"] for r in recs] == [{"x": 6.0, "a": 1.0}, {"x": 12.0, "a": 4.0}]
+
+
+def test_csv_has_one_header_and_pass_through_columns(runner, points_csv):
+    result = run(runner, "grad", "(x1+5)*x2**2", "--points", points_csv, "-m", "symbolic,fd", "-f", "csv",
+                 "--batch-size", "1")
+    assert result.exit_code == 0, result.stderr
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert len(rows) == 3 and result.stdout.count("symbolic_dx1") == 1
+    assert [r["id"] for r in rows] == ["a", "b", "c"] and rows[0]["label"] == "first"
+    assert float(rows[0]["symbolic_dx2"]) == 42.0 and rows[0]["status"] == "ok"
+
+
+def test_json_document_has_points_and_summary(runner, points_csv):
+    result = run(runner, "grad", "(x1+5)*x2**2", "--points", points_csv, "-m", "symbolic,fd", "-f", "json")
+    doc = json.loads(result.stdout)
+    assert doc["command"] == "grad" and len(doc["points"]) == 3
+    assert doc["summary"]["points"] == 3 and doc["symbolic_values"].startswith("float64")
+    assert doc["formulas"] == [{"x1": "x2**2", "x2": "2*x2*(x1 + 5)"}]
+
+
+def test_table_stops_at_its_limit_and_points_to_jsonl(runner):
+    result = run(runner, "grad", "x**2", "--grid", "x=0:1:50", "-m", "symbolic,fd")
+    assert result.exit_code == 0
+    assert "first 40 of 50 points" in result.stderr and "jsonl" in result.stderr
+
+
+def test_stdin_streams_and_passes_columns(runner):
+    data = "x,tag\n1,p\n2,q\n"
+    result = run(runner, "derivative", "x**3", "-n", "2", "--points", "-", "-m", "symbolic,fd", "-f", "jsonl",
+                 input=data)
+    assert result.exit_code == 0, result.stderr
+    recs = records(result)
+    assert [r["fields"]["tag"] for r in recs] == ["p", "q"]
+    assert [r["derivatives"]["symbolic"] for r in recs] == [[3.0, 6.0], [12.0, 12.0]]
+
+
+def test_undefined_points_get_nulls_and_exit_1_others_unaffected(runner):
+    result = run(runner, "grad", "log(x)", "--grid", "x=-1:1:3", "-f", "jsonl")
+    assert result.exit_code == 1
+    recs = records(result)
+    assert recs[0]["status"] == "undefined" and recs[0]["results"][0]["value"] is None
+    assert all(v is None for g in recs[0]["results"][0]["gradient"].values() for v in g.values())
+    assert recs[2]["status"] == "ok" and recs[2]["results"][0]["gradient"]["symbolic"]["x"] == 1.0
+    assert "3 points done" in result.stderr and "2 undefined" in result.stderr
+
+
+@pytest.mark.parametrize("content, where", [
+    ("x\n1\nabc\n", ":3:"),
+    ("x,y\n1\n", ":2:"),
+    ("x,x\n1,2\n", ":1:"),
+    ("y\n1\n", ":1:"),
+    ("x\nnan\n", ":2:"),
+])
+def test_bad_rows_in_a_file_stop_before_anything_is_computed(runner, tmp_path, content, where):
+    path = tmp_path / "bad.csv"
+    path.write_text(content)
+    result = run(runner, "grad", "x**2", "--points", str(path), "-m", "fd", "-f", "jsonl")
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert f"bad.csv{where}" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_bad_line_on_stdin_keeps_the_records_written(runner):
+    result = run(runner, "grad", "x**2", "--points", "-", "-m", "fd", "-f", "jsonl", "--batch-size", "2",
+                 input="x\n1\n2\n3\noops\n5\n")
+    assert result.exit_code == 2
+    recs = records(result)
+    assert [r["point"]["x"] for r in recs] == [1.0, 2.0, 3.0]
+    assert "<stdin>:5" in result.stderr
+
+
+@pytest.mark.parametrize("args", [
+    ["--points", "x.csv", "--grid", "x=0:1:2"],
+    ["--grid", "x=0:1"],
+    ["--grid", "x=0:1:2", "--show-code"],
+])
+def test_usage_errors_for_many_points(runner, args):
+    result = run(runner, "grad", "x**2", *args)
+    assert result.exit_code == 2, result.stdout
+    assert result.stderr.startswith("gradcli: error:")
+
+
+def test_hessian_grid_classifies_each_point(runner):
+    result = run(runner, "hessian", "x**2 - y**2", "--grid", "x=0:1:2,y=0:1:2", "-f", "jsonl")
+    assert result.exit_code == 0, result.stderr
+    recs = records(result)
+    assert recs[0]["critical_point"] == "saddle"
+    assert all(r["hessian"]["tape"] == [[2.0, 0.0], [0.0, -2.0]] for r in recs)
+    one = single(runner, "hessian", "x**2 - y**2", "x=1,y=1")
+    assert recs[3]["hessian"]["fd"] == one["hessian"]["fd"]
+
+
+def test_hessian_batch_analysis_uses_the_exact_matrix(runner):
+    # entries 2e8 and 2e-4 on the diagonal: positive definite, however small the second one is
+    result = run(runner, "hessian", "1e8*x**2 + 1e-4*y**2", "--grid", "x=1:1:1,y=1:1:1", "-m", "symbolic,fd",
+                 "-f", "jsonl")
+    rec = records(result)[0]
+    assert rec["analysis_source"] == "symbolic" and rec["definiteness"] == "positive-definite"
+    assert rec["error"]["fd"] == pytest.approx(abs(rec["hessian"]["fd"][1][1] - 2e-4), abs=1.0)
+
+
+def test_derivative_batch_matches_single_points(runner):
+    result = run(runner, "derivative", "sin(x)*exp(x)", "-n", "4", "--grid", "x=0:2:3", "-f", "jsonl")
+    assert result.exit_code == 0, result.stderr
+    for r in records(result):
+        one = single(runner, "derivative", "sin(x)*exp(x)", f"x={r['point']['x']!r}", "-n", "4")
+        assert [d["fd"] for d in one["derivatives"]] == r["derivatives"]["fd"]
+        assert [d["tape"] for d in one["derivatives"]] == r["derivatives"]["tape"]
+        assert r["derivatives"]["symbolic"] == pytest.approx([d["symbolic"] for d in one["derivatives"]],
+                                                             rel=1e-13)
+
+
+def test_several_expressions_sum_in_a_batch(runner):
+    recs = records(run(runner, "grad", "3*x", "x**2", "--grid", "x=5:5:1", "-f", "jsonl"))
+    assert recs[0]["sum"]["tape"] == {"x": 13.0} and recs[0]["sum"]["symbolic"] == {"x": 13.0}
+
+
+def test_one_point_jsonl_is_the_json_document_on_one_line(runner):
+    result = run(runner, "grad", "x**2", "--at", "x=3", "-m", "symbolic", "-f", "jsonl")
+    assert len(result.stdout.splitlines()) == 1
+    assert json.loads(result.stdout)["results"][0]["gradient"]["symbolic"]["x"] == 6.0
+
+
+def test_symbolic_timeout_leaves_the_column_out_with_a_note(runner):
+    result = run(runner, "derivative", "x**x**x**x", "-n", "6", "--grid", "x=1:2:2", "--symbolic-timeout", "0.1",
+                 "-m", "symbolic,fd", "-f", "jsonl")
+    recs = records(result)
+    assert "symbolic column left out" in result.stderr
+    assert all("symbolic" not in r["derivatives"] for r in recs)
+    assert all(math.isfinite(v) for r in recs for v in r["derivatives"]["fd"])
