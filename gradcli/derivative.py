@@ -29,6 +29,8 @@ from gradcli.expr import Expression, Node, parse
 from gradcli.finite_diff import MACHINE_EPSILON, check_step
 from gradcli.gradient import check_dtype, check_eps, parse_methods
 from gradcli.hessian import CancelFlag, SymbolicJob
+# Seconds the nested tapes may take (each order re-records every lower one): see gradcli.methods.tape.
+from gradcli.methods.tape import TAPE_TIME_BUDGET
 from gradcli.points import Point, check_covers, check_point_fits, parse_point
 from gradcli.results import METHODS, clean, flag_undefined_value, point_text, shortest
 
@@ -103,56 +105,22 @@ class DerivativeReport:
 # ---------------------------------------------------------------------------------------------
 # tape
 # ---------------------------------------------------------------------------------------------
-# Seconds the nested tapes may take: each order re-records every lower one, so the cost grows about
-# threefold per order (order 10 of a deep composition would take minutes and gigabytes).
-TAPE_TIME_BUDGET = 20.0
-
-
 def tape_derivatives(tree: Node, values: dict[str, float], variable: str, order: int, *,
                      dtype: str = "float64", time_budget: float | None = TAPE_TIME_BUDGET,
                      notes: list[str] | None = None) -> list[float | None]:
     """Derivatives 1..order by nested tapes; None where the tape reported the order as unconnected.
 
-    Orders are computed one nesting depth at a time; when the next depth would, at the growth seen so
-    far, run past ``time_budget`` seconds, the list stops short (the higher orders are left out) and a
+    A batch of one point for :func:`gradcli.methods.tape.tape_derivatives`: when the next nesting depth
+    would run past ``time_budget`` seconds, the list stops short (the higher orders are left out) and a
     note says so.
     """
-    import time
+    import numpy as np
 
-    from gradcli.tape import load_tensorflow, tf_backend
+    from gradcli.methods.tape import tape_derivatives as batch_derivatives
 
-    tf = load_tensorflow()
-    tf_dtype = tf.as_dtype(dtype)
-    f = compile_expression(tree, tf_backend(dtype))
-    x = tf.Variable(values[variable], dtype=tf_dtype, name=variable)
-    env = {k: tf.constant(v, dtype=tf_dtype) for k, v in values.items() if k != variable}
-    env[variable] = x
-
-    def derivatives(k: int) -> list:
-        """[f, f', ..., f^(k)] as tensors (None once unconnected); the tape of level k records levels < k."""
-        if k == 0:
-            return [tf.convert_to_tensor(f(env), dtype=tf_dtype)]
-        with tf.GradientTape() as tape:
-            lower = derivatives(k - 1)
-        top = lower[-1]
-        return lower + [None if top is None else tape.gradient(top, x)]
-
-    start = time.perf_counter()
-    out: list = []
-    costs: list[float] = []
-    for depth in range(1, order + 1):
-        if time_budget is not None and costs:
-            growth = min(10.0, max(2.0, costs[-1] / costs[-2])) if len(costs) > 1 else 4.0
-            expected = costs[-1] * growth
-            if time.perf_counter() - start + expected > time_budget:
-                if notes is not None:
-                    notes.append(f"tape column stops at order {depth - 1}: order {depth} would take about "
-                                 f"{expected:.0f} s more (nested tapes re-record every lower order)")
-                return [None if d is None else float(d.numpy()) for d in out]  # orders 1..depth-1 only
-        t0 = time.perf_counter()
-        out = derivatives(depth)[1:]
-        costs.append(max(time.perf_counter() - t0, 1e-4))
-    return [None if d is None else float(d.numpy()) for d in out]
+    t = batch_derivatives(tree, {k: np.array([v], dtype=np.float64) for k, v in values.items()}, variable, order,
+                          dtype=dtype, time_budget=time_budget, notes=notes)
+    return [None if structural else float(v) for v, structural in zip(t.values[0], t.structural)]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -2,8 +2,9 @@
 
 - tape: nested ``GradientTape``s, the outer one over the inner one's gradient, as the TF guide does.
   For a few variables, one ``outer.gradient`` per row exactly like the guide, so every entry the tape
-  reports as unconnected (``None``) is known and shown as a structural zero. For more variables,
-  ``outer.jacobian`` of the gradient (vectorised with pfor) inside one ``tf.function``.
+  reports as unconnected (``None``) is known and shown as a structural zero. For more variables, all
+  rows from one ``outer.gradient`` over n stacked copies of the point (the expression's alike terms
+  vectorised). Written once, for batches of points, in :mod:`gradcli.methods.tape`.
 - fd: central second differences, every stencil point evaluated at once with NumPy arrays.
 - symbolic: SymPy's exact Hessian, its value at the exactly-typed point, started first, in a worker
   process that is killed at its deadline (a thread once TensorFlow is loaded).
@@ -26,12 +27,11 @@ from gradcli.evaluate import PYTHON_FLOAT64, compile_expression, numpy_backend
 from gradcli.expr import Expression, Node, parse
 from gradcli.finite_diff import MACHINE_EPSILON, SECOND_DIFFERENCE_POWER, check_step
 from gradcli.gradient import check_dtype, check_eps, parse_methods, resolve_wrt
+# ROWS_MAX: up to this many variables the tape takes one outer gradient per row (the guide's way), which
+# shows every unconnected entry; above it, all rows at once (see gradcli.methods.tape).
+from gradcli.methods.tape import ROWS_MAX  # noqa: F401
 from gradcli.points import Point, check_covers, check_point_fits, parse_point
 from gradcli.results import METHODS, clean, flag_undefined_value, point_text, shortest
-
-# Up to this many variables the tape takes one outer gradient per row (the guide's way), which shows
-# every unconnected entry; above it, one vectorised ``tape.jacobian`` call does all rows.
-ROWS_MAX = 10
 
 Matrix = list[list[float | None]]
 
@@ -102,62 +102,21 @@ class TapeHessian:
     gradient: list[float]
     matrix: list[list[float]]
     structural: list[tuple[int, int]]  # (row, column) entries the tape reported as unconnected
-    mode: str  # "rows" | "jacobian"
+    mode: str  # "rows" | "stacked" | "jacobian" (see gradcli.methods.tape)
 
 
 def tape_hessian(tree: Node, values: dict[str, float], wrt: list[str], *, dtype: str = "float64",
                  mode: str | None = None) -> TapeHessian:
-    """The Hessian of ``tree`` by nested tapes. ``mode``: "rows" (the guide), "jacobian" or None (by size)."""
-    from gradcli.tape import load_tensorflow, tf_backend
+    """The Hessian of ``tree`` by nested tapes: a batch of one point for
+    :func:`gradcli.methods.tape.tape_hessians`. ``mode``: "rows" (the guide), "stacked", "jacobian" or None
+    (by size: rows up to ROWS_MAX variables, else stacked)."""
+    import numpy as np
 
-    tf = load_tensorflow()
-    mode = mode or ("rows" if len(wrt) <= ROWS_MAX else "jacobian")
-    tf_dtype = tf.as_dtype(dtype)
-    f = compile_expression(tree, tf_backend(dtype))
-    constants = {k: tf.constant(v, dtype=tf_dtype) for k, v in values.items() if k not in wrt}
-    n = len(wrt)
-    if mode == "rows":
-        xs = [tf.Variable(values[k], dtype=tf_dtype, name=k) for k in wrt]
-        env = {**constants, **dict(zip(wrt, xs))}
-        with tf.GradientTape(persistent=True) as outer:
-            with tf.GradientTape() as inner:
-                z = tf.convert_to_tensor(f(env), dtype=tf_dtype)
-            grads = inner.gradient(z, xs, unconnected_gradients=tf.UnconnectedGradients.ZERO)
-        # The guide's loop: None where a gradient entry does not depend on a variable at all.
-        rows = [outer.gradient(g, xs) for g in grads]
-        del outer
-        structural = [(i, j) for i, row in enumerate(rows) for j, h in enumerate(row) if h is None]
-        matrix = [[0.0 if h is None else float(h.numpy()) for h in row] for row in rows]
-        return TapeHessian(float(z.numpy()), [float(g.numpy()) for g in grads], matrix, structural, "rows")
-    if mode != "jacobian":
-        raise ValueError(mode)
+    from gradcli.methods.tape import tape_hessians
 
-    # One traced function: eager pfor re-traces the jacobian's loop body on every call anyway.
-    @tf.function
-    def nested(x):
-        with tf.GradientTape() as outer:
-            outer.watch(x)
-            with tf.GradientTape() as inner:
-                inner.watch(x)
-                parts = tf.unstack(x, num=n)
-                z = tf.convert_to_tensor(f({**constants, **dict(zip(wrt, parts))}), dtype=tf_dtype)
-            g = inner.gradient(z, x, unconnected_gradients=tf.UnconnectedGradients.ZERO)
-        h = outer.jacobian(g, x, unconnected_gradients=tf.UnconnectedGradients.ZERO)
-        return z, g, h
-
-    z, g, h = nested(tf.constant([values[k] for k in wrt], dtype=tf_dtype))
-    # pfor cannot say which single entries were unconnected; the rows and columns of variables the
-    # expression does not contain are (the inner tape's gradient there is None).
-    used = set(_tree_variables(tree))
-    structural = [(i, j) for i in range(n) for j in range(n) if wrt[i] not in used or wrt[j] not in used]
-    return TapeHessian(float(z.numpy()), [float(v) for v in g.numpy()], h.numpy().astype(float).tolist(),
-                       structural, "jacobian")
-
-
-def _tree_variables(tree: Node) -> list[str]:
-    from gradcli.expr import Var, walk
-
-    return [n.name for n in walk(tree) if isinstance(n, Var)]
+    t = tape_hessians(tree, {k: np.array([v], dtype=np.float64) for k, v in values.items()}, wrt, dtype=dtype,
+                      mode=mode)
+    return TapeHessian(float(t.values[0]), t.gradients[0].tolist(), t.matrices[0].tolist(), t.structural, t.mode)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -411,6 +370,14 @@ def prepare_hessian(expression: str, *, at: list[str] | str, wrt: str | None = N
     return HessianSetup(expr, point, variables, chosen, dtype, eps, formulas)
 
 
+_TAPE_MODE_TEXT = {
+    "rows": "per-row outer.gradient (the guide's loop)",
+    "stacked": "the jacobian of the inner gradient as one outer.gradient over n stacked copies of the point "
+               "(vectorised, no pfor)",
+    "jacobian": "outer.jacobian of the inner gradient (vectorised, in one tf.function)",
+}
+
+
 def compute_hessian(expression: str, *, at: list[str] | str, wrt: str | None = None,
                     methods: str | list[str] | None = None, eps: float | None = None, dtype: str = "float64",
                     formulas: bool = False, symbolic_time_limit: float = symbolic.DEFAULT_TIME_LIMIT,
@@ -435,11 +402,13 @@ def compute_hessian(expression: str, *, at: list[str] | str, wrt: str | None = N
         report.hessian["tape"] = [[shortest(x, dtype) for x in row] for row in t.matrix]
         report.gradient["tape"] = {k: shortest(g, dtype) for k, g in zip(names, t.gradient)}
         report.structural_zeros = [(names[i], names[j]) for i, j in t.structural]
-        report.tape_mode = "per-row outer.gradient (the guide's loop)" if t.mode == "rows" else \
-            "outer.jacobian of the inner gradient (vectorised, in one tf.function)"
+        report.tape_mode = _TAPE_MODE_TEXT[t.mode]
         if t.mode == "jacobian":
             report.notes.append("tape.jacobian (vectorised) does not say which single entries were "
                                 "unconnected; only variables the expression lacks are marked structural")
+        elif t.mode == "stacked":
+            report.notes.append("the stacked tape (all rows in one outer gradient) does not say which single "
+                                "entries were unconnected; only variables the expression lacks are marked structural")
     if "fd" in chosen:
         fd = fd_hessian(expr.tree, point.values, variables, dtype=dtype, eps=eps)
         report.hessian["fd"] = [[shortest(x, dtype) for x in row] for row in fd.matrix]
@@ -564,7 +533,7 @@ def show_code_hessian(tree: Node, text: str, values: dict[str, float], wrt: list
         "hessian = [[0.0 if h is None else float(h) for h in row] for row in rows]",
         "print(hessian)",
         "",
-        "# Vectorised, one call for all rows (what gradcli does for many variables):",
+        "# Vectorised, one call for all rows (the same matrix gradcli computes for many variables):",
         f"jacobian = outer.jacobian(grad_vector, [{sources}], unconnected_gradients=tf.UnconnectedGradients.ZERO)",
         "print(tf.stack(jacobian, axis=1).numpy().tolist())",
         "del outer  # a persistent tape holds its resources until deleted",

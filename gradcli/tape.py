@@ -13,9 +13,8 @@ import os
 import re
 import sys
 import warnings
-from typing import Any
 
-from gradcli.evaluate import Backend, compile_expression
+from gradcli.evaluate import Backend
 from gradcli.expr import Add, Call, Mul, Neg, Node, Pow, Var, is_constant
 
 _tf = None
@@ -116,7 +115,8 @@ def tf_backend(dtype: str) -> Backend:
 
 
 def tape_gradient(trees: list[Node], values: dict[str, float], wrt: list[str], *, dtype: str = "float64"):
-    """Gradients of each tree with one persistent tape, as the TF guide does.
+    """Gradients of each tree with one persistent tape, as the TF guide does: a batch of one point for
+    :func:`gradcli.methods.tape.tape_gradients`.
 
     The variables in ``wrt`` are ``tf.Variable``s; the others are ``tf.constant``s the tape does not
     watch. Returns ``(per_tree, unconnected, summed, values)``: ``per_tree[i][name]`` is a float,
@@ -124,26 +124,19 @@ def tape_gradient(trees: list[Node], values: dict[str, float], wrt: list[str], *
     ``summed`` is ``tape.gradient([z1, z2, ...], xs)`` (TF sums several targets), and ``values`` the
     function values.
     """
-    tf = load_tensorflow()
-    backend = tf_backend(dtype)
-    tf_dtype = tf.as_dtype(dtype)
-    env: dict[str, Any] = {name: tf.constant(v, dtype=tf_dtype) for name, v in values.items() if name not in wrt}
-    variables = [tf.Variable(values[name], dtype=tf_dtype, name=name) for name in wrt]
-    env.update(zip(wrt, variables))
-    fns = [compile_expression(t, backend) for t in trees]
-    with tf.GradientTape(persistent=True) as tape:
-        # identity: an expression that is just a variable must still be a watched op on the tape
-        targets = [tf.identity(fn(env)) for fn in fns]
-    per_tree: list[dict[str, float]] = []
-    unconnected: list[list[str]] = []
-    for z in targets:
-        grads = tape.gradient(z, variables)
-        per_tree.append({n: 0.0 if g is None else float(g.numpy()) for n, g in zip(wrt, grads)})
-        unconnected.append([n for n, g in zip(wrt, grads) if g is None])
-    summed_grads = tape.gradient(targets, variables, unconnected_gradients=tf.UnconnectedGradients.ZERO)
-    summed = {n: float(g.numpy()) for n, g in zip(wrt, summed_grads)}
-    del tape
-    return per_tree, unconnected, summed, [float(z.numpy()) for z in targets]
+    from gradcli.methods.tape import tape_gradients
+
+    result = tape_gradients(trees, _one_point(values), wrt, dtype=dtype)
+    per_tree = [{name: float(g) for name, g in zip(wrt, grads[0])} for grads in result.gradients]
+    summed = {name: float(g) for name, g in zip(wrt, result.summed[0])}
+    return per_tree, result.unconnected, summed, [float(v[0]) for v in result.values]
+
+
+def _one_point(values: dict[str, float]) -> dict:
+    """A point as a batch of one: name -> float64 array of shape [1]."""
+    import numpy as np
+
+    return {name: np.array([v], dtype=np.float64) for name, v in values.items()}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -6,22 +6,18 @@ import math
 
 from gradcli.analysis import analyse_hessian
 from gradcli.descend.results import DescentRun
-from gradcli.evaluate import compile_expression
 from gradcli.finite_diff import MACHINE_EPSILON
-from gradcli.tape import load_tensorflow, tf_backend
 
 
 def hessian_at(tree, names: list[str], point: dict[str, float]):
-    """(gradient, Hessian) of ``tree`` at ``point`` in float64, by nested GradientTapes as the guide does."""
-    tf = load_tensorflow()
-    fn = compile_expression(tree, tf_backend("float64"))
-    x = tf.Variable([point[v] for v in names], dtype=tf.float64)
-    with tf.GradientTape() as outer:
-        with tf.GradientTape() as inner:
-            z = tf.convert_to_tensor(fn({v: x[i] for i, v in enumerate(names)}), dtype=tf.float64)
-        g = inner.gradient(z, x, unconnected_gradients=tf.UnconnectedGradients.ZERO)
-    h = outer.jacobian(g, x, unconnected_gradients=tf.UnconnectedGradients.ZERO)
-    return [float(v) for v in g.numpy()], [[float(v) for v in row] for row in h.numpy()]
+    """(gradient, Hessian) of ``tree`` at ``point`` in float64, by nested GradientTapes as the guide does
+    (a batch of one point for :func:`gradcli.methods.tape.tape_hessians`)."""
+    import numpy as np
+
+    from gradcli.methods.tape import tape_hessians
+
+    t = tape_hessians(tree, {v: np.array([point[v]], dtype=np.float64) for v in names}, list(names))
+    return t.gradients[0].tolist(), t.matrices[0].tolist()
 
 
 def stability_limit(optimizer: str, lam_max: float, momentum: float) -> float | None:

@@ -1,0 +1,1 @@
+"""Differentiation methods computed for a batch of points at once (one implementation per method)."""
