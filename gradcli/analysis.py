@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gradcli.finite_diff import MACHINE_EPSILON
+from gradcli.methods.fd import MACHINE_EPSILON
 
 
 @dataclass

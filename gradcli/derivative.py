@@ -18,15 +18,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from fractions import Fraction
-from functools import lru_cache
 from typing import Any
 
 from gradcli import symbolic
 from gradcli.errors import UsageError
-from gradcli.evaluate import PYTHON_FLOAT64, compile_expression, numpy_backend
+from gradcli.evaluate import PYTHON_FLOAT64, compile_expression
 from gradcli.expr import Expression, Node, parse
-from gradcli.finite_diff import MACHINE_EPSILON, check_step
+from gradcli.methods.fd import ACCURACY_ORDERS, DEFAULT_ACCURACY, MACHINE_EPSILON, central_coefficients, check_step
 from gradcli.gradient import check_dtype, check_eps, parse_methods
 from gradcli.hessian import CancelFlag, SymbolicJob
 # Seconds the nested tapes may take (each order re-records every lower one): see gradcli.methods.tape.
@@ -35,8 +33,6 @@ from gradcli.points import Point, check_covers, check_point_fits, parse_point
 from gradcli.results import METHODS, clean, flag_undefined_value, point_text, shortest
 
 MAX_ORDER = 10
-ACCURACY_ORDERS = (2, 4, 6, 8)
-DEFAULT_ACCURACY = 8
 
 
 @dataclass
@@ -126,32 +122,6 @@ def tape_derivatives(tree: Node, values: dict[str, float], variable: str, order:
 # ---------------------------------------------------------------------------------------------
 # finite differences
 # ---------------------------------------------------------------------------------------------
-@lru_cache(maxsize=None)
-def central_coefficients(order: int, accuracy: int) -> tuple[tuple[int, ...], tuple[Fraction, ...]]:
-    """Offsets -p..p and exact weights w with sum w_m f(x + m h) / h^order = f^(order)(x) + O(h^accuracy).
-
-    Solves the Taylor conditions sum w_m m^j = order! [j == order], j = 0..2p, in fractions.
-    """
-    p = (order + 1) // 2 - 1 + accuracy // 2
-    offsets = list(range(-p, p + 1))
-    size = len(offsets)
-    rows = [[Fraction(m) ** j for m in offsets] + [Fraction(math.factorial(order) if j == order else 0)]
-            for j in range(size)]
-    for c in range(size):  # Gauss-Jordan; the Vandermonde system is non-singular
-        pivot = next(r for r in range(c, size) if rows[r][c] != 0)
-        rows[c], rows[pivot] = rows[pivot], rows[c]
-        for r in range(size):
-            if r != c and rows[r][c] != 0:
-                factor = rows[r][c] / rows[c][c]
-                rows[r] = [a - factor * b for a, b in zip(rows[r], rows[c])]
-    weights = tuple(rows[i][size] / rows[i][i] for i in range(size))
-    return tuple(offsets), weights
-
-
-def fd_step(order: int, accuracy: int, dtype: str, x: float) -> float:
-    return MACHINE_EPSILON[dtype] ** (1.0 / (order + accuracy)) * max(1.0, abs(x))
-
-
 @dataclass
 class FdDerivative:
     value: float
@@ -162,37 +132,12 @@ class FdDerivative:
 
 def fd_derivatives(tree: Node, values: dict[str, float], variable: str, order: int, *, dtype: str = "float64",
                    eps: float | None = None, accuracy: int = DEFAULT_ACCURACY) -> list[FdDerivative]:
-    """Derivatives 1..order by central stencils, each stencil evaluated in one vectorised call in dtype.
+    """Derivatives 1..order at one point: :func:`gradcli.methods.fd.fd_derivatives` on a batch of one."""
+    from gradcli.methods import fd
 
-    When a stencil point gives a non-finite value where f(x) is finite (the stencil reaches past a
-    singularity or the domain's edge), narrower stencils with smaller steps are tried.
-    """
-    import numpy as np
-
-    t = np.dtype(dtype).type
-    f = compile_expression(tree, numpy_backend(dtype))
-    env = {k: t(v) for k, v in values.items() if k != variable}
-    x0 = t(values[variable])
-    out = []
-    with np.errstate(all="ignore"):
-        centre_finite = bool(np.isfinite(f({**env, variable: x0})))
-        for k in range(1, order + 1):
-            tries = [a for a in ACCURACY_ORDERS if a <= accuracy][::-1] or [accuracy]
-            result = None
-            for acc in tries:
-                offsets, weights = central_coefficients(k, acc)
-                requested = t(eps if eps is not None else fd_step(k, acc, dtype, values[variable]))
-                h = (x0 + requested) - x0  # the step actually taken, exact in dtype
-                if h == 0:
-                    h = requested
-                xs = x0 + np.array(offsets, dtype=t) * h
-                fx = np.broadcast_to(np.asarray(f({**env, variable: xs}), dtype=t), xs.shape)
-                d = np.dot(np.array([float(w) for w in weights], dtype=t), fx) / h ** k
-                result = FdDerivative(float(d), float(h), acc, len(offsets))
-                if np.all(np.isfinite(fx)) or not centre_finite:
-                    break
-            out.append(result)
-    return out
+    r = fd.fd_derivatives(tree, fd._one(values), variable, order, dtype=dtype, eps=eps, accuracy=accuracy)
+    return [FdDerivative(float(r.values[0, k]), float(r.steps[0, k]), int(r.accuracy[0, k]), int(r.points[0, k]))
+            for k in range(order)]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ import math
 from gradcli.errors import UsageError
 from gradcli.evaluate import PYTHON_FLOAT64, compile_expression
 from gradcli.expr import Expression, parse
-from gradcli.finite_diff import MACHINE_EPSILON, Scheme, fd_gradient
+from gradcli.methods.fd import MACHINE_EPSILON, Scheme, fd_gradient
 from gradcli.points import Point, check_covers, check_point_fits, parse_point
 from gradcli.results import METHODS, ExpressionGradient, GradientReport, point_text, shortest, value_warning
 from gradcli import symbolic

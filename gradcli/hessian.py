@@ -23,9 +23,9 @@ from typing import Any
 from gradcli import symbolic
 from gradcli.analysis import HessianAnalysis, analyse_hessian
 from gradcli.errors import UsageError
-from gradcli.evaluate import PYTHON_FLOAT64, compile_expression, numpy_backend
+from gradcli.evaluate import PYTHON_FLOAT64, compile_expression
 from gradcli.expr import Expression, Node, parse
-from gradcli.finite_diff import MACHINE_EPSILON, SECOND_DIFFERENCE_POWER, check_step
+from gradcli.methods.fd import MACHINE_EPSILON, check_step
 from gradcli.gradient import check_dtype, check_eps, parse_methods, resolve_wrt
 # ROWS_MAX: up to this many variables the tape takes one outer gradient per row (the guide's way), which
 # shows every unconnected entry; above it, all rows at once (see gradcli.methods.tape).
@@ -130,64 +130,13 @@ class FdHessian:
     steps: list[float]
 
 
-def second_difference_steps(values: dict[str, float], wrt: list[str], dtype: str, eps: float | None) -> list[float]:
-    """eps^(1/4)*max(1,|x|): balances the h^2 truncation and eps/h^2 rounding of second differences."""
-    if eps is not None:
-        return [eps] * len(wrt)
-    return [MACHINE_EPSILON[dtype] ** SECOND_DIFFERENCE_POWER * max(1.0, abs(values[k])) for k in wrt]
-
-
 def fd_hessian(tree: Node, values: dict[str, float], wrt: list[str], *, dtype: str = "float64",
                eps: float | None = None) -> FdHessian:
-    """Central second differences, all 1 + 2n^2 stencil points evaluated in one vectorised call.
+    """Central second differences at one point: :func:`gradcli.methods.fd.fd_hessians` on a batch of one."""
+    from gradcli.methods.fd import _one, fd_hessians
 
-    diagonal: (f(x+h_i) - 2 f(x) + f(x-h_i)) / h_i^2
-    mixed:    (f(x+h_i+h_j) - f(x+h_i-h_j) - f(x-h_i+h_j) + f(x-h_i-h_j)) / (4 h_i h_j)
-    Everything, the steps included, is in ``dtype``: float32 shows float32's own error.
-    """
-    import numpy as np
-
-    t = np.dtype(dtype).type
-    n = len(wrt)
-    x0 = np.array([values[k] for k in wrt], dtype=t)
-    requested = np.array(second_difference_steps(values, wrt, dtype, eps), dtype=t)
-    with np.errstate(all="ignore"):  # overflow/invalid become inf/nan, reported by the caller
-        # The step actually taken: (x + h) - x is exact in dtype, h itself may not be.
-        h = (x0 + requested) - x0
-        h = np.where(h == 0, requested, h)
-        # Stencil offsets in units of the steps: row 0 the centre, then +-e_i, then the four corners.
-        offsets = [np.zeros(n)]
-        for i in range(n):
-            for s in (1, -1):
-                e = np.zeros(n)
-                e[i] = s
-                offsets.append(e)
-        pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]
-        for i, j in pairs:
-            for si, sj in ((1, 1), (1, -1), (-1, 1), (-1, -1)):
-                e = np.zeros(n)
-                e[i], e[j] = si, sj
-                offsets.append(e)
-        points = x0 + np.array(offsets, dtype=t) * h  # shape (1 + 2n^2, n), in dtype
-        env = {k: t(v) for k, v in values.items() if k not in wrt}
-        env.update({k: points[:, c] for c, k in enumerate(wrt)})
-        fx = compile_expression(tree, numpy_backend(dtype))(env)
-        fx = np.broadcast_to(np.asarray(fx, dtype=t), (len(offsets),))
-        centre = fx[0]
-        plus, minus = fx[1:1 + 2 * n:2], fx[2:2 + 2 * n:2]
-        matrix = np.zeros((n, n), dtype=t)
-        diag = (plus - 2 * centre + minus) / (h * h)
-        matrix[np.arange(n), np.arange(n)] = diag
-        if pairs:
-            corners = fx[1 + 2 * n:].reshape(len(pairs), 4)
-            ii = np.array([p[0] for p in pairs])
-            jj = np.array([p[1] for p in pairs])
-            mixed = (corners[:, 0] - corners[:, 1] - corners[:, 2] + corners[:, 3]) / (4 * h[ii] * h[jj])
-            matrix[ii, jj] = mixed
-            matrix[jj, ii] = mixed
-        gradient = (plus - minus) / (2 * h)
-    return FdHessian(float(centre), [float(g) for g in gradient], matrix.astype(float).tolist(),
-                     [float(s) for s in h])
+    r = fd_hessians(tree, _one(values), wrt, dtype=dtype, eps=eps)
+    return FdHessian(float(r.values[0]), r.gradients[0].tolist(), r.matrices[0].tolist(), r.steps[0].tolist())
 
 
 # ---------------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from hypothesis import given, settings, strategies as st
 from gradcli.derivative import (central_coefficients, compute_derivatives, symbolic_derivatives,
                                 tape_derivatives)
 from gradcli.expr import parse
-from gradcli.finite_diff import MACHINE_EPSILON
+from gradcli.methods.fd import MACHINE_EPSILON
 from gradcli.points import parse_point
 
 SIN_DERIVATIVES = [math.cos, lambda x: -math.sin(x), lambda x: -math.cos(x), math.sin]

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from gradcli import symbolic
 from gradcli.evaluate import PYTHON_FLOAT64, compile_expression
 from gradcli.expr import parse
-from gradcli.finite_diff import MACHINE_EPSILON, default_step, fd_gradient
+from gradcli.methods.fd import MACHINE_EPSILON, default_step, fd_gradient
 from gradcli.tape import tape_gradient
 
 EPS64 = MACHINE_EPSILON["float64"]

@@ -12,7 +12,7 @@ import sys
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from gradcli.finite_diff import MACHINE_EPSILON
+from gradcli.methods.fd import MACHINE_EPSILON
 from gradcli.hessian import compute_hessian, fd_hessian, symbolic_hessian, tape_hessian
 from gradcli.expr import parse
 from gradcli.points import parse_point

@@ -10,7 +10,7 @@ import pytest
 
 from gradcli.derivative import tape_derivatives as point_derivatives
 from gradcli.expr import parse
-from gradcli.finite_diff import MACHINE_EPSILON
+from gradcli.methods.fd import MACHINE_EPSILON
 from gradcli.hessian import tape_hessian
 from gradcli.methods import tape as M
 from gradcli.tape import tape_gradient

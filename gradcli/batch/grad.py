@@ -9,7 +9,7 @@ from gradcli.errors import UsageError
 from gradcli.gradient import check_dtype, check_eps, parse_expressions, parse_methods, tolerance
 from gradcli.methods import symbolic as exact
 from gradcli.methods.fd import SCHEMES, STEP_POWER, fd_gradients
-from gradcli.finite_diff import Scheme
+from gradcli.methods.fd import Scheme
 from gradcli.results import shortest
 
 

@@ -8,7 +8,7 @@ from gradcli.analysis import analyse_hessian
 from gradcli.batch import engine
 from gradcli.errors import UsageError
 from gradcli.expr import parse
-from gradcli.finite_diff import MACHINE_EPSILON
+from gradcli.methods.fd import MACHINE_EPSILON
 from gradcli.gradient import check_dtype, check_eps, parse_methods
 from gradcli.hessian import hessian_tolerance
 from gradcli.methods import symbolic as exact

@@ -9,7 +9,7 @@ import typer
 from gradcli.commands.common import (AtOption, BatchSizeOption, DType, DTypeOption, FormatOption, GridOption,
                                      OutputFormat, PointsOption, ShowCodeOption, SymbolicTimeoutOption, conclude,
                                      emit, handle_errors, refuse_show_code_for_many, run_many)
-from gradcli.finite_diff import Scheme
+from gradcli.methods.fd import Scheme
 
 
 @handle_errors

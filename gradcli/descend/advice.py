@@ -6,7 +6,7 @@ import math
 
 from gradcli.analysis import analyse_hessian
 from gradcli.descend.results import DescentRun
-from gradcli.finite_diff import MACHINE_EPSILON
+from gradcli.methods.fd import MACHINE_EPSILON
 
 
 def hessian_at(tree, names: list[str], point: dict[str, float]):

@@ -6,7 +6,7 @@ import math
 
 from gradcli.descend.results import DescentRun
 from gradcli.descend.rules import CONVERGED, DIVERGED, MAX_STEPS, STALLED, UNBOUNDED, VALUE_BOUND, WINDOW
-from gradcli.finite_diff import MACHINE_EPSILON
+from gradcli.methods.fd import MACHINE_EPSILON
 
 
 def _explain_stop(run: DescentRun, status: int, k: int, tol: float, dtype: str, maximize: bool, window, start,

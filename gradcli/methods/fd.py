@@ -15,17 +15,30 @@ Richardson 1/5, second differences 1/4, order k with accuracy a 1/(k + a).
 
 from __future__ import annotations
 
+import enum
 import math
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 from typing import Mapping
 
+from gradcli.errors import UsageError
 from gradcli.evaluate import compile_expression, numpy_backend
 from gradcli.expr import Node
 
 MACHINE_EPSILON = {"float64": 2.220446049250313e-16, "float32": 1.1920928955078125e-07}
-SCHEMES = ("central", "forward", "backward", "richardson")
+
+
+class Scheme(str, enum.Enum):
+    """The first-derivative formulas ``--scheme`` offers."""
+
+    central = "central"
+    forward = "forward"
+    backward = "backward"
+    richardson = "richardson"
+
+
+SCHEMES = tuple(s.value for s in Scheme)
 # Exponent p in step = eps**p * max(1, |x|): the step that balances truncation and rounding error.
 STEP_POWER = {"central": 1 / 3, "forward": 1 / 2, "backward": 1 / 2, "richardson": 1 / 5}
 SECOND_DIFFERENCE_POWER = 1 / 4
@@ -34,6 +47,28 @@ SCHEME_ORDER = {"central": 2, "forward": 1, "backward": 1, "richardson": 4}
 # Stencil accuracies tried for k-th derivatives, widest first where the wide one leaves the domain.
 ACCURACY_ORDERS = (2, 4, 6, 8)
 DEFAULT_ACCURACY = 8
+
+
+def default_step(scheme: Scheme | str, dtype: str, x: float) -> float:
+    """The step ``scheme`` asks for at ``x`` when ``--eps`` is not given (before x + h rounds it)."""
+    return MACHINE_EPSILON[dtype] ** STEP_POWER[Scheme(scheme).value] * max(1.0, abs(x))
+
+
+def check_step(eps: float | None, values: dict[str, float], names, dtype: str, *, power: int = 1) -> None:
+    """Refuse an ``--eps`` that vanishes next to a variable's value in the dtype (x + h == x), or whose
+    ``power`` (h**2 for second differences, h**k for order k) underflows to zero."""
+    if eps is None:
+        return
+    np = _np()
+    t = np.dtype(dtype).type
+    h = t(eps)
+    for name in names:
+        x = t(values[name])
+        if h == 0 or x + h == x or x - h == x:
+            raise UsageError(f"--eps {eps:g} vanishes next to {name}={values[name]:g} in {dtype} "
+                             f"(x + h == x): use a larger step")
+    if power > 1 and float(h) ** power == 0:
+        raise UsageError(f"--eps {eps:g} is too small: h**{power} underflows to 0")
 
 
 def _np():
@@ -288,5 +323,26 @@ def _stencil(tree, others, variable, x, x64, idx, k, acc, dtype, eps):
     env[variable] = (x[None, :] + m[:, None] * h[None, :]).reshape(-1)  # [S * Q], in dtype
     fx = _evaluate(tree, env, dtype, (size * len(x),)).reshape(size, len(x))
     w = np.array([float(c) for c in weights], dtype=t)
-    d = (w @ fx) / h ** k
+    # term by term in a fixed order (not a BLAS product, whose order depends on the batch size), so a
+    # point gets the same digits alone or among many
+    acc = w[0] * fx[0]
+    for m_row in range(1, size):
+        acc = acc + w[m_row] * fx[m_row]
+    d = acc / h ** k
     return d.astype(np.float64), h.astype(np.float64), np.all(np.isfinite(fx), axis=0), size
+
+
+# ---------------------------------------------------------------------------------------------
+# one point: the single-point commands' view of the same engine
+# ---------------------------------------------------------------------------------------------
+def _one(values: dict[str, float]) -> dict:
+    np = _np()
+    return {k: np.array([v], dtype=np.float64) for k, v in values.items()}
+
+
+def fd_gradient(tree: Node, values: dict[str, float], wrt: list[str], *, scheme: Scheme | str = Scheme.central,
+                dtype: str = "float64", eps: float | None = None) -> tuple[dict[str, float], dict[str, float]]:
+    """Partial derivatives at one point (a batch of one): (derivative per variable, step per variable)."""
+    check_step(eps, values, wrt, dtype)
+    r = fd_gradients(tree, _one(values), wrt, scheme=Scheme(scheme).value, dtype=dtype, eps=eps)
+    return dict(zip(wrt, r.values[0].tolist())), dict(zip(wrt, r.steps[0].tolist()))
