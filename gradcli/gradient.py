@@ -7,7 +7,7 @@ import math
 from gradcli.errors import UsageError
 from gradcli.evaluate import PYTHON_FLOAT64, compile_expression
 from gradcli.expr import Expression, parse
-from gradcli.methods.fd import MACHINE_EPSILON, Scheme, fd_gradient
+from gradcli.methods.fd import MACHINE_EPSILON, Scheme, check_step, fd_gradient
 from gradcli.points import Point, check_covers, check_point_fits, parse_point
 from gradcli.results import METHODS, ExpressionGradient, GradientReport, point_text, shortest, value_warning
 from gradcli import symbolic
@@ -68,23 +68,32 @@ def check_eps(eps: float | None) -> float | None:
 
 
 def plan_gradient(expressions: list[str], *, at: list[str] | str, wrt: str | None = None,
-                  dtype: str = "float64") -> tuple[list[Expression], Point, list[str], str]:
-    """The checked inputs of ``grad``: expressions, point, variables to differentiate by, dtype."""
+                  dtype: str = "float64", methods: str | list[str] | None = None, scheme: str = "central",
+                  eps: float | None = None) -> tuple[list[Expression], Point, list[str], str]:
+    """The checked inputs of ``grad``: expressions, point, variables to differentiate by, dtype. Every
+    option is checked here, so ``--show-code`` refuses what a computation would refuse."""
     exprs = parse_expressions(expressions)
     point = parse_point(at)
     check_covers(point, [v for e in exprs for v in e.variables])
     variables = resolve_wrt(wrt, point)
     dtype = check_dtype(dtype)
     check_point_fits(point, dtype)
+    chosen = parse_methods(methods) if not isinstance(methods, list) else methods
+    eps = check_eps(eps)
+    if "fd" in chosen:
+        check_step(eps, point.values, variables, dtype)
+    Scheme(scheme)
     return exprs, point, variables, dtype
 
 
 def show_code(expressions: list[str], *, at: list[str] | str, wrt: str | None = None,
-              dtype: str = "float64") -> str:
+              dtype: str = "float64", methods: str | None = None, scheme: str = "central",
+              eps: float | None = None) -> str:
     """``grad --show-code``: the TensorFlow program for the tape column (nothing is computed)."""
     from gradcli.tape import show_code_grad
 
-    exprs, point, variables, dtype = plan_gradient(expressions, at=at, wrt=wrt, dtype=dtype)
+    exprs, point, variables, dtype = plan_gradient(expressions, at=at, wrt=wrt, dtype=dtype, methods=methods,
+                                                   scheme=scheme, eps=eps)
     return show_code_grad([e.tree for e in exprs], [e.text for e in exprs], point.values, variables, dtype)
 
 
@@ -93,9 +102,9 @@ def compute_gradient(expressions: list[str], *, at: list[str] | str, wrt: str | 
                      eps: float | None = None, dtype: str = "float64",
                      symbolic_time_limit: float = symbolic.DEFAULT_TIME_LIMIT) -> GradientReport:
     """Everything ``gradcli grad`` shows, as a :class:`GradientReport`."""
-    exprs, point, variables, dtype = plan_gradient(expressions, at=at, wrt=wrt, dtype=dtype)
+    exprs, point, variables, dtype = plan_gradient(expressions, at=at, wrt=wrt, dtype=dtype, methods=methods,
+                                                   scheme=scheme, eps=eps)
     chosen = parse_methods(methods) if not isinstance(methods, list) else methods
-    eps = check_eps(eps)
     scheme = Scheme(scheme)
 
     report = GradientReport(

@@ -41,7 +41,8 @@ def grad(
         refuse_show_code_for_many(points, grid)
         from gradcli.gradient import show_code as grad_program
 
-        print(grad_program(expressions, at=at, wrt=wrt, dtype=dtype.value), end="")
+        print(grad_program(expressions, at=at, wrt=wrt, dtype=dtype.value, methods=method, scheme=scheme.value,
+                           eps=eps), end="")
         return
     if points is not None or grid is not None:
         from gradcli.batch.grad import GradBatch
