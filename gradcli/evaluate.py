@@ -10,6 +10,8 @@ Backends:
   the float64 finite-difference path so that it needs neither NumPy nor TensorFlow imported.
 - :func:`numpy_backend` (float32/float64, scalars or arrays): the float32 path and vectorised stencils.
 - ``gradcli.tape.tf_backend``: TensorFlow ops, for ``GradientTape``.
+
+Each backend's functions come from the one function table, :mod:`gradcli.functions`.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from gradcli.expr import CONSTANTS, Add, Call, Const, Mul, Neg, Node, Num, Pow, Var, is_constant
+from gradcli.functions import numpy_functions, py_div, python_functions
 
 Compiled = Callable[[dict], Any]
 
@@ -115,19 +118,10 @@ def _fold(tree: Node) -> float:
 
 
 # ---------------------------------------------------------------------------------------------
-# Plain Python floats with IEEE semantics
+# Plain Python floats with IEEE semantics (division and the functions: gradcli.functions)
 # ---------------------------------------------------------------------------------------------
 _INF = math.inf
 _NAN = math.nan
-
-
-def _py_div(a: float, b: float) -> float:
-    try:
-        return a / b
-    except ZeroDivisionError:
-        if a == 0 or math.isnan(a):
-            return _NAN
-        return math.copysign(_INF, a) * math.copysign(1.0, b)
 
 
 def _py_pow(a: float, b: float) -> float:
@@ -143,68 +137,12 @@ def _py_pow(a: float, b: float) -> float:
         return _NAN  # negative base, non-integer exponent: not real
 
 
-def _py_unary(fn: Callable[[float], float], *, on_overflow=None, on_domain=None) -> Callable[[float], float]:
-    def f(x: float) -> float:
-        try:
-            return fn(x)
-        except OverflowError:
-            return on_overflow(x) if on_overflow else _INF
-        except (ValueError, ZeroDivisionError):
-            return on_domain(x) if on_domain else _NAN
-    return f
-
-
-def _log_domain(x: float) -> float:
-    return -_INF if x == 0 else _NAN
-
-
-def _atanh_domain(x: float) -> float:
-    return math.copysign(_INF, x) if abs(x) == 1 else _NAN
-
-
-def _py_sigmoid(x: float) -> float:
-    if x >= 0:
-        return 1.0 / (1.0 + math.exp(-x))
-    z = _py_unary(math.exp)(x)
-    return z / (1.0 + z)
-
-
-def _py_log(x: float, base: float | None = None) -> float:
-    lx = _py_unary(math.log, on_domain=_log_domain)(x)
-    if base is None:
-        return lx
-    return _py_div(lx, _py_unary(math.log, on_domain=_log_domain)(base))
-
-
-_py_sin = _py_unary(math.sin)
-_py_cos = _py_unary(math.cos)
-_py_tan = _py_unary(math.tan)
-
 PYTHON_FLOAT64 = Backend(
     name="python-float64",
     const=float,
     pow=_py_pow,
-    div=_py_div,
-    functions={
-        "sin": _py_sin, "cos": _py_cos, "tan": _py_tan,
-        "sec": lambda x: _py_div(1.0, _py_cos(x)),
-        "csc": lambda x: _py_div(1.0, _py_sin(x)),
-        "cot": lambda x: _py_div(1.0, _py_tan(x)),
-        "asin": _py_unary(math.asin), "acos": _py_unary(math.acos), "atan": _py_unary(math.atan),
-        "sinh": _py_unary(math.sinh, on_overflow=lambda x: math.copysign(_INF, x)),
-        "cosh": _py_unary(math.cosh), "tanh": _py_unary(math.tanh),
-        "asinh": _py_unary(math.asinh), "acosh": _py_unary(math.acosh),
-        "atanh": _py_unary(math.atanh, on_domain=_atanh_domain),
-        "exp": _py_unary(math.exp),
-        "log": _py_log,
-        "log2": _py_unary(math.log2, on_domain=_log_domain),
-        "log10": _py_unary(math.log10, on_domain=_log_domain),
-        "sqrt": _py_unary(math.sqrt),
-        "abs": abs,
-        "atan2": math.atan2,
-        "erf": _py_unary(math.erf),
-        "sigmoid": _py_sigmoid,
-    },
+    div=py_div,
+    functions=python_functions(),
 )
 
 
@@ -221,30 +159,12 @@ def numpy_backend(dtype: str) -> Backend:
     import numpy as np
 
     t = np.dtype(dtype).type
-    erf_scalar = np.vectorize(_py_unary(math.erf), otypes=[np.float64])
-
-    def erf(x):
-        return t(erf_scalar(x)) if np.ndim(x) == 0 else erf_scalar(x).astype(t)
-
-    def log(x, base=None):
-        return np.log(x) if base is None else np.log(x) / np.log(base)
-
     backend = Backend(
         name=f"numpy-{dtype}",
         const=t,
         pow=np.power,
         div=np.divide,
-        functions={
-            "sin": np.sin, "cos": np.cos, "tan": np.tan,
-            "sec": lambda x: 1 / np.cos(x), "csc": lambda x: 1 / np.sin(x), "cot": lambda x: 1 / np.tan(x),
-            "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan,
-            "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh,
-            "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh,
-            "exp": np.exp, "log": log, "log2": np.log2, "log10": np.log10,
-            "sqrt": np.sqrt, "abs": np.abs, "atan2": np.arctan2, "erf": erf,
-            # exp(-log(1 + exp(-x))): no overflow and no cancellation for large |x|
-            "sigmoid": lambda x: np.exp(-np.logaddexp(t(0), -x)),
-        },
+        functions=numpy_functions(np, t),
     )
     _NUMPY_BACKENDS[dtype] = backend
     return backend

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from gradcli.errors import ParseError
+from gradcli.functions import ARITIES, CANONICAL
 
 # Limits on hostile input; generous for anything a person types.
 MAX_LENGTH = 10_000
@@ -39,16 +40,9 @@ MAX_EXACT_EXPONENT = 10_000
 
 CONSTANTS = {"pi": math.pi, "e": math.e}
 
-# name -> allowed argument counts. The three backends implement exactly these.
-FUNCTIONS: dict[str, tuple[int, ...]] = {
-    "sin": (1,), "cos": (1,), "tan": (1,),
-    "sec": (1,), "csc": (1,), "cot": (1,),
-    "asin": (1,), "acos": (1,), "atan": (1,),
-    "sinh": (1,), "cosh": (1,), "tanh": (1,),
-    "asinh": (1,), "acosh": (1,), "atanh": (1,),
-    "exp": (1,), "log": (1, 2), "ln": (1,), "log2": (1,), "log10": (1,),
-    "sqrt": (1,), "abs": (1,), "atan2": (2,), "erf": (1,), "sigmoid": (1,),
-}
+# name -> allowed argument counts, from the one function table (gradcli.functions), aliases included:
+# ``ln(x)`` is read as ``log(x)``. Every backend implements the table's names (tests/test_functions.py).
+FUNCTIONS: dict[str, tuple[int, ...]] = ARITIES
 # Friendly hints for names people try that gradcli does not take.
 _UNSUPPORTED_HINTS = {
     "arcsin": "asin", "arccos": "acos", "arctan": "atan", "arctan2": "atan2",
@@ -375,9 +369,7 @@ class _Parser:
             if len(args) not in arities:
                 want = " or ".join(str(a) for a in arities)
                 raise self.error(f"{name}() takes {want} argument{'s' if arities != (1,) else ''}, got {len(args)}", t.pos)
-            if name == "ln":
-                name = "log"
-            return Call(name, tuple(args), pos=t.pos)
+            return Call(CANONICAL.get(name, name), tuple(args), pos=t.pos)
         if name in FUNCTIONS:
             raise self.error(f"'{name}' is a function: call it as {name}(...), it cannot be a variable", t.pos)
         if name in CONSTANTS:

@@ -12,6 +12,7 @@ import math
 from typing import Any, Callable
 
 from gradcli.expr import Add, Call, Const, Mul, Neg, Node, Num, Pow, Var
+from gradcli.functions import sympy_functions
 
 # Seconds SymPy may spend on one command before its column is left out.
 DEFAULT_TIME_LIMIT = 10.0
@@ -57,19 +58,8 @@ def to_sympy(tree: Node, symbols: dict[str, Any]):
     return build(tree)
 
 
-_SYMPY_FUNCTIONS: dict[str, Callable] = {
-    "sin": lambda sp, x: sp.sin(x), "cos": lambda sp, x: sp.cos(x), "tan": lambda sp, x: sp.tan(x),
-    "sec": lambda sp, x: sp.sec(x), "csc": lambda sp, x: sp.csc(x), "cot": lambda sp, x: sp.cot(x),
-    "asin": lambda sp, x: sp.asin(x), "acos": lambda sp, x: sp.acos(x), "atan": lambda sp, x: sp.atan(x),
-    "sinh": lambda sp, x: sp.sinh(x), "cosh": lambda sp, x: sp.cosh(x), "tanh": lambda sp, x: sp.tanh(x),
-    "asinh": lambda sp, x: sp.asinh(x), "acosh": lambda sp, x: sp.acosh(x), "atanh": lambda sp, x: sp.atanh(x),
-    "exp": lambda sp, x: sp.exp(x),
-    "log": lambda sp, x, b=None: sp.log(x) if b is None else sp.log(x, b),
-    "log2": lambda sp, x: sp.log(x, 2), "log10": lambda sp, x: sp.log(x, 10),
-    "sqrt": lambda sp, x: sp.sqrt(x), "abs": lambda sp, x: sp.Abs(x),
-    "atan2": lambda sp, y, x: sp.atan2(y, x), "erf": lambda sp, x: sp.erf(x),
-    "sigmoid": lambda sp, x: 1 / (1 + sp.exp(-x)),
-}
+# name -> build(sp, *args), from the one function table.
+_SYMPY_FUNCTIONS: dict[str, Callable] = sympy_functions()
 
 
 def exact_point(point_exact: dict[str, Node], symbols: dict[str, Any]) -> dict[Any, Any]:

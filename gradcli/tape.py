@@ -16,6 +16,7 @@ import warnings
 
 from gradcli.evaluate import Backend
 from gradcli.expr import Add, Call, Mul, Neg, Node, Pow, Var, is_constant
+from gradcli.functions import tf_code_templates, tf_functions
 
 _tf = None
 
@@ -77,9 +78,6 @@ def tf_backend(dtype: str) -> Backend:
     def const(v: float):
         return tf.constant(v, dtype=tf_dtype)
 
-    def log(x, base=None):
-        return tf.math.log(x) if base is None else tf.math.log(x) / tf.math.log(base)
-
     def int_pow(x, n: int):
         # x*x*...*x: exact derivatives of every order (tf.pow's gradient n*x**(n-1) is NaN at x = 0
         # once the exponent reaches -1, e.g. the third derivative of x**2).
@@ -90,25 +88,13 @@ def tf_backend(dtype: str) -> Backend:
             out = out * x
         return out
 
-    ln2 = const(0.6931471805599453)
-    ln10 = const(2.302585092994046)
     backend = Backend(
         name=f"tensorflow-{dtype}",
         const=const,
         pow=tf.pow,
         div=tf.math.divide,
         int_pow=int_pow,
-        functions={
-            "sin": tf.sin, "cos": tf.cos, "tan": tf.tan,
-            "sec": lambda x: 1 / tf.cos(x), "csc": lambda x: 1 / tf.sin(x), "cot": lambda x: 1 / tf.tan(x),
-            "asin": tf.asin, "acos": tf.acos, "atan": tf.atan,
-            "sinh": tf.sinh, "cosh": tf.cosh, "tanh": tf.tanh,
-            "asinh": tf.asinh, "acosh": tf.acosh, "atanh": tf.atanh,
-            "exp": tf.exp, "log": log,
-            "log2": lambda x: tf.math.log(x) / ln2, "log10": lambda x: tf.math.log(x) / ln10,
-            "sqrt": tf.sqrt, "abs": tf.abs, "atan2": tf.math.atan2, "erf": tf.math.erf,
-            "sigmoid": tf.math.sigmoid,
-        },
+        functions=tf_functions(tf, const),
     )
     _TF_BACKENDS[dtype] = backend
     return backend
@@ -142,16 +128,7 @@ def _one_point(values: dict[str, float]) -> dict:
 # ---------------------------------------------------------------------------------------------
 # --show-code: the same computation as a short TensorFlow program in the guide's style
 # ---------------------------------------------------------------------------------------------
-_TF_FUNCTION_CODE = {
-    "sin": "tf.sin({0})", "cos": "tf.cos({0})", "tan": "tf.tan({0})",
-    "sec": "1 / tf.cos({0})", "csc": "1 / tf.sin({0})", "cot": "1 / tf.tan({0})",
-    "asin": "tf.asin({0})", "acos": "tf.acos({0})", "atan": "tf.atan({0})",
-    "sinh": "tf.sinh({0})", "cosh": "tf.cosh({0})", "tanh": "tf.tanh({0})",
-    "asinh": "tf.asinh({0})", "acosh": "tf.acosh({0})", "atanh": "tf.atanh({0})",
-    "exp": "tf.exp({0})", "log": "tf.math.log({0})", "log2": "tf.math.log({0}) / math.log(2)",
-    "log10": "tf.math.log({0}) / math.log(10)", "sqrt": "tf.sqrt({0})", "abs": "tf.abs({0})",
-    "atan2": "tf.math.atan2({0}, {1})", "erf": "tf.math.erf({0})", "sigmoid": "tf.math.sigmoid({0})",
-}
+_TF_FUNCTION_CODE = tf_code_templates()
 
 
 # Names the generated programs use themselves (and Python's builtins): a user variable called one of

@@ -17,6 +17,7 @@ from typing import Any, Hashable, Mapping
 from gradcli import symbolic
 from gradcli.evaluate import Backend, compile_expression, numpy_backend
 from gradcli.expr import Add, Call, Const, Mul, Node, Num, Pow, Var
+from gradcli.functions import sympy_class_names
 
 EVALUATION = "float64 evaluation of the exact formula"
 
@@ -66,12 +67,10 @@ class _Untranslatable(Exception):
     pass
 
 
-# SymPy function name -> gradcli function name (the evaluation-only ones are not in the language).
+# SymPy class name -> gradcli function name: the language's functions SymPy keeps as calls (from the
+# function table), and the evaluation-only ones its derivatives use, which formula_backend() adds.
 _FUNCTION_NAMES = {
-    "sin": "sin", "cos": "cos", "tan": "tan", "sec": "sec", "csc": "csc", "cot": "cot",
-    "asin": "asin", "acos": "acos", "atan": "atan", "sinh": "sinh", "cosh": "cosh", "tanh": "tanh",
-    "asinh": "asinh", "acosh": "acosh", "atanh": "atanh", "exp": "exp", "log": "log",
-    "Abs": "abs", "atan2": "atan2", "erf": "erf",
+    **sympy_class_names(),
     "sign": "sign", "DiracDelta": "dirac_delta", "Heaviside": "heaviside",
 }
 
