@@ -10,8 +10,8 @@
   float64, this wide stencil beats Richardson extrapolation of the 3-point stencil at every order
   from 2 up (halving the step multiplies the rounding error by 2^k), so Richardson is not used.
   Where the wide stencil leaves the function's domain, narrower ones are tried.
-- symbolic: SymPy's k-th derivatives and their exact values, started first, in a worker process that is
-  killed at its deadline (a thread once TensorFlow is loaded).
+- symbolic: SymPy's k-th derivatives and their exact values, started first as a
+  :class:`gradcli.worker.BoundedJob`.
 """
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ from gradcli.evaluate import PYTHON_FLOAT64, compile_expression
 from gradcli.expr import Expression, Node, parse
 from gradcli.methods.fd import ACCURACY_ORDERS, DEFAULT_ACCURACY, MACHINE_EPSILON, central_coefficients, check_step
 from gradcli.gradient import check_dtype, check_eps, parse_methods
-from gradcli.hessian import CancelFlag, SymbolicJob
 # Seconds the nested tapes may take (each order re-records every lower one): see gradcli.methods.tape.
 from gradcli.methods.tape import TAPE_TIME_BUDGET
 from gradcli.points import Point, check_covers, check_point_fits, parse_point
 from gradcli.results import METHODS, clean, flag_undefined_value, point_text, shortest
+from gradcli.worker import BoundedJob, CancelFlag
 
 MAX_ORDER = 10
 
@@ -145,16 +145,15 @@ def fd_derivatives(tree: Node, values: dict[str, float], variable: str, order: i
 # ---------------------------------------------------------------------------------------------
 def symbolic_derivatives_work(tree: Node, point_exact: dict[str, Node], names: list[str], variable: str,
                              order: int, cancel: CancelFlag) -> tuple[float | None, list[float | None], list[str]]:
-    """(value, [f', ..., f^(order)] at the exact point, formulas). Module-level, with picklable
-    arguments, so that it can run in a worker process."""
+    """(value, [f', ..., f^(order)] at the exact point, formulas). A :class:`gradcli.worker.BoundedJob`
+    work function (module-level, picklable arguments)."""
     syms = symbolic.symbols_for(names)
     subs = symbolic.exact_point(point_exact, syms)
     d = symbolic.to_sympy(tree, syms)
     value = symbolic.value_at(d, subs)
     values, formulas = [], []
     for _ in range(order):
-        if cancel.set:  # a worker thread whose caller gave up: stop after the current order
-            raise symbolic.SymbolicTimeout("cancelled")
+        cancel.check()
         d = d.diff(syms[variable])
         values.append(symbolic.value_at(d, subs))
         formulas.append(symbolic.formula_text(d))
@@ -162,11 +161,10 @@ def symbolic_derivatives_work(tree: Node, point_exact: dict[str, Node], names: l
 
 
 def start_symbolic_derivatives(tree: Node, point: Point, variable: str, order: int, *, time_limit: float,
-                               parallel: bool = True) -> SymbolicJob:
-    """Start :func:`symbolic_derivatives_work` in the background: in a forked process, killed at the
-    deadline, when TensorFlow is not imported yet (else a thread, told to stop at the deadline)."""
-    return SymbolicJob(symbolic_derivatives_work, time_limit, tree, dict(point.exact), list(point.names),
-                       variable, order, parallel=parallel)
+                               parallel: bool = True) -> BoundedJob:
+    """Start :func:`symbolic_derivatives_work` as a :class:`gradcli.worker.BoundedJob`."""
+    return BoundedJob(symbolic_derivatives_work, (tree, dict(point.exact), list(point.names), variable, order),
+                      time_limit, parallel=parallel, cancellable=True)
 
 
 def symbolic_derivatives(tree: Node, point: Point, variable: str, order: int, *,
@@ -266,8 +264,7 @@ def compute_derivatives(expression: str, *, at: list[str] | str, order: int = 1,
     expr, point, variable, order, chosen = setup.expr, setup.point, setup.variable, setup.order, setup.methods
     dtype, eps = setup.dtype, setup.eps
 
-    # SymPy first, before anything imports TensorFlow: then it runs in a forked process on the other
-    # core while the tape and fd columns are computed, and is killed if it is still running at its deadline.
+    # SymPy first, before anything imports TensorFlow (see gradcli.worker.BoundedJob).
     job = (start_symbolic_derivatives(expr.tree, point, variable, order, time_limit=symbolic_time_limit)
            if "symbolic" in chosen else None)
 

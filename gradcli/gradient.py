@@ -11,6 +11,7 @@ from gradcli.methods.fd import MACHINE_EPSILON, Scheme, check_step, fd_gradient
 from gradcli.points import Point, check_covers, check_point_fits, parse_point
 from gradcli.results import METHODS, ExpressionGradient, GradientReport, point_text, shortest, value_warning
 from gradcli import symbolic
+from gradcli.worker import BoundedJob, CancelFlag
 
 DTYPES = ("float64", "float32")
 # Order of the truncation error of each scheme (error ~ h**p).
@@ -116,10 +117,8 @@ def compute_gradient(expressions: list[str], *, at: list[str] | str, wrt: str | 
         value = compile_expression(e.tree, PYTHON_FLOAT64)(point.values)
         report.results.append(ExpressionGradient(expression=e.text, value=value))
 
-    # SymPy starts first, in another process where that is safe: it imports and differentiates on the
-    # second core while this one imports TensorFlow, evaluates the stencils and loads rich.
-    pending = (_start_symbolic(exprs, point, variables, symbolic_time_limit, parallel=True)
-               if "symbolic" in chosen else None)
+    # SymPy first, before anything imports TensorFlow (see gradcli.worker.BoundedJob).
+    job = _start_symbolic(exprs, point, variables, symbolic_time_limit) if "symbolic" in chosen else None
     if "tape" in chosen:
         per_tree, unconnected, summed, _ = _tape(exprs, point, variables, dtype)
         for r, g, u in zip(report.results, per_tree, unconnected):
@@ -136,8 +135,8 @@ def compute_gradient(expressions: list[str], *, at: list[str] | str, wrt: str | 
         if len(exprs) > 1:
             report.sum = report.sum or {}
             report.sum["fd"] = _sum_rows([r.gradient["fd"] for r in report.results], variables)
-    if pending is not None:
-        _symbolic_column(pending, report, variables, len(exprs))
+    if job is not None:
+        _symbolic_column(job, report, variables, len(exprs))
     for r in report.results:  # JSON lists the methods in their usual order
         r.gradient = {m: r.gradient[m] for m in METHODS if m in r.gradient}
     if report.sum:
@@ -160,9 +159,9 @@ def _sum_rows(rows: list[dict[str, float | None]], variables: list[str]) -> dict
     return out
 
 
-def symbolic_gradients(trees, point_exact: dict, names: list[str], variables: list[str]):
-    """For each tree: (value, {var: formula}, {var: exact derivative value}). Module-level, so that a
-    pre-started worker process can be sent it."""
+def symbolic_gradients(trees, point_exact: dict, names: list[str], variables: list[str], cancel: CancelFlag):
+    """For each tree: (value, {var: formula}, {var: exact derivative value}). A
+    :class:`gradcli.worker.BoundedJob` work function (module-level, picklable arguments)."""
     symbols = symbolic.symbols_for(names)
     subs = symbolic.exact_point(point_exact, symbols)
     out = []
@@ -171,6 +170,7 @@ def symbolic_gradients(trees, point_exact: dict, names: list[str], variables: li
         value = symbolic.value_at(f, subs)
         formulas, values = {}, {}
         for v in variables:
+            cancel.check()
             d = f.diff(symbols[v])
             formulas[v] = symbolic.formula_text(d)
             values[v] = symbolic.value_at(d, subs)
@@ -178,14 +178,14 @@ def symbolic_gradients(trees, point_exact: dict, names: list[str], variables: li
     return out
 
 
-def _start_symbolic(exprs, point: Point, variables, time_limit: float, *, parallel: bool) -> symbolic.Pending:
-    return symbolic.start_bounded(symbolic_gradients, time_limit, [e.tree for e in exprs], dict(point.exact),
-                                  list(point.names), list(variables), parallel=parallel)
+def _start_symbolic(exprs, point: Point, variables, time_limit: float) -> BoundedJob:
+    return BoundedJob(symbolic_gradients, ([e.tree for e in exprs], dict(point.exact), list(point.names),
+                                           list(variables)), time_limit, parallel=True, cancellable=True)
 
 
-def _symbolic_column(pending: symbolic.Pending, report: GradientReport, variables, count: int) -> None:
+def _symbolic_column(job: BoundedJob, report: GradientReport, variables, count: int) -> None:
     try:
-        columns = pending.result()
+        columns = job.result()
     except symbolic.SymbolicTimeout as exc:
         report.notes.append(f"symbolic column left out: {exc} (raise --symbolic-timeout to wait longer)")
         report.methods = [m for m in report.methods if m != "symbolic"]

@@ -6,8 +6,8 @@
   rows from one ``outer.gradient`` over n stacked copies of the point (the expression's alike terms
   vectorised). Written once, for batches of points, in :mod:`gradcli.methods.tape`.
 - fd: central second differences, every stencil point evaluated at once with NumPy arrays.
-- symbolic: SymPy's exact Hessian, its value at the exactly-typed point, started first, in a worker
-  process that is killed at its deadline (a thread once TensorFlow is loaded).
+- symbolic: SymPy's exact Hessian, its value at the exactly-typed point, started first as a
+  :class:`gradcli.worker.BoundedJob`.
 
 The analysis (eigenvalues, definiteness, critical point, ...) is :func:`gradcli.analysis.analyse_hessian`
 on the most trustworthy matrix available: exact, else tape, else fd.
@@ -16,7 +16,6 @@ on the most trustworthy matrix available: exact, else tape, else fd.
 from __future__ import annotations
 
 import math
-import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +31,7 @@ from gradcli.gradient import check_dtype, check_eps, parse_methods, resolve_wrt
 from gradcli.methods.tape import ROWS_MAX  # noqa: F401
 from gradcli.points import Point, check_covers, check_point_fits, parse_point
 from gradcli.results import METHODS, clean, flag_undefined_value, point_text, shortest
+from gradcli.worker import BoundedJob, CancelFlag
 
 Matrix = list[list[float | None]]
 
@@ -150,59 +150,6 @@ class SymbolicHessian:
     formulas: list[list[str]]
 
 
-class _Cancelled(Exception):
-    pass
-
-
-class CancelFlag:
-    """Set when the caller stops waiting for SymPy. A worker *thread* (the fallback once TensorFlow is
-    loaded) checks it between derivatives and stops; a worker *process* has its own copy and is killed
-    at the deadline instead. A plain attribute, so that it pickles (a pre-started worker gets it pickled).
-    """
-
-    def __init__(self) -> None:
-        self.set = False
-
-
-class SymbolicJob:
-    """SymPy work started in the background (see :func:`symbolic.start_bounded`); :meth:`result` waits
-    up to the deadline, then raises :class:`symbolic.SymbolicTimeout` and tells a worker thread to stop.
-
-    A worker process is killed at the deadline by a timer, even while this process is still busy
-    (importing TensorFlow, taping): past its deadline it would only take a core from them.
-    """
-
-    def __init__(self, fn, seconds: float, *args, parallel: bool = True) -> None:
-        self.seconds = seconds
-        self.cancel = CancelFlag()
-        self.pending = symbolic.start_bounded(fn, seconds, *args, self.cancel, parallel=parallel)
-        self.process = getattr(self.pending, "process", None)
-        self.killed = False
-        self.timer = None
-        if self.process is not None:
-            self.timer = threading.Timer(seconds, self._kill)
-            self.timer.daemon = True
-            self.timer.start()
-
-    def _kill(self) -> None:
-        self.killed = True
-        self.process.kill()
-
-    def result(self):
-        try:
-            return self.pending.result()
-        except symbolic.SymbolicTimeout:
-            self.cancel.set = True
-            if self.process is not None:
-                self.process.join()  # killed at the deadline: reap it now, no zombie left behind
-            if self.killed:
-                raise symbolic.SymbolicTimeout(f"SymPy took longer than {self.seconds:g} s") from None
-            raise
-        finally:
-            if self.timer is not None:
-                self.timer.cancel()
-
-
 def product_rule_diff(expr, s):
     """``expr.diff(s)``, with sums and products taken apart here.
 
@@ -230,7 +177,7 @@ def symbolic_hessian_work(tree: Node, point_exact: dict[str, Node], names: list[
                           formulas: bool, cancel: CancelFlag) -> SymbolicHessian:
     """The exact Hessian (upper triangle, mirrored: SymPy's mixed partials commute for these functions).
 
-    Module-level, with picklable arguments, so that it can run in a worker process.
+    A :class:`gradcli.worker.BoundedJob` work function (module-level, picklable arguments).
     """
     syms = symbolic.symbols_for(names)
     subs = symbolic.exact_point(point_exact, syms)
@@ -238,8 +185,7 @@ def symbolic_hessian_work(tree: Node, point_exact: dict[str, Node], names: list[
     value = symbolic.value_at(f, subs)
     first = []
     for v in wrt:
-        if cancel.set:
-            raise _Cancelled
+        cancel.check()
         first.append(product_rule_diff(f, syms[v]))
     gradient = [symbolic.value_at(d, subs) for d in first]
     n = len(wrt)
@@ -247,8 +193,7 @@ def symbolic_hessian_work(tree: Node, point_exact: dict[str, Node], names: list[
     texts = [[""] * n for _ in range(n)]
     for i in range(n):
         for j in range(i, n):
-            if cancel.set:
-                raise _Cancelled
+            cancel.check()
             d = product_rule_diff(first[i], syms[wrt[j]])
             matrix[i][j] = matrix[j][i] = symbolic.value_at(d, subs)
             if formulas:
@@ -257,12 +202,10 @@ def symbolic_hessian_work(tree: Node, point_exact: dict[str, Node], names: list[
 
 
 def start_symbolic_hessian(tree: Node, point: Point, wrt: list[str], *, time_limit: float,
-                           formulas: bool = True, parallel: bool = True) -> SymbolicJob:
-    """Start :func:`symbolic_hessian_work` in the background. With ``parallel`` and TensorFlow not yet
-    imported it runs in a forked process, killed at the deadline (SymPy's big-integer work holds the
-    GIL: a thread past its deadline could keep gradcli from ever finishing)."""
-    return SymbolicJob(symbolic_hessian_work, time_limit, tree, dict(point.exact), list(point.names), list(wrt),
-                       formulas, parallel=parallel)
+                           formulas: bool = True, parallel: bool = True) -> BoundedJob:
+    """Start :func:`symbolic_hessian_work` as a :class:`gradcli.worker.BoundedJob`."""
+    return BoundedJob(symbolic_hessian_work, (tree, dict(point.exact), list(point.names), list(wrt), formulas),
+                      time_limit, parallel=parallel, cancellable=True)
 
 
 def symbolic_hessian(tree: Node, point: Point, wrt: list[str], *, time_limit: float,
@@ -336,8 +279,7 @@ def compute_hessian(expression: str, *, at: list[str] | str, wrt: str | None = N
     expr, point, variables, chosen = setup.expr, setup.point, setup.variables, setup.methods
     dtype, eps = setup.dtype, setup.eps
 
-    # SymPy first, before anything imports TensorFlow: then it runs in a forked process on the other
-    # core while the tape and fd columns are computed, and is killed if it is still running at its deadline.
+    # SymPy first, before anything imports TensorFlow (see gradcli.worker.BoundedJob).
     job = (start_symbolic_hessian(expr.tree, point, variables, time_limit=symbolic_time_limit, formulas=formulas)
            if "symbolic" in chosen else None)
 

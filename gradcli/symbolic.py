@@ -2,8 +2,7 @@
 
 SymPy objects are built node by node from gradcli's own tree (never ``sympify``/``parse_expr``,
 which run ``eval``). Symbols are created ``real=True`` so that ``diff(abs(x))`` is ``sign(x)``.
-SymPy can take unbounded time on small inputs, so the commands run it through :mod:`gradcli.worker`
-(a forked process killed at the deadline, or a thread).
+SymPy can take unbounded time on small inputs: the commands run it as a :class:`gradcli.worker.BoundedJob`.
 """
 
 from __future__ import annotations
@@ -20,8 +19,7 @@ DEFAULT_TIME_LIMIT = 10.0
 EVAL_DIGITS = 30
 
 
-# SymPy's work runs through gradcli.worker (a deadline, a thread or a forked process).
-from gradcli.worker import Pending, SymbolicTimeout, run_bounded, start_bounded  # noqa: E402,F401
+from gradcli.worker import BoundedJob, SymbolicTimeout  # noqa: E402,F401
 
 
 def symbols_for(names) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""SymPy's background worker: results, errors and deadlines, in a thread and in a forked process."""
+"""SymPy's background job (gradcli.worker.BoundedJob): results, errors, deadlines and cancelling, in a
+thread and in a forked process (the pre-started worker or a fresh fork)."""
 
 from __future__ import annotations
 
@@ -10,57 +11,128 @@ import time
 import pytest
 
 from gradcli.entry import will_differentiate_symbolically
-from gradcli.worker import SymbolicTimeout, start_bounded
+from gradcli.worker import BoundedJob, SymbolicTimeout
 
 
 def _slow():
     time.sleep(5)
 
 
+def _spin(cancel):
+    """A cancellable work function that never finishes on its own."""
+    while True:
+        cancel.check()
+        time.sleep(0.01)
+
+
 def test_thread_result_error_and_deadline():
-    assert start_bounded(pow, 5, 2, 10).result() == 1024
-    with pytest.raises(ZeroDivisionError):
-        start_bounded(divmod, 5, 1, 0).result()
-    with pytest.raises(SymbolicTimeout):
-        start_bounded(_slow, 0.1).result()
+    assert BoundedJob(pow, (2, 10), 5).result() == 1024
+    with pytest.raises(ZeroDivisionError):  # the work function's own error, re-raised in the caller
+        BoundedJob(divmod, (1, 0), 5).result()
+    job = BoundedJob(_slow, (), 0.1)
+    assert job.process is None and job.thread is not None
+    with pytest.raises(SymbolicTimeout, match=r"^SymPy took longer than 0\.1 s$"):
+        job.result()
+    with pytest.raises(SymbolicTimeout):  # asked again: the same answer, no second wait
+        job.result()
 
 
-def test_forked_worker_in_a_fresh_interpreter():
+def test_thread_job_is_cancelled_through_its_flag():
+    # at the deadline, while the caller is busy elsewhere: the timer sets the flag, the work stops itself
+    job = BoundedJob(_spin, (), 0.2, cancellable=True)
+    time.sleep(0.3)
+    job.thread.join(5)
+    assert not job.thread.is_alive()
+    with pytest.raises(SymbolicTimeout, match=r"^SymPy took longer than 0\.2 s$"):
+        job.result()
+    # a caller that no longer needs the answer
+    job = BoundedJob(_spin, (), 30, cancellable=True)
+    job.cancel()
+    job.thread.join(5)
+    assert not job.thread.is_alive()
+    with pytest.raises(SymbolicTimeout, match="cancelled"):
+        job.result()
+
+
+def test_forked_jobs_in_a_fresh_interpreter():
     # Forking is refused once TensorFlow is loaded (as it may be in this test process), so check the
     # process paths in a fresh interpreter.
     code = textwrap.dedent("""
-        import time
-        from gradcli.worker import SymbolicTimeout, prestart_worker, start_bounded
+        import multiprocessing, os, signal, time
+        import gradcli.worker as worker
+        from gradcli.worker import BoundedJob, SymbolicTimeout, prestart_worker
         from gradcli.gradient import symbolic_gradients
         from gradcli.expr import parse
         from gradcli.points import parse_point
 
-        prestart_worker()  # the pre-started worker takes the first job (pickled)
+        def reaped(process):  # no zombie: the pid is no longer a child of ours to wait for
+            try:
+                os.waitpid(process.pid, os.WNOHANG)
+            except ChildProcessError:
+                return True
+            return False
+
+        # the pre-started worker takes the first parallel job (pickled, with its cancel flag)
+        prestart_worker()
+        started = worker._worker.process
         e = parse("(x1+5)*x2**2")
         p = parse_point("x1=2,x2=3")
-        pending = start_bounded(symbolic_gradients, 30, [e.tree], dict(p.exact), list(p.names), ["x1", "x2"],
-                                parallel=True)
-        assert pending.process is not None
-        value, formulas, grads = pending.result()[0]
+        job = BoundedJob(symbolic_gradients, ([e.tree], dict(p.exact), list(p.names), ["x1", "x2"]), 30,
+                         parallel=True, cancellable=True)
+        assert job.process is started and worker._worker is None
+        value, formulas, grads = job.result()[0]
         assert (value, grads) == (63.0, {"x1": 9.0, "x2": 42.0}), grads
         assert formulas == {"x1": "x2**2", "x2": "2*x2*(x1 + 5)"}
+        assert reaped(started)
 
-        failing = start_bounded(divmod, 30, 1, 0, parallel=True)  # a fresh fork
-        assert failing.process is not None
+        # an error in the pre-started worker, then in a fresh fork, comes back as itself
+        prestart_worker()
+        job = BoundedJob(divmod, (1, 0), 30, parallel=True)
+        assert job.process is not None and worker._worker is None
         try:
-            failing.result()
-            raise SystemExit("no error")
+            job.result()
+            raise SystemExit("no error from the pre-started worker")
+        except ZeroDivisionError:
+            pass
+        job = BoundedJob(divmod, (1, 0), 30, parallel=True)
+        assert job.process is not None
+        try:
+            job.result()
+            raise SystemExit("no error from the fork")
         except ZeroDivisionError:
             pass
 
-        slow = start_bounded(time.sleep, 0.2, 30, parallel=True)
+        # past its deadline, a fork is killed and reaped while the caller sleeps (grad's, hessian's,
+        # derivative's and descend's jobs alike), and so is the pre-started worker
+        for pre in (False, True):
+            if pre:
+                prestart_worker()
+            job = BoundedJob(time.sleep, (30,), 0.3, parallel=True)
+            time.sleep(1.5)
+            assert not job.process.is_alive()
+            assert job.process.exitcode == -signal.SIGKILL, job.process.exitcode
+            assert reaped(job.process), "a zombie"
+            try:
+                job.result()
+                raise SystemExit("no timeout")
+            except SymbolicTimeout as exc:
+                assert str(exc) == "SymPy took longer than 0.3 s", exc
+
+        # an answer that came in time is kept, even when it is read after the deadline
+        job = BoundedJob(pow, (2, 10), 0.3, parallel=True)
+        time.sleep(0.8)
+        assert job.result() == 1024
+
+        # cancel(): killed and reaped at once
+        job = BoundedJob(time.sleep, (30,), 30, parallel=True)
+        job.cancel()
+        assert reaped(job.process) and job.process.exitcode == -signal.SIGKILL
         try:
-            slow.result()
-            raise SystemExit("no timeout")
+            job.result()
+            raise SystemExit("no error after cancel")
         except SymbolicTimeout:
             pass
-        slow.process.join(5)
-        assert not slow.process.is_alive()  # killed at the deadline, not left running
+        assert multiprocessing.active_children() == []
         print("ok")
     """)
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

@@ -3,7 +3,7 @@ chunk, judge every point, hand the records to the writer, repeat.
 
 Memory is bounded by the chunk size, not by the number of points: records are written as each chunk
 finishes (a reader of ``--format jsonl`` sees the first records before the last rows are read).
-SymPy differentiates once, before the first chunk, in a worker killed at its deadline; every chunk
+SymPy differentiates once, before the first chunk, as a :class:`gradcli.worker.BoundedJob`; every chunk
 then evaluates the exact formulas in float64 (see :mod:`gradcli.methods.symbolic`).
 """
 
@@ -16,6 +16,7 @@ from typing import Any, Iterable, Protocol
 from gradcli.errors import UsageError
 from gradcli.results import METHODS, point_text
 from gradcli.results import clean as json_safe
+from gradcli.worker import BoundedJob, SymbolicTimeout
 
 # Warnings printed on stderr one by one before the rest are only counted (they are in the records).
 WARNINGS_SHOWN = 5
@@ -155,19 +156,15 @@ def note_error(record: dict, method: str, err: float | None) -> None:
         record["largest_error"][method] = max(err, record["largest_error"].get(method, 0.0))
 
 
-def start_symbolic(fn, time_limit: float, *args):
-    """SymPy's one differentiation for the whole batch, in a worker killed at its deadline."""
-    from gradcli.worker import start_bounded
-
-    return start_bounded(fn, time_limit, *args, parallel=True)
+def start_symbolic(fn, time_limit: float, *args) -> BoundedJob:
+    """SymPy's one differentiation for the whole batch, started before the first chunk."""
+    return BoundedJob(fn, args, time_limit, parallel=True)
 
 
-def collect_symbolic(pending, notes: list[str], methods: list[str]):
-    """The worker's result, or None with a note (the symbolic column is then left out)."""
-    from gradcli.worker import SymbolicTimeout
-
+def collect_symbolic(job: BoundedJob, notes: list[str], methods: list[str]):
+    """The job's result, or None with a note (the symbolic column is then left out)."""
     try:
-        return pending.result()
+        return job.result()
     except SymbolicTimeout as exc:
         notes.append(f"symbolic column left out: {exc} (raise --symbolic-timeout to wait longer)")
         if "symbolic" in methods:

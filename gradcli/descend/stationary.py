@@ -3,21 +3,21 @@
 from __future__ import annotations
 
 import math
-import threading
 
 from gradcli import symbolic
 from gradcli.analysis import analyse_hessian
 from gradcli.descend.results import StationaryPoint
+from gradcli.worker import BoundedJob, CancelFlag
 
 # Solutions of grad f = 0 looked at, at most.
 MAX_STATIONARY = 50
 
 
-def solve_stationary_points(tree, names: list[str]) -> tuple[list[StationaryPoint], list[str]]:
+def solve_stationary_points(tree, names: list[str], cancel: CancelFlag) -> tuple[list[StationaryPoint], list[str]]:
     """Real solutions of grad f = 0 that SymPy finds, each with its kind; returns (points, notes).
 
-    Unbounded in time: run it through :func:`start_stationary_points` (module-level, so that a
-    pre-started worker process can be handed it).
+    Unbounded in time: run it through :func:`start_stationary_points` (a :class:`gradcli.worker.BoundedJob`
+    work function).
     """
     import sympy as sp
 
@@ -33,6 +33,7 @@ def solve_stationary_points(tree, names: list[str]) -> tuple[list[StationaryPoin
     found = []
     families = 0
     for sol in solutions[:MAX_STATIONARY]:
+        cancel.check()
         if any(s not in sol for s in xs) or any(sol[s].free_symbols for s in xs):
             families += 1  # a curve or surface of stationary points: no single nearest point to offer
             continue
@@ -52,39 +53,9 @@ def solve_stationary_points(tree, names: list[str]) -> tuple[list[StationaryPoin
     return found, notes
 
 
-class _StationarySearch:
-    """SymPy's search for stationary points, started before the runs and collected after them.
-
-    Started before TensorFlow is imported, it runs in a forked process on the other core (SymPy's
-    big-integer work holds the GIL, so a thread could neither run alongside the descent nor be
-    stopped), and that process is killed at the deadline even while the runs are still going.
-    """
-
-    def __init__(self, tree, names: list[str], time_limit: float):
-        self.pending = symbolic.start_bounded(solve_stationary_points, time_limit, tree, list(names), parallel=True)
-        self.timer = None
-        if getattr(self.pending, "process", None) is not None:
-            self.timer = threading.Timer(time_limit, self.stop)
-            self.timer.daemon = True
-            self.timer.start()
-
-    def stop(self) -> None:
-        process = getattr(self.pending, "process", None)
-        if process is not None and process.is_alive():
-            process.kill()
-
-    def result(self) -> tuple[list[StationaryPoint], list[str]]:
-        """(points, notes), or :class:`symbolic.SymbolicTimeout` once the time limit has passed."""
-        try:
-            return self.pending.result()
-        finally:
-            if self.timer is not None:
-                self.timer.cancel()
-            self.stop()
-
-
-def start_stationary_points(tree, names: list[str], time_limit: float) -> _StationarySearch:
-    return _StationarySearch(tree, names, time_limit)
+def start_stationary_points(tree, names: list[str], time_limit: float) -> BoundedJob:
+    """SymPy's search, started before the runs and collected after them (``result()``: (points, notes))."""
+    return BoundedJob(solve_stationary_points, (tree, list(names)), time_limit, parallel=True, cancellable=True)
 
 
 def _exact_value(f, subs) -> float | None:
