@@ -121,11 +121,12 @@ def run_many(computation, *, points: str | None, grid: str | None, at: list[str]
     finish(summary.failed)
 
 
-def refuse_show_code_for_many(points: str | None, grid: str | None) -> None:
+def refuse_show_code_for_many(points: str | None, grid: str | None, point_option: str = "--at") -> None:
     if points is not None or grid is not None:
         from gradcli.errors import UsageError
 
-        raise UsageError("--show-code prints the program for one point: drop --points/--grid and give --at")
+        raise UsageError(f"--show-code prints the program for one point: drop --points/--grid and give "
+                         f"{point_option}")
 
 
 def emit(output: OutputFormat, *, json: Callable[[], str], csv: Callable[[], str], table: Callable[[], None]) -> None:

@@ -9,7 +9,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from gradcli.commands.common import DType, DTypeOption, FormatOption, OutputFormat, conclude, emit, handle_errors
+from gradcli.commands.common import (DType, DTypeOption, FormatOption, GridOption, OutputFormat, PointsOption,
+                                     conclude, emit, finish, handle_errors, refuse_show_code_for_many)
 
 # Runs allowed at least this many steps get a progress bar (on a terminal); shorter ones end too soon to need one.
 PROGRESS_MIN_STEPS = 50_000
@@ -27,6 +28,8 @@ def descend(
     start: Annotated[Optional[list[str]], typer.Option(
         "--from", help="Start point: name=value pairs (x=0,y=1). Variables left out start at 0 (and a note says "
                        "so). Repeatable.")] = None,
+    points: PointsOption = None,
+    grid: GridOption = None,
     optimizer: Annotated[str, typer.Option(
         "--optimizer", "-o",
         help="One or a comma-separated list (they race from the same start): manual (the guide's "
@@ -45,7 +48,8 @@ def descend(
         "--every", help="Show (table, JSON 'history') the trajectory every K steps.")] = None,
     plot: Annotated[bool, typer.Option(
         "--plot", help="Plot f against the step in the terminal, one line per optimizer (on stdout; on stderr "
-                       "with --format json or csv).")] = False,
+                       "with --format json or csv). With --points/--grid (two variables): the starts in the "
+                       "plane, marked by where they ended.")] = False,
     dtype: DTypeOption = DType.float64,
     output: FormatOption = OutputFormat.table,
     show_code: Annotated[bool, typer.Option(
@@ -54,12 +58,29 @@ def descend(
     stationary_timeout: Annotated[float, typer.Option(
         "--stationary-timeout", min=0.0,
         help="Seconds SymPy may take to solve grad f = 0 for the nearest stationary point (0: skip).")] = 2.0,
+    batch_size: Annotated[int, typer.Option(
+        "--batch-size", min=1, max=100_000,
+        help="With --points/--grid: starts run together in one compiled loop (records are written per "
+             "batch).")] = 1024,
 ) -> None:
     """Gradient descent from a start point, the guide's hand-written loop and Keras optimizers, compiled.
 
     Statuses: converged, max_steps, oscillating, diverged, unbounded (the last two exit 1).
+
+    Many starts (--points FILE|- or --grid x=-5:5:21,y=-5:5:21; every variable comes from them): all of
+    a batch in one compiled loop per optimizer, a record per start and optimizer (jsonl, csv, json) or
+    where the starts ended (table: the basins of SymPy's stationary points). Exits 1 if any start
+    diverged or went unbounded (f not finite at its start point included), as one start does.
+    --every and --show-code are for one start.
     """
     from gradcli.descend import check_stationary_time_limit, plan_descent, run_plan
+
+    if points is not None or grid is not None:
+        _descend_many(expression, points=points, grid=grid, start=start, optimizer=optimizer, lr=lr, steps=steps,
+                      tol=tol, maximize=maximize, momentum=momentum, every=every, plot=plot, dtype=dtype.value,
+                      output=output, show_code=show_code, stationary_timeout=stationary_timeout,
+                      batch_size=batch_size)
+        return
 
     plan = plan_descent(expression, start=start, optimizers=optimizer, lr=lr, steps=steps, tol=tol,
                         maximize=maximize, dtype=dtype.value, momentum=momentum, every=every)
@@ -89,6 +110,56 @@ def descend(
         # The plot is data the user asked for, but JSON and CSV on stdout must stay parseable.
         descend_plot(report, file=sys.stdout if output is OutputFormat.table else sys.stderr)
     conclude(report)
+
+
+def _descend_many(expression: str, *, points, grid, start, optimizer, lr, steps, tol, maximize, momentum, every,
+                  plot, dtype, output: OutputFormat, show_code, stationary_timeout, batch_size) -> None:
+    """--points/--grid: every start in batches (gradcli.descend.batch), records written per batch."""
+    from gradcli.descend import plan_descent
+    from gradcli.errors import UsageError
+
+    if show_code:
+        refuse_show_code_for_many(points, grid, "--from")
+    if points is not None and grid is not None:
+        raise UsageError("give --points or --grid, not both")
+    if start:
+        raise UsageError("--from gives one start and --points/--grid many: drop one of them")
+    if every is not None:
+        raise UsageError("--every records a trajectory, which many starts do not keep: drop --every, or run "
+                         "one start with --from")
+    plan = plan_descent(expression, start=None, optimizers=optimizer, lr=lr, steps=steps, tol=tol,
+                        maximize=maximize, dtype=dtype, momentum=momentum)
+    names = list(plan.expression.variables)
+    if plot and len(names) != 2:
+        raise UsageError(f"--plot with --points/--grid draws the starts in the plane: it needs a function of two "
+                         f"variables, and {plan.expression.text} has {len(names)} ({', '.join(names)})")
+    from gradcli.descend.batch import DescentBatch, run_starts
+
+    batch = DescentBatch(plan, stationary_time_limit=stationary_timeout)
+    source = _open_starts(points, grid, names, batch_size)
+    from gradcli.render.descend_batch import sink_for
+
+    summary = run_starts(batch, source.chunks(), sink_for(output.value, variables=names, plot=plot))
+    finish(summary.failed)
+
+
+def _open_starts(points, grid, names, batch_size):
+    """The starts' source; its errors name no --at (descend takes every variable from the starts)."""
+    import re
+
+    from gradcli.batch.sources import grid_points, open_points
+    from gradcli.errors import UsageError
+
+    try:
+        if points is not None:
+            return open_points(points, variables=names, chunk_size=batch_size)
+        return grid_points(grid, variables=names, chunk_size=batch_size)
+    except UsageError as exc:
+        if "--at" not in exc.message:
+            raise
+        message = re.sub(r",? or give --at \S+", "", exc.message)
+        raise UsageError(message + " (descend takes every variable from the starts)", source=exc.source,
+                         position=exc.position) from None
 
 
 @contextlib.contextmanager

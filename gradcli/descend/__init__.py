@@ -39,7 +39,7 @@ from gradcli.descend.loop import run_descent
 from gradcli.descend.optimizers import _CAST_HYPERPARAMETERS, make_optimizer, optimizer_hyperparameters  # noqa: F401
 from gradcli.descend.options import (
     DEFAULT_LEARNING_RATE, DEFAULT_STATIONARY_TIME_LIMIT, DEFAULT_STEPS, OPTIMIZERS, DescentPlan,
-    check_options, check_stationary_time_limit, parse_optimizers, start_point,
+    check_options, check_stationary_time_limit, parse_optimizers, plan_notes, start_point,
 )
 from gradcli.descend.program import show_code_descend
 from gradcli.descend.results import STATUSES, DescentReport, DescentRun
@@ -105,10 +105,7 @@ def run_plan(plan: DescentPlan, *, record_every: int | None = None,
                            every=plan.every, runs=[])
     if plan.defaulted:
         report.notes.append(f"starting at {', '.join(f'{v}=0' for v in plan.defaulted)} (not given in --from)")
-    if plan.momentum_given and not any(o in ("momentum", "nesterov") for o in plan.optimizers):
-        report.notes.append("--momentum only applies to the momentum and nesterov optimizers")
-    if "adamw" in plan.optimizers:
-        report.notes.append("adamw applies Keras' default weight decay (0.004), which moves its minimum slightly")
+    report.notes.extend(plan_notes(plan))
 
     stationary_time_limit = check_stationary_time_limit(stationary_time_limit)
     # SymPy first: before TensorFlow is imported it can work in a process of its own (killed at its

@@ -87,23 +87,8 @@ class _Runner:
 
     def stop_status(self, x, z, g, gnorm, k, k_end, stall, moved):
         """The stopping rules (the package docstring's list): the first test that holds gives the status."""
-        tf = self.tf
-        x_ok = tf.reduce_all(tf.math.is_finite(x))
-        finite = tf.logical_and(tf.logical_and(x_ok, tf.math.is_finite(z)), tf.reduce_all(tf.math.is_finite(g)))
-        fell_to_minus_inf = tf.logical_and(x_ok, tf.equal(z, tf.constant(-math.inf, self.tdt)))
-        rules = [
-            (tf.logical_not(finite), tf.where(fell_to_minus_inf, UNBOUNDED, DIVERGED)),
-            (z < self.lo, UNBOUNDED),
-            (z > self.hi, DIVERGED),
-            (gnorm < self.tol, CONVERGED),
-            (tf.logical_and(self.stall_on, tf.logical_and(moved, stall >= STALL_STEPS)), STALLED),
-            (k >= self.max_steps, MAX_STEPS),
-            (k >= k_end, PAUSED),
-        ]
-        status = RUNNING
-        for test, code in reversed(rules):
-            status = tf.where(test, code, status)
-        return status
+        return stop_status(self.tf, x, z, g, gnorm, k, k_end, stall, moved, lo=self.lo, hi=self.hi, tol=self.tol,
+                           stall_on=self.stall_on, max_steps=self.max_steps, tdt=self.tdt)
 
     def iteration(self, k, k_end, stall, moved, row):
         """One step of the while-loop: evaluate, decide, record, update."""
@@ -166,6 +151,32 @@ class _Runner:
         return [HistoryRow(int(s), {v: shortest(float(r[i]), dtype) for i, v in enumerate(self.names)},
                            shortest(float(r[n]), dtype), shortest(float(r[n + 1]), dtype))
                 for s, r in zip(steps, data)]
+
+
+def stop_status(tf, x, z, g, gnorm, k, k_end, stall, moved, *, lo, hi, tol, stall_on, max_steps, tdt, axis=None):
+    """The stopping rules (the package docstring's list): the first test that holds gives the status.
+
+    One run: ``x`` and ``g`` are [n], the rest scalars (``axis=None``). Many starts (gradcli.descend.batch):
+    ``x`` and ``g`` are [P, n], ``axis=1``, and ``z``, ``gnorm``, ``stall``, ``moved``, ``lo``, ``hi`` are [P];
+    the result is then a status per start. Only comparisons: no arithmetic, so nothing to round differently.
+    """
+    x_ok = tf.reduce_all(tf.math.is_finite(x), axis=axis)
+    finite = tf.logical_and(tf.logical_and(x_ok, tf.math.is_finite(z)),
+                            tf.reduce_all(tf.math.is_finite(g), axis=axis))
+    fell_to_minus_inf = tf.logical_and(x_ok, tf.equal(z, tf.constant(-math.inf, tdt)))
+    rules = [
+        (tf.logical_not(finite), tf.where(fell_to_minus_inf, UNBOUNDED, DIVERGED)),
+        (z < lo, UNBOUNDED),
+        (z > hi, DIVERGED),
+        (gnorm < tol, CONVERGED),
+        (tf.logical_and(stall_on, tf.logical_and(moved, stall >= STALL_STEPS)), STALLED),
+        (k >= max_steps, MAX_STEPS),
+        (k >= k_end, PAUSED),
+    ]
+    status = RUNNING
+    for test, code in reversed(rules):
+        status = tf.where(test, code, status)
+    return status
 
 
 class _RetryWithoutXLA(Exception):

@@ -45,6 +45,16 @@ class DescentPlan:
     maximize: bool
 
 
+def plan_notes(plan: DescentPlan) -> list[str]:
+    """Notes about options that do less than they may seem to (one start or many)."""
+    notes = []
+    if plan.momentum_given and not any(o in ("momentum", "nesterov") for o in plan.optimizers):
+        notes.append("--momentum only applies to the momentum and nesterov optimizers")
+    if "adamw" in plan.optimizers:
+        notes.append("adamw applies Keras' default weight decay (0.004), which moves its minimum slightly")
+    return notes
+
+
 def parse_optimizers(text: str | None) -> list[str]:
     """``sgd,adam`` -> ["sgd", "adam"] (in the order given); ``all`` -> every optimizer."""
     if text is None:
