@@ -235,8 +235,3 @@ class BoundedJob:
         self._finish()
 
     stop = cancel
-
-    @property
-    def pending(self) -> BoundedJob:
-        # tests/test_hessian.py still reads the process as ``job.pending.process`` (the old wrapper's name).
-        return self

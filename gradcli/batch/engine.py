@@ -158,7 +158,7 @@ def note_error(record: dict, method: str, err: float | None) -> None:
 
 def start_symbolic(fn, time_limit: float, *args) -> BoundedJob:
     """SymPy's one differentiation for the whole batch, started before the first chunk."""
-    return BoundedJob(fn, args, time_limit, parallel=True)
+    return BoundedJob(fn, args, time_limit, parallel=True, cancellable=True)
 
 
 def collect_symbolic(job: BoundedJob, notes: list[str], methods: list[str]):

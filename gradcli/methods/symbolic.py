@@ -36,7 +36,8 @@ class Formulas:
     untranslatable: dict[Hashable, str] = field(default_factory=dict)
 
 
-def differentiate(trees: list[Node], names: list[str], wanted: list[tuple[int, tuple[str, ...]]]) -> list[Formulas]:
+def differentiate(trees: list[Node], names: list[str], wanted: list[tuple[int, tuple[str, ...]]], *,
+                  cancel=None) -> list[Formulas]:
     """For each tree, the derivatives named in ``wanted`` ((tree index, variables to differentiate by
     in turn)). Module-level with picklable arguments and result, so a forked worker can run it."""
     from gradcli.hessian import product_rule_diff
@@ -54,6 +55,8 @@ def differentiate(trees: list[Node], names: list[str], wanted: list[tuple[int, t
         return cache[(i, path)]
 
     for i, path in wanted:
+        if cancel is not None:
+            cancel.check()  # a thread-run job past its deadline stops between derivatives
         d = derivative(i, path)
         out[i].texts[path] = symbolic.formula_text(d)
         try:
