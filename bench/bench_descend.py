@@ -40,8 +40,8 @@ def time_import() -> float:
 
 
 def time_gradcli(jit: bool) -> tuple[float, str]:
-    from gradcli.descend import run_descent
-    from gradcli.expr import parse
+    from gradcli.compute.descend import run_descent
+    from gradcli.expression import parse
 
     tree = parse(ROSENBROCK).tree
     t = time.perf_counter()
@@ -53,7 +53,7 @@ def time_gradcli(jit: bool) -> tuple[float, str]:
 
 def time_eager(steps: int) -> float:
     """Per-step seconds of the guide's loop (eager tape + apply_gradients), after a warm-up."""
-    from gradcli.tape import load_tensorflow
+    from gradcli.methods.tf_runtime import load_tensorflow
 
     tf = load_tensorflow()
     import keras
@@ -82,7 +82,7 @@ def main() -> None:
     parser.add_argument("--eager-steps", type=int, default=300)
     args = parser.parse_args()
 
-    from gradcli.tape import load_tensorflow
+    from gradcli.methods.tf_runtime import load_tensorflow
 
     load_tensorflow()
     import keras  # noqa: F401  (imported once, outside the timings)

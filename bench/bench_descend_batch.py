@@ -6,7 +6,7 @@ the output), in turn each round so that drifting machine load hits both alike; t
 medians. The extrapolated cost of 400 separate one-start processes is shown for scale.
 
 Then, in this process (TensorFlow already imported), the cores alone: ``run_descent`` from one
-start, and :class:`gradcli.descend.batch.DescentBatch` over the 400 starts (tracing included).
+start, and :class:`gradcli.compute.descend.batch.DescentBatch` over the 400 starts (tracing included).
 
     python bench/bench_descend_batch.py [--rounds 3]
 
@@ -44,9 +44,9 @@ def time_process(args: list[str]) -> float:
 
 
 def time_cores(options: list[str]) -> tuple[float, float]:
-    from gradcli.batch.sources import grid_points
-    from gradcli.descend import plan_descent, run_descent
-    from gradcli.descend.batch import DescentBatch
+    from gradcli.expression.sources import grid_points
+    from gradcli.compute.descend import plan_descent, run_descent
+    from gradcli.compute.descend.batch import DescentBatch
 
     optimizer, lr = options[1], float(options[3])
     plan = plan_descent(HIMMELBLAU, optimizers=optimizer, lr=lr)
@@ -82,7 +82,7 @@ def main() -> None:
     for label, one, many in rows:
         print(f"| {label} | {one:.2f} s | {many:.2f} s | {many / one:.2f}x | ~{400 * one:.0f} s |")
 
-    from gradcli.tape import load_tensorflow
+    from gradcli.methods.tf_runtime import load_tensorflow
 
     load_tensorflow()
     import keras  # noqa: F401  (imported once, outside the timings)

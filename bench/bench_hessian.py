@@ -32,7 +32,7 @@ def rosenbrock(n: int) -> str:
 
 def bare_tape_jacobian(n: int):
     """The reference: what a person writes by hand, vectorised TF ops, one traced function."""
-    from gradcli.tape import load_tensorflow
+    from gradcli.methods.tf_runtime import load_tensorflow
 
     tf = load_tensorflow()
 
@@ -59,10 +59,10 @@ def main() -> None:
 
     import numpy as np
 
-    from gradcli.expr import parse
-    from gradcli.hessian import _TAPE_MODE_TEXT, compute_hessian
+    from gradcli.expression import parse
+    from gradcli.compute.hessian import _TAPE_MODE_TEXT, compute_hessian
     from gradcli.methods.tape import clear_caches, tape_hessians
-    from gradcli.tape import load_tensorflow
+    from gradcli.methods.tf_runtime import load_tensorflow
 
     load_tensorflow()
     sizes = [int(s) for s in args.sizes.split(",")]

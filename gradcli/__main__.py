@@ -1,4 +1,4 @@
-from gradcli.entry import main
+from gradcli.launcher import main
 
 if __name__ == "__main__":
     main()

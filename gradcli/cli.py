@@ -44,9 +44,3 @@ app.command("grad")(grad)
 app.command("hessian")(hessian)
 app.command("derivative")(derivative)
 app.command("descend")(descend)
-
-
-def main() -> None:
-    from gradcli.entry import main as entry_main
-
-    entry_main()

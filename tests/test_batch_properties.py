@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import VARS, points, smooth_expressions
 
-from gradcli.expr import parse
+from gradcli.expression import parse
 from gradcli.methods import fd, symbolic
 from gradcli.methods.tape import tape_derivatives, tape_gradients, tape_hessians
 
@@ -43,7 +43,7 @@ def test_batch_equals_single_points(text, pts, dtype):
 @given(text=smooth_expressions(), pts=st.lists(points, min_size=1, max_size=4))
 def test_exact_formulas_in_float64_match_the_30_digit_values(text, pts):
     """The batch's symbolic column (float64 of SymPy's formula) against SymPy's own evalf at 30 digits."""
-    from gradcli import symbolic as sym30
+    from gradcli.methods import symbolic as sym30
 
     e = parse(text)
     formulas = symbolic.differentiate([e.tree], VARS, [(0, ("x",)), (0, ("x", "y"))])[0]

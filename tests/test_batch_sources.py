@@ -1,4 +1,4 @@
-"""gradcli.batch.sources: the points of --points FILE (CSV, JSON Lines, stdin) and --grid SPEC."""
+"""gradcli.expression.sources: the points of --points FILE (CSV, JSON Lines, stdin) and --grid SPEC."""
 
 from __future__ import annotations
 
@@ -20,9 +20,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gradcli.batch.sources import MAX_GRID_POINTS, PointChunk, PointSource, grid_points, open_points
+from gradcli.expression.sources import MAX_GRID_POINTS, PointChunk, PointSource, grid_points, open_points
 from gradcli.errors import UsageError
-from gradcli.points import parse_point
+from gradcli.expression.points import parse_point
 
 
 def write(tmp_path, name: str, text: str | bytes):
@@ -480,7 +480,7 @@ def test_missing_file_and_directory(tmp_path):
 
 
 def test_unreadable_file(tmp_path, monkeypatch):
-    import gradcli.batch.sources as sources
+    import gradcli.expression.sources as sources
 
     path = write(tmp_path, "pts.csv", "x\n1\n")
 
@@ -493,7 +493,7 @@ def test_unreadable_file(tmp_path, monkeypatch):
 
 
 def test_overlong_line_is_an_error(tmp_path, monkeypatch):
-    import gradcli.batch.sources as sources
+    import gradcli.expression.sources as sources
 
     monkeypatch.setattr(sources, "MAX_LINE_LENGTH", 16)
     path = write(tmp_path, "pts.csv", "x,note\n1,short\n2," + "n" * 40 + "\n")
@@ -625,7 +625,7 @@ def test_grid_missing_and_ambiguous_variables():
 # Purity and a round-trip property
 # ---------------------------------------------------------------------------------------------
 def test_module_imports_no_cli_or_heavy_library():
-    code = ("import sys, gradcli.batch.sources as s; "
+    code = ("import sys, gradcli.expression.sources as s; "
             "bad = [m for m in ('typer', 'rich', 'sympy', 'tensorflow') if m in sys.modules]; "
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

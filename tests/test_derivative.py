@@ -12,11 +12,11 @@ from fractions import Fraction
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from gradcli.derivative import (central_coefficients, compute_derivatives, symbolic_derivatives,
+from gradcli.compute.derivative import (central_coefficients, compute_derivatives, symbolic_derivatives,
                                 tape_derivatives)
-from gradcli.expr import parse
+from gradcli.expression import parse
 from gradcli.methods.fd import MACHINE_EPSILON
-from gradcli.points import parse_point
+from gradcli.expression.points import parse_point
 
 SIN_DERIVATIVES = [math.cos, lambda x: -math.sin(x), lambda x: -math.cos(x), math.sin]
 
@@ -109,7 +109,7 @@ def test_show_code_renames_clashing_variables(invoke):
 
 
 def test_show_code_computes_nothing(invoke, monkeypatch):
-    import gradcli.derivative as core
+    import gradcli.compute.derivative as core
 
     def boom(*args, **kwargs):
         raise AssertionError("--show-code computed something")
@@ -139,7 +139,7 @@ def test_x_squared_at_zero_order_3(invoke_json):
 def test_symbolic_timeout_kills_the_worker_process():
     # SymPy's big-integer work holds the GIL: the deadline must stop a process, not abandon a thread.
     code = ("import sys, multiprocessing\n"
-            "from gradcli.derivative import compute_derivatives\n"
+            "from gradcli.compute.derivative import compute_derivatives\n"
             "r = compute_derivatives('x**x**x**x', at='x=10', methods='symbolic,fd', symbolic_time_limit=0.5)\n"
             "assert r.methods == ['fd'] and any('symbolic column left out' in n for n in r.notes), r.notes\n"
             "assert multiprocessing.active_children() == []\n"

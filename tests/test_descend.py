@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from gradcli.descend import OPTIMIZERS, STATUSES, compute_descent
+from gradcli.compute.descend import OPTIMIZERS, STATUSES, compute_descent
 
 GUIDE = "3*x**2+2*x-1"
 BOOTH = "(x+2*y-7)**2+(2*x+y-5)**2"
@@ -160,8 +160,8 @@ def test_momentum_steps_in_float64():
 
 
 def test_keras_hyperparameters_are_exact_in_float64():
-    from gradcli.descend import _CAST_HYPERPARAMETERS, make_optimizer, optimizer_hyperparameters
-    from gradcli.tape import load_tensorflow
+    from gradcli.compute.descend import _CAST_HYPERPARAMETERS, make_optimizer, optimizer_hyperparameters
+    from gradcli.methods.tf_runtime import load_tensorflow
 
     tf = load_tensorflow()
     cast = 0
@@ -379,7 +379,7 @@ def test_show_code_renames_variables_that_clash_with_the_program(invoke, invoke_
 
 
 def test_show_code_does_not_run_anything(invoke, monkeypatch):
-    import gradcli.descend as descend
+    import gradcli.compute.descend as descend
 
     def refuse(*args, **kwargs):
         raise AssertionError("--show-code ran the descent")

@@ -7,8 +7,8 @@ import math
 import pytest
 
 from gradcli.errors import ParseError
-from gradcli.evaluate import PYTHON_FLOAT64, evaluate
-from gradcli.expr import MAX_DEPTH, Var, parse
+from gradcli.expression.evaluate import PYTHON_FLOAT64, evaluate
+from gradcli.expression import MAX_DEPTH, Var, parse
 
 
 def value(text: str, **env: float) -> float:

@@ -1,4 +1,4 @@
-"""The one function table (gradcli.functions): every backend has exactly its names and agrees with the
+"""The one function table (gradcli.expression.functions): every backend has exactly its names and agrees with the
 Python float64 implementation inside each function's domain; the --show-code templates compute what
 the tape computes; the table itself imports nothing heavy."""
 
@@ -12,10 +12,12 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from gradcli import functions, symbolic, tape
-from gradcli.evaluate import PYTHON_FLOAT64, numpy_backend
-from gradcli.expr import FUNCTIONS, Call, Var, parse
-from gradcli.methods import symbolic as method_symbolic
+from gradcli.expression import functions
+from gradcli.methods import symbolic
+from gradcli.methods import tf_runtime
+from gradcli.programs import common as programs
+from gradcli.expression.evaluate import PYTHON_FLOAT64, numpy_backend
+from gradcli.expression import FUNCTIONS, Call, Var, parse
 
 NAMES = {f.name for f in functions.TABLE}
 ALIASES = {a.name for a in functions.ALIASES}
@@ -64,20 +66,20 @@ def test_python_numpy_and_sympy_backends_have_exactly_the_table_names():
     assert set(numpy_backend("float32").functions) == NAMES
     assert set(numpy_backend("float64").functions) == NAMES
     assert set(symbolic._SYMPY_FUNCTIONS) == NAMES
-    assert set(tape._TF_FUNCTION_CODE) == NAMES
+    assert set(programs._TF_FUNCTION_CODE) == NAMES
 
 
 def test_reverse_sympy_map_has_the_table_names_that_sympy_keeps_as_calls_and_the_evaluation_only_ones():
-    mapped = set(method_symbolic._FUNCTION_NAMES.values())
+    mapped = set(symbolic._FUNCTION_NAMES.values())
     assert mapped & NAMES == {f.name for f in functions.TABLE if f.sympy_class is not None}
     extras = mapped - NAMES
     assert extras <= EVALUATION_ONLY and not extras & set(FUNCTIONS)
-    assert set(method_symbolic.formula_backend().functions) == NAMES | EVALUATION_ONLY
+    assert set(symbolic.formula_backend().functions) == NAMES | EVALUATION_ONLY
 
 
 def test_tensorflow_backends_have_exactly_the_table_names():
-    assert set(tape.tf_backend("float32").functions) == NAMES
-    assert set(tape.tf_backend("float64").functions) == NAMES
+    assert set(tf_runtime.tf_backend("float32").functions) == NAMES
+    assert set(tf_runtime.tf_backend("float64").functions) == NAMES
 
 
 # ---------------------------------------------------------------------------------------------
@@ -106,12 +108,12 @@ def test_numpy_agrees_with_python(fn):
 
 @TABLE
 def test_tensorflow_agrees_with_python(fn):
-    tf = tape.load_tensorflow()
+    tf = tf_runtime.load_tensorflow()
     for args, want in points(fn):
-        got = tape.tf_backend("float64").functions[fn.name](*(tf.constant(a, tf.float64) for a in args))
+        got = tf_runtime.tf_backend("float64").functions[fn.name](*(tf.constant(a, tf.float64) for a in args))
         assert got.dtype == tf.float64 and float(got) == pytest.approx(want, rel=1e-12, abs=0), args
         args32 = [np.float32(a) for a in args]
-        got32 = tape.tf_backend("float32").functions[fn.name](*(tf.constant(a, tf.float32) for a in args32))
+        got32 = tf_runtime.tf_backend("float32").functions[fn.name](*(tf.constant(a, tf.float32) for a in args32))
         want32 = fn.python(*(float(a) for a in args32))
         assert got32.dtype == tf.float32 and within_ulps(got32.numpy(), want32, 8, np.float32), (args, got32, want32)
 
@@ -130,9 +132,9 @@ def test_sympy_agrees_with_python_and_translates_back(fn):
         # rewrites log(x, b) as log(x)/log(b)), and whatever SymPy made translates back.
         if fn.sympy_class is not None and len(args) == min(fn.arities):
             assert type(expr).__name__ == fn.sympy_class
-        tree = method_symbolic.from_sympy(expr)
+        tree = symbolic.from_sympy(expr)
         env = {v: np.array([a]) for v, a in zip(VARIABLES, args)}
-        back = method_symbolic.evaluate(tree, env, 1)[0]
+        back = symbolic.evaluate(tree, env, 1)[0]
         assert within_ulps(back, want, 8, np.float64), (args, tree, back, want)
 
 
@@ -144,11 +146,11 @@ def _run_tf_source(tf, source: str, args, dtype):
 
 @TABLE
 def test_show_code_template_computes_the_tape_value(fn):
-    tf = tape.load_tensorflow()
-    template = tape._TF_FUNCTION_CODE[fn.name]
+    tf = tf_runtime.load_tensorflow()
+    template = programs._TF_FUNCTION_CODE[fn.name]
     for dtype_name in ("float64", "float32"):
         dtype = tf.as_dtype(dtype_name)
-        backend = tape.tf_backend(dtype_name).functions[fn.name]
+        backend = tf_runtime.tf_backend(dtype_name).functions[fn.name]
         for args, _ in points(fn):
             expected = backend(*(tf.constant(a, dtype) for a in args)).numpy()
             # The template itself, at its own argument count ...
@@ -157,13 +159,13 @@ def test_show_code_template_computes_the_tape_value(fn):
                 assert got.dtype == dtype and got.numpy() == expected, (template, args)
             # ... and as --show-code writes the call (tf_code special-cases some argument counts).
             call = Call(fn.name, tuple(Var(v) for v in VARIABLES[:len(args)]))
-            got = _run_tf_source(tf, tape.tf_code(call), args, dtype)
-            assert got.dtype == dtype and got.numpy() == expected, (tape.tf_code(call), args)
+            got = _run_tf_source(tf, programs.tf_code(call), args, dtype)
+            assert got.dtype == dtype and got.numpy() == expected, (programs.tf_code(call), args)
 
 
 def test_every_template_is_exercised_at_its_argument_count():
     for fn in functions.TABLE:
-        assert any(len(args) == tape._TF_FUNCTION_CODE[fn.name].count("{") for args in fn.points), fn.name
+        assert any(len(args) == programs._TF_FUNCTION_CODE[fn.name].count("{") for args in fn.points), fn.name
 
 
 def test_python_backend_keeps_ieee_results_outside_the_domain():
@@ -179,7 +181,7 @@ def test_python_backend_keeps_ieee_results_outside_the_domain():
 # The table is on the --help path: it imports nothing heavy
 # ---------------------------------------------------------------------------------------------
 def test_importing_the_table_and_the_parser_loads_neither_numpy_tensorflow_nor_sympy():
-    probe = ("import sys, gradcli.functions, gradcli.expr; "
+    probe = ("import sys, gradcli.expression.functions, gradcli.expression; "
              "print(','.join(m for m in ('numpy', 'tensorflow', 'sympy') if m in sys.modules))")
     result = subprocess.run([sys.executable, "-c", probe], check=False, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr

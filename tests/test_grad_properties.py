@@ -9,11 +9,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gradcli import symbolic
-from gradcli.evaluate import PYTHON_FLOAT64, compile_expression
-from gradcli.expr import parse
+from gradcli.methods import symbolic
+from gradcli.expression.evaluate import PYTHON_FLOAT64, compile_expression
+from gradcli.expression import parse
 from gradcli.methods.fd import MACHINE_EPSILON, default_step, fd_gradient
-from gradcli.tape import tape_gradient
+from gradcli.methods.tape import tape_gradient
 
 EPS64 = MACHINE_EPSILON["float64"]
 

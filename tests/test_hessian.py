@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from gradcli.methods.fd import MACHINE_EPSILON
-from gradcli.hessian import compute_hessian, fd_hessian, symbolic_hessian, tape_hessian
-from gradcli.expr import parse
-from gradcli.points import parse_point
+from gradcli.compute.hessian import compute_hessian, fd_hessian, symbolic_hessian, tape_hessian
+from gradcli.expression import parse
+from gradcli.expression.points import parse_point
 
 GUIDE = ("(x1+5)*x2**2", "--at", "x1=2,x2=3")
 
@@ -159,7 +159,7 @@ def test_show_code_renames_clashing_variables(invoke):
 
 
 def test_show_code_computes_nothing(invoke, monkeypatch):
-    import gradcli.hessian as core
+    import gradcli.compute.hessian as core
 
     def boom(*args, **kwargs):
         raise AssertionError("--show-code computed something")
@@ -179,15 +179,15 @@ def test_show_code_computes_nothing(invoke, monkeypatch):
 def test_symbolic_timeout_kills_the_worker_process():
     # SymPy's big-integer work holds the GIL: the deadline must stop a process, not abandon a thread.
     code = ("import sys, multiprocessing\n"
-            "from gradcli import symbolic\n"
-            "from gradcli.hessian import compute_hessian, start_symbolic_hessian\n"
-            "from gradcli.expr import parse\n"
-            "from gradcli.points import parse_point\n"
+            "from gradcli.methods.worker import SymbolicTimeout\n"
+            "from gradcli.compute.hessian import compute_hessian, start_symbolic_hessian\n"
+            "from gradcli.expression import parse\n"
+            "from gradcli.expression.points import parse_point\n"
             "job = start_symbolic_hessian(parse('x**x**x**x').tree, parse_point('x=10'), ['x'], time_limit=0.5)\n"
             "assert job.process is not None, 'not a process'\n"
             "try:\n"
             "    job.result()\n"
-            "except symbolic.SymbolicTimeout:\n"
+            "except SymbolicTimeout:\n"
             "    pass\n"
             "else:\n"
             "    raise AssertionError('no timeout')\n"
@@ -227,7 +227,7 @@ def test_usage_errors_exit_2(invoke, args):
 
 
 def test_fd_and_symbolic_paths_do_not_import_tensorflow():
-    code = ("import sys; from gradcli.hessian import compute_hessian; "
+    code = ("import sys; from gradcli.compute.hessian import compute_hessian; "
             "r = compute_hessian('x*y', at='x=1,y=2', methods='symbolic,fd'); "
             "assert r.hessian['symbolic'] == [[0.0, 1.0], [1.0, 0.0]]; "
             "import gradcli.commands.hessian, gradcli.commands.derivative; "

@@ -35,7 +35,7 @@ def test_version_and_module_entry_point():
 
 PROBE = """
 import sys
-from gradcli.cli import main
+from gradcli.launcher import main
 sys.argv = ["gradcli"] + sys.argv[1:]
 try:
     main()

@@ -8,12 +8,12 @@ import sys
 import numpy as np
 import pytest
 
-from gradcli.derivative import tape_derivatives as point_derivatives
-from gradcli.expr import parse
+from gradcli.compute.derivative import tape_derivatives as point_derivatives
+from gradcli.expression import parse
 from gradcli.methods.fd import MACHINE_EPSILON
-from gradcli.hessian import tape_hessian
+from gradcli.compute.hessian import tape_hessian
 from gradcli.methods import tape as M
-from gradcli.tape import tape_gradient
+from gradcli.methods.tape import tape_gradient
 
 DTYPES = ("float64", "float32")
 X1 = np.array([2.0, 0.5, 1.25, 3.0, 0.75])

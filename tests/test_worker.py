@@ -1,4 +1,4 @@
-"""SymPy's background job (gradcli.worker.BoundedJob): results, errors, deadlines and cancelling, in a
+"""SymPy's background job (gradcli.methods.worker.BoundedJob): results, errors, deadlines and cancelling, in a
 thread and in a forked process (the pre-started worker or a fresh fork)."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from gradcli.entry import will_differentiate_symbolically
-from gradcli.worker import BoundedJob, SymbolicTimeout
+from gradcli.launcher import will_differentiate_symbolically
+from gradcli.methods.worker import BoundedJob, SymbolicTimeout
 
 
 def _slow():
@@ -59,11 +59,11 @@ def test_forked_jobs_in_a_fresh_interpreter():
     # process paths in a fresh interpreter.
     code = textwrap.dedent("""
         import multiprocessing, os, signal, time
-        import gradcli.worker as worker
-        from gradcli.worker import BoundedJob, SymbolicTimeout, prestart_worker
-        from gradcli.gradient import symbolic_gradients
-        from gradcli.expr import parse
-        from gradcli.points import parse_point
+        import gradcli.methods.worker as worker
+        from gradcli.methods.worker import BoundedJob, SymbolicTimeout, prestart_worker
+        from gradcli.compute.grad import symbolic_gradients
+        from gradcli.expression import parse
+        from gradcli.expression.points import parse_point
 
         def reaped(process):  # no zombie: the pid is no longer a child of ours to wait for
             try:

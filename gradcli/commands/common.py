@@ -101,11 +101,11 @@ def handle_errors(fn: Callable) -> Callable:
 
 def run_many(computation, *, points: str | None, grid: str | None, at: list[str] | None,
              output: OutputFormat, batch_size: int) -> None:
-    """``--points``/``--grid``: compute ``computation`` (a gradcli.batch core) at every point, writing
+    """``--points``/``--grid``: compute ``computation`` (a gradcli.compute.batch core) at every point, writing
     each batch's records as it finishes; exit 1 when a point's value or derivative is undefined."""
-    from gradcli.batch.sources import grid_points, open_points
+    from gradcli.expression.sources import grid_points, open_points
     from gradcli.errors import UsageError
-    from gradcli.points import parse_point
+    from gradcli.expression.points import parse_point
     from gradcli.render.batch import sink_for
 
     if points is not None and grid is not None:
@@ -115,7 +115,7 @@ def run_many(computation, *, points: str | None, grid: str | None, at: list[str]
         source = open_points(points, variables=computation.variables, fixed=fixed, chunk_size=batch_size)
     else:
         source = grid_points(grid, variables=computation.variables, fixed=fixed, chunk_size=batch_size)
-    from gradcli.batch.engine import run_batch
+    from gradcli.compute.batch.engine import run_batch
 
     summary = run_batch(computation, source.chunks(), sink_for(computation.command, output.value))
     finish(summary.failed)

@@ -37,7 +37,8 @@ def derivative(
     """The first N derivatives of a one-variable function: SymPy, nested GradientTapes and fd stencils."""
     if show_code:  # the program only: checked like a computation, but nothing is computed
         refuse_show_code_for_many(points, grid)
-        from gradcli.derivative import prepare_derivatives, show_code_derivative
+        from gradcli.compute.derivative import prepare_derivatives
+        from gradcli.programs.derivative import show_code_derivative
 
         setup = prepare_derivatives(expression, at=at, order=order, wrt=wrt, methods=method, eps=eps,
                                     dtype=dtype.value, accuracy=accuracy, formulas=formulas)
@@ -46,13 +47,13 @@ def derivative(
         return
 
     if points is not None or grid is not None:
-        from gradcli.batch.derivative import DerivativeBatch
+        from gradcli.compute.batch.derivative import DerivativeBatch
 
         run_many(DerivativeBatch(expression, order=order, wrt=wrt, methods=method, eps=eps, dtype=dtype.value,
                                  accuracy=accuracy, formulas=formulas, symbolic_time_limit=symbolic_timeout),
                  points=points, grid=grid, at=at, output=output, batch_size=batch_size)
         return
-    from gradcli.derivative import compute_derivatives
+    from gradcli.compute.derivative import compute_derivatives
 
     report = compute_derivatives(expression, at=at, order=order, wrt=wrt, methods=method, eps=eps,
                                  dtype=dtype.value, accuracy=accuracy, formulas=formulas,

@@ -73,7 +73,7 @@ def descend(
     diverged or went unbounded (f not finite at its start point included), as one start does.
     --every and --show-code are for one start.
     """
-    from gradcli.descend import check_stationary_time_limit, plan_descent, run_plan
+    from gradcli.compute.descend import check_stationary_time_limit, plan_descent, run_plan
 
     if points is not None or grid is not None:
         _descend_many(expression, points=points, grid=grid, start=start, optimizer=optimizer, lr=lr, steps=steps,
@@ -86,7 +86,7 @@ def descend(
                         maximize=maximize, dtype=dtype.value, momentum=momentum, every=every)
     stationary_timeout = check_stationary_time_limit(stationary_timeout)
     if show_code:
-        from gradcli.descend import show_code_descend
+        from gradcli.programs.descend import show_code_descend
 
         print(show_code_descend(plan), end="")
         return
@@ -114,8 +114,8 @@ def descend(
 
 def _descend_many(expression: str, *, points, grid, start, optimizer, lr, steps, tol, maximize, momentum, every,
                   plot, dtype, output: OutputFormat, show_code, stationary_timeout, batch_size) -> None:
-    """--points/--grid: every start in batches (gradcli.descend.batch), records written per batch."""
-    from gradcli.descend import plan_descent
+    """--points/--grid: every start in batches (gradcli.compute.descend.batch), records written per batch."""
+    from gradcli.compute.descend import plan_descent
     from gradcli.errors import UsageError
 
     if show_code:
@@ -133,7 +133,7 @@ def _descend_many(expression: str, *, points, grid, start, optimizer, lr, steps,
     if plot and len(names) != 2:
         raise UsageError(f"--plot with --points/--grid draws the starts in the plane: it needs a function of two "
                          f"variables, and {plan.expression.text} has {len(names)} ({', '.join(names)})")
-    from gradcli.descend.batch import DescentBatch, run_starts
+    from gradcli.compute.descend.batch import DescentBatch, run_starts
 
     batch = DescentBatch(plan, stationary_time_limit=stationary_timeout)
     source = _open_starts(points, grid, names, batch_size)
@@ -147,7 +147,7 @@ def _open_starts(points, grid, names, batch_size):
     """The starts' source; its errors name no --at (descend takes every variable from the starts)."""
     import re
 
-    from gradcli.batch.sources import grid_points, open_points
+    from gradcli.expression.sources import grid_points, open_points
     from gradcli.errors import UsageError
 
     try:

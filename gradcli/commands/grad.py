@@ -39,19 +39,19 @@ def grad(
     """
     if show_code:  # the program only: nothing is computed
         refuse_show_code_for_many(points, grid)
-        from gradcli.gradient import show_code as grad_program
+        from gradcli.programs.grad import program_grad as grad_program
 
         print(grad_program(expressions, at=at, wrt=wrt, dtype=dtype.value, methods=method, scheme=scheme.value,
                            eps=eps), end="")
         return
     if points is not None or grid is not None:
-        from gradcli.batch.grad import GradBatch
+        from gradcli.compute.batch.grad import GradBatch
 
         run_many(GradBatch(expressions, wrt=wrt, methods=method, scheme=scheme.value, eps=eps, dtype=dtype.value,
                            symbolic_time_limit=symbolic_timeout),
                  points=points, grid=grid, at=at, output=output, batch_size=batch_size)
         return
-    from gradcli.gradient import compute_gradient
+    from gradcli.compute.grad import compute_gradient
     from gradcli.render import grad as render  # loads rich now, while SymPy's worker is busy
 
     report = compute_gradient(expressions, at=at, wrt=wrt, methods=method, scheme=scheme.value, eps=eps,

@@ -36,7 +36,8 @@ def hessian(
     """
     if show_code:  # the program only: checked like a computation, but nothing is computed
         refuse_show_code_for_many(points, grid)
-        from gradcli.hessian import prepare_hessian, show_code_hessian
+        from gradcli.compute.hessian import prepare_hessian
+        from gradcli.programs.hessian import show_code_hessian
 
         setup = prepare_hessian(expression, at=at, wrt=wrt, methods=method, eps=eps, dtype=dtype.value,
                                 formulas=formulas)
@@ -45,13 +46,13 @@ def hessian(
         return
 
     if points is not None or grid is not None:
-        from gradcli.batch.hessian import HessianBatch
+        from gradcli.compute.batch.hessian import HessianBatch
 
         run_many(HessianBatch(expression, wrt=wrt, methods=method, eps=eps, dtype=dtype.value, formulas=formulas,
                               symbolic_time_limit=symbolic_timeout),
                  points=points, grid=grid, at=at, output=output, batch_size=batch_size)
         return
-    from gradcli.hessian import compute_hessian
+    from gradcli.compute.hessian import compute_hessian
 
     report = compute_hessian(expression, at=at, wrt=wrt, methods=method, eps=eps, dtype=dtype.value,
                              formulas=formulas, symbolic_time_limit=symbolic_timeout)

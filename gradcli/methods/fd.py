@@ -23,8 +23,8 @@ from functools import lru_cache
 from typing import Mapping
 
 from gradcli.errors import UsageError
-from gradcli.evaluate import compile_expression, numpy_backend
-from gradcli.expr import Node
+from gradcli.expression.evaluate import compile_expression, numpy_backend
+from gradcli.expression import Node
 
 MACHINE_EPSILON = {"float64": 2.220446049250313e-16, "float32": 1.1920928955078125e-07}
 

@@ -1,10 +1,13 @@
-"""SymPy for a batch of points: differentiate once, evaluate the exact formulas at every point.
+"""SymPy: exact derivatives, the reference the numerical methods are judged by.
 
-The derivatives are taken once, in SymPy, in a worker (see :mod:`gradcli.worker`: a forked process
-killed at its deadline), and come back as gradcli expression trees (picklable, no SymPy needed to use
-them). Each batch then evaluates those trees with NumPy in float64: "float64 of the exact formula",
-which the JSON says (:data:`EVALUATION`). A single point on the command line keeps the 30-digit
-evaluation of :mod:`gradcli.symbolic`.
+SymPy objects are built node by node from gradcli's own tree (never ``sympify``/``parse_expr``, which run
+``eval``). Symbols are created ``real=True`` so that ``diff(abs(x))`` is ``sign(x)``. SymPy can take
+unbounded time on small inputs, so the commands run it through :class:`gradcli.methods.worker.BoundedJob`.
+
+One point (``--at``): the exact formula and its value at the exactly typed point, at 30 digits
+(:func:`value_at`). Many points: the derivatives are taken once (:func:`differentiate`) and come back as
+gradcli expression trees (picklable, no SymPy needed to use them); each batch evaluates them with NumPy in
+float64, "float64 of the exact formula", which the JSON says (:data:`EVALUATION`).
 """
 
 from __future__ import annotations
@@ -12,12 +15,132 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Hashable, Mapping
+from typing import Any, Callable, Hashable, Mapping
 
-from gradcli import symbolic
-from gradcli.evaluate import Backend, compile_expression, numpy_backend
-from gradcli.expr import Add, Call, Const, Mul, Node, Num, Pow, Var
-from gradcli.functions import sympy_class_names
+from gradcli.expression import Add, Call, Const, Mul, Neg, Node, Num, Pow, Var
+from gradcli.expression.evaluate import Backend, compile_expression, numpy_backend
+from gradcli.expression.functions import sympy_class_names, sympy_functions
+
+# Seconds SymPy may spend on one command before its column is left out.
+DEFAULT_TIME_LIMIT = 10.0
+# Digits for evaluating exact values; float64 needs 17, the rest guards against cancellation.
+EVAL_DIGITS = 30
+
+
+def symbols_for(names) -> dict[str, Any]:
+    import sympy as sp
+
+    return {n: sp.Symbol(n, real=True) for n in names}
+
+
+def to_sympy(tree: Node, symbols: dict[str, Any]):
+    """Build the SymPy expression for ``tree``. ``symbols`` maps variable names to SymPy symbols."""
+    import sympy as sp
+
+    def build(node: Node):
+        if isinstance(node, Num):
+            v = node.value
+            return sp.Integer(v.numerator) if v.denominator == 1 else sp.Rational(v.numerator, v.denominator)
+        if isinstance(node, Const):
+            return sp.pi if node.name == "pi" else sp.E
+        if isinstance(node, Var):
+            return symbols[node.name]
+        if isinstance(node, Neg):
+            return -build(node.operand)
+        if isinstance(node, Add):
+            return sp.Add(*[build(t) if s > 0 else -build(t) for s, t in node.terms])
+        if isinstance(node, Mul):
+            return sp.Mul(*[1 / build(f) if d else build(f) for d, f in node.factors])
+        if isinstance(node, Pow):
+            return sp.Pow(build(node.base), build(node.exponent))
+        if isinstance(node, Call):
+            args = [build(a) for a in node.args]
+            return _SYMPY_FUNCTIONS[node.func](sp, *args)
+        raise TypeError(node)
+
+    return build(tree)
+
+
+# name -> build(sp, *args), from the one function table.
+_SYMPY_FUNCTIONS: dict[str, Callable] = sympy_functions()
+
+
+def exact_point(point_exact: dict[str, Node], symbols: dict[str, Any]) -> dict[Any, Any]:
+    """The point as exact SymPy numbers, keyed by symbol (only the symbols in ``symbols``)."""
+    return {symbols[k]: to_sympy(v, {}) for k, v in point_exact.items() if k in symbols}
+
+
+def value_at(expr, subs: dict) -> float | None:
+    """The real float value of ``expr`` at ``subs``: +-inf where it overflows float64, None where it is
+    undefined (a pole, a point outside the domain) or not real.
+
+    ``evalf(subs=...)`` evaluates numerically with mpmath instead of substituting first, which would
+    have SymPy compute exact powers like ``2**(10**100)``. It does not see poles, though: at x = 1,
+    ``1/(x - 1)`` evaluates to 1/(rounding residue), about 1e138 at 30 digits. Such a value changes
+    with the working precision, so each value is computed twice and kept only when both agree.
+    """
+    if expr.is_number and expr.is_zero:
+        return 0.0
+    first = _real_float(expr, subs, EVAL_DIGITS)
+    if first is None:
+        return None
+    second = _real_float(expr, subs, 3 * EVAL_DIGITS // 2)
+    if second is None:
+        return None
+    if first == second:  # also two infinities of one sign: an overflow, not a pole
+        return second
+    if math.isfinite(first) and math.isfinite(second) and abs(first - second) <= 1e-12 * abs(second):
+        return second
+    # An exact zero reached by cancellation comes back as a different tiny residue at each precision
+    # (2.7e-166, then 0e-166): evalf gives up near 1e-150. Poles go the other way, to huge values.
+    if max(abs(first), abs(second)) < 1e-100:
+        return 0.0
+    return None  # not stable under more precision: a singularity, not a number
+
+
+def _real_float(expr, subs: dict, digits: int) -> float | None:
+    import sympy as sp
+
+    v = expr.evalf(digits, subs=subs)
+    if v.has(sp.zoo, sp.nan, sp.oo, -sp.oo) or not v.is_number:
+        return None
+    re_part, im_part = v.as_real_imag()
+    if im_part != 0 and abs(float(im_part)) > 1e-25 * max(1.0, abs(float(re_part))):
+        return None
+    try:
+        f = float(re_part)
+    except (TypeError, ValueError):
+        return None
+    # A real value beyond float64's range comes back as +-inf (overflow), not None (undefined).
+    return f if not math.isnan(f) else None
+
+
+def product_rule_diff(expr, s):
+    """``expr.diff(s)``, with sums and products taken apart here.
+
+    SymPy differentiates a product of n factors by multiplying the factors back together pairwise,
+    which costs ~30 ms for 60 factors; one ``Mul`` per term of the product rule is ~100x faster
+    (the Hessian of x1*...*x60 takes 1830 such derivatives). Same result: SymPy's own rule, built once.
+    """
+    import sympy as sp
+
+    if isinstance(expr, sp.Add):
+        return sp.Add(*[product_rule_diff(a, s) for a in expr.args if a.has(s)])
+    if isinstance(expr, sp.Mul):
+        args = list(expr.args)
+        terms = []
+        for i, a in enumerate(args):
+            if a.has(s):
+                d = product_rule_diff(a, s)
+                if d != 0:
+                    terms.append(sp.Mul(*(args[:i] + [d] + args[i + 1:])))
+        return sp.Add(*terms)
+    return expr.diff(s)
+
+
+def formula_text(expr) -> str:
+    return str(expr)
+
 
 EVALUATION = "float64 evaluation of the exact formula"
 
@@ -40,10 +163,8 @@ def differentiate(trees: list[Node], names: list[str], wanted: list[tuple[int, t
                   cancel=None) -> list[Formulas]:
     """For each tree, the derivatives named in ``wanted`` ((tree index, variables to differentiate by
     in turn)). Module-level with picklable arguments and result, so a forked worker can run it."""
-    from gradcli.hessian import product_rule_diff
-
-    syms = symbolic.symbols_for(names)
-    exprs = [symbolic.to_sympy(t, syms) for t in trees]
+    syms = symbols_for(names)
+    exprs = [to_sympy(t, syms) for t in trees]
     out = [Formulas() for _ in trees]
     cache: dict[tuple[int, tuple[str, ...]], Any] = {}
 
@@ -58,7 +179,7 @@ def differentiate(trees: list[Node], names: list[str], wanted: list[tuple[int, t
         if cancel is not None:
             cancel.check()  # a thread-run job past its deadline stops between derivatives
         d = derivative(i, path)
-        out[i].texts[path] = symbolic.formula_text(d)
+        out[i].texts[path] = formula_text(d)
         try:
             out[i].trees[path] = from_sympy(d)
         except _Untranslatable as exc:

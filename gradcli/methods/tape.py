@@ -1,7 +1,7 @@
 """TensorFlow ``GradientTape`` for a batch of P points: gradients, Hessians and k-th derivatives, written once.
 
-A single point is a batch of one: :func:`gradcli.tape.tape_gradient`, :func:`gradcli.hessian.tape_hessian`,
-:func:`gradcli.derivative.tape_derivatives` and ``descend.hessian_at`` are thin wrappers over this module.
+A single point is a batch of one: :func:`gradcli.methods.tape.tape_gradient`, :func:`gradcli.compute.hessian.tape_hessian`,
+:func:`gradcli.compute.derivative.tape_derivatives` and ``descend.hessian_at`` are thin wrappers over this module.
 
 Every function gradcli's expressions use is elementwise, so one tape over tensors of shape [P] gives every
 point's derivatives at once: ``tape.gradient(z, x)`` of a [P]-shaped ``z`` is the gradient of its sum, and
@@ -49,8 +49,8 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
-from gradcli.evaluate import compile_expression
-from gradcli.expr import Node, walk
+from gradcli.expression.evaluate import compile_expression
+from gradcli.expression import Node, walk
 from gradcli.methods.tape_hessian import TapeHessians, clear_caches, hessian_jacobian, hessian_rows, hessian_stacked
 from gradcli.methods.tape_hessian import jacobian_function as _jacobian_function  # noqa: F401 (tests count its tracings)
 from gradcli.methods.tape_points import batch_size, broadcast, column, variables_of
@@ -95,7 +95,7 @@ def tape_gradients(trees: list[Node], points: Mapping[str, np.ndarray], wrt: lis
     """
     import numpy as np
 
-    from gradcli.tape import load_tensorflow, tf_backend
+    from gradcli.methods.tf_runtime import load_tensorflow, tf_backend
 
     tf = load_tensorflow()
     backend = tf_backend(dtype)
@@ -186,7 +186,7 @@ def tape_derivatives(tree: Node, points: Mapping[str, np.ndarray], variable: str
     """
     import numpy as np
 
-    from gradcli.tape import load_tensorflow, tf_backend
+    from gradcli.methods.tf_runtime import load_tensorflow, tf_backend
 
     tf = load_tensorflow()
     tf_dtype = tf.as_dtype(dtype)
@@ -234,3 +234,29 @@ def tape_derivatives(tree: Node, points: Mapping[str, np.ndarray], variable: str
 __all__ = ["HESSIAN_MODES", "ROWS_MAX", "TAPE_TIME_BUDGET", "TapeDerivatives", "TapeGradients", "TapeHessians",
            "batch_size", "clear_caches", "default_hessian_mode", "tape_derivatives", "tape_gradients",
            "tape_hessians", "variables_of", "vectorised_function"]
+
+
+# ---------------------------------------------------------------------------------------------
+# one point: the single-point commands' view of the same engine
+# ---------------------------------------------------------------------------------------------
+def tape_gradient(trees: list[Node], values: dict[str, float], wrt: list[str], *, dtype: str = "float64"):
+    """Gradients of each tree with one persistent tape, as the TF guide does: a batch of one point for
+    :func:`gradcli.methods.tape.tape_gradients`.
+
+    The variables in ``wrt`` are ``tf.Variable``s; the others are ``tf.constant``s the tape does not
+    watch. Returns ``(per_tree, unconnected, summed, values)``: ``per_tree[i][name]`` is a float,
+    ``unconnected[i]`` the names the tape reported as not connected (``None``; reported here as 0),
+    ``summed`` is ``tape.gradient([z1, z2, ...], xs)`` (TF sums several targets), and ``values`` the
+    function values.
+    """
+    result = tape_gradients(trees, _one_point(values), wrt, dtype=dtype)
+    per_tree = [{name: float(g) for name, g in zip(wrt, grads[0])} for grads in result.gradients]
+    summed = {name: float(g) for name, g in zip(wrt, result.summed[0])}
+    return per_tree, result.unconnected, summed, [float(v[0]) for v in result.values]
+
+
+def _one_point(values: dict[str, float]) -> dict:
+    """A point as a batch of one: name -> float64 array of shape [1]."""
+    import numpy as np
+
+    return {name: np.array([v], dtype=np.float64) for name, v in values.items()}

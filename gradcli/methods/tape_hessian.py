@@ -12,8 +12,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from gradcli.evaluate import compile_expression
-from gradcli.expr import Node
+from gradcli.expression.evaluate import compile_expression
+from gradcli.expression import Node
 from gradcli.methods.tape_points import broadcast, column
 from gradcli.methods.tape_vectorise import VECTORISED, cached, vectorised_function
 
@@ -34,7 +34,7 @@ def hessian_rows(tree, points, wrt, used, dtype, size) -> TapeHessians:
     """The guide's loop, on [P] tensors: one outer gradient per row; None where an entry is unconnected."""
     import numpy as np
 
-    from gradcli.tape import load_tensorflow, tf_backend
+    from gradcli.methods.tf_runtime import load_tensorflow, tf_backend
 
     tf = load_tensorflow()
     f = compile_expression(tree, tf_backend(dtype))
@@ -76,7 +76,7 @@ def hessian_stacked(tree, points, wrt, fixed, dtype, size, chunk):
     (see gradcli.methods.tape's docstring)."""
     import numpy as np
 
-    from gradcli.tape import load_tensorflow
+    from gradcli.methods.tf_runtime import load_tensorflow
 
     tf = load_tensorflow()
     tf_dtype = tf.as_dtype(dtype)
@@ -112,7 +112,7 @@ def hessian_jacobian(tree, points, wrt, fixed, dtype, size, chunk):
     ``chunk`` points."""
     import numpy as np
 
-    from gradcli.tape import load_tensorflow
+    from gradcli.methods.tf_runtime import load_tensorflow
 
     tf = load_tensorflow()
     fn = jacobian_function(tree, tuple(wrt), tuple(fixed), dtype)
@@ -138,7 +138,7 @@ def clear_caches() -> None:
 def jacobian_function(tree: Node, wrt: tuple[str, ...], fixed: tuple[str, ...], dtype: str):
     """The traced function of the jacobian mode: (x [P, n], c [P, m]) -> values, gradients, Hessians."""
     def make():
-        from gradcli.tape import load_tensorflow
+        from gradcli.methods.tf_runtime import load_tensorflow
 
         tf = load_tensorflow()
         f = vectorised_function(tree, [*wrt, *fixed], dtype)

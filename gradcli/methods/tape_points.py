@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from gradcli.expr import Node, Var, walk
+from gradcli.expression import Node, Var, walk
 
 
 def variables_of(tree: Node) -> list[str]:

@@ -14,8 +14,8 @@ from collections import OrderedDict
 from dataclasses import replace
 from typing import Any, Callable
 
-from gradcli.evaluate import PYTHON_FLOAT64, compile_expression, evaluate
-from gradcli.expr import Add, Call, Mul, Neg, Node, Pow, Var, is_constant
+from gradcli.expression.evaluate import PYTHON_FLOAT64, compile_expression, evaluate
+from gradcli.expression import Add, Call, Mul, Neg, Node, Pow, Var, is_constant
 
 # Terms of a sum are vectorised (one gathered term) when at least this many share their form.
 MIN_GROUP = 3
@@ -141,7 +141,7 @@ def vectorised_function(tree: Node, columns: list[str], dtype: str) -> Callable[
     with ``reduce_sum``: same values up to the order of the additions. Cached per (tree, columns, dtype).
     """
     def make():
-        from gradcli.tape import load_tensorflow, tf_backend
+        from gradcli.methods.tf_runtime import load_tensorflow, tf_backend
 
         tf = load_tensorflow()
         backend = tf_backend(dtype)

@@ -1,8 +1,8 @@
-"""Rendering of :class:`gradcli.derivative.DerivativeReport`: a row per order."""
+"""Rendering of :class:`gradcli.compute.derivative.DerivativeReport`: a row per order."""
 
 from __future__ import annotations
 
-from gradcli.derivative import DerivativeReport
+from gradcli.compute.derivative import DerivativeReport
 from gradcli.render.common import error, number, stdout_console, to_csv, to_json
 
 _LABEL = {"symbolic": "exact (SymPy)", "tape": "tape (nested)", "fd": "fd (stencil)"}

@@ -1,11 +1,11 @@
-"""Rendering of :class:`gradcli.descend.DescentReport`: the race table, trajectories, JSON, CSV, the plot."""
+"""Rendering of :class:`gradcli.compute.descend.DescentReport`: the race table, trajectories, JSON, CSV, the plot."""
 
 from __future__ import annotations
 
 import math
 import sys
 
-from gradcli.descend import DescentReport, DescentRun
+from gradcli.compute.descend import DescentReport, DescentRun
 from gradcli.render.common import number, stdout_console, to_csv, to_json
 
 _STATUS_STYLE = {"converged": "green", "max_steps": "yellow", "oscillating": "yellow", "diverged": "red",

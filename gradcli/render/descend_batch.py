@@ -1,4 +1,4 @@
-"""Writers for ``descend --points/--grid`` (records from :mod:`gradcli.descend.batch`).
+"""Writers for ``descend --points/--grid`` (records from :mod:`gradcli.compute.descend.batch`).
 
 - ``jsonl``: a record per start and optimizer, a line each, flushed as each batch of starts finishes;
 - ``csv``: one header, a row per record (the start's coordinates under the variables' names, so the
@@ -208,7 +208,7 @@ class PlotSink:
         self.inner.start(header)
 
     def write(self, records: list[dict]) -> None:
-        from gradcli.descend.batch import basin_key
+        from gradcli.compute.descend.batch import basin_key
 
         self.inner.write(records)
         a, b = self.variables
@@ -236,7 +236,7 @@ def _colorless(file) -> bool:
 def plot_starts(header: dict, summary: dict, samples: dict, seen: dict, *, file) -> None:
     import plotext as plt
 
-    from gradcli.descend.batch import stationary_key
+    from gradcli.compute.descend.batch import stationary_key
 
     a, b = header["variables"]
     if not any(samples.values()):

@@ -1,8 +1,8 @@
-"""Rendering of :class:`gradcli.hessian.HessianReport`: the matrices side by side, then the analysis."""
+"""Rendering of :class:`gradcli.compute.hessian.HessianReport`: the matrices side by side, then the analysis."""
 
 from __future__ import annotations
 
-from gradcli.hessian import HessianReport
+from gradcli.compute.hessian import HessianReport
 from gradcli.render.common import error, number, stdout_console, to_csv, to_json
 
 _LABEL = {"symbolic": "exact (SymPy)", "tape": "tape (TF)", "fd": "fd"}

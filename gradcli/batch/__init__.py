@@ -1,1 +1,0 @@
-"""Batch evaluation over many points: ``--points FILE`` and ``--grid SPEC`` (see ``gradcli.batch.sources``)."""

@@ -1,0 +1,1 @@
+"""The computations: grad, hessian, derivative, descend, for one point and (batch/) for many."""

@@ -1,0 +1,1 @@
+"""Batch evaluation over many points: ``--points FILE`` and ``--grid SPEC`` (see ``gradcli.expression.sources``)."""

@@ -1,0 +1,176 @@
+"""One loop for every command over many points: read a chunk, compute each method once for the whole
+chunk, judge every point, hand the records to the writer, repeat.
+
+Memory is bounded by the chunk size, not by the number of points: records are written as each chunk
+finishes (a reader of ``--format jsonl`` sees the first records before the last rows are read).
+SymPy differentiates once, before the first chunk, as a :class:`gradcli.methods.worker.BoundedJob`; every chunk
+then evaluates the exact formulas in float64 (see :mod:`gradcli.methods.symbolic`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Protocol
+
+from gradcli.errors import UsageError
+from gradcli.results import METHODS, point_text
+from gradcli.results import clean as json_safe
+from gradcli.methods.worker import BoundedJob, SymbolicTimeout
+
+# Warnings printed on stderr one by one before the rest are only counted (they are in the records).
+WARNINGS_SHOWN = 5
+
+
+class Sink(Protocol):
+    """Where records go (gradcli.render.batch has one per output format)."""
+
+    def start(self, header: dict) -> None: ...
+
+    def write(self, records: list[dict]) -> None: ...
+
+    def finish(self, summary: dict, summary_text: str, warnings: list[str], notes: list[str]) -> None: ...
+
+
+class Computation(Protocol):
+    """A command's batch core (gradcli.compute.batch.grad, .hessian, .derivative)."""
+
+    command: str
+    methods: list[str]
+    variables: list[str]
+    notes: list[str]
+
+    def start(self) -> None: ...
+
+    def header(self) -> dict: ...
+
+    def compute(self, chunk) -> list[dict]: ...
+
+
+@dataclass
+class Summary:
+    """What stderr says after a batch: counts, and the largest error per method."""
+
+    points: int = 0
+    with_warnings: int = 0
+    undefined: int = 0
+    largest_error: dict[str, float] = field(default_factory=dict)
+    shown: list[str] = field(default_factory=list)
+
+    def add(self, record: dict) -> None:
+        self.points += 1
+        if record["warnings"]:
+            self.with_warnings += 1
+            for w in record["warnings"]:
+                if len(self.shown) < WARNINGS_SHOWN:
+                    self.shown.append(f"{w} (at {point_text(record['point'])})")
+        if record.get("undefined"):
+            self.undefined += 1
+        for method, err in record.get("largest_error", {}).items():
+            if err is not None and math.isfinite(err):
+                self.largest_error[method] = max(err, self.largest_error.get(method, 0.0))
+
+    @property
+    def failed(self) -> bool:
+        return self.undefined > 0
+
+    def to_dict(self) -> dict:
+        return json_safe({"points": self.points, "with_warnings": self.with_warnings,
+                          "undefined": self.undefined, "largest_error": self.largest_error})
+
+    def text(self) -> str:
+        errors = ", ".join(f"{m} {e:.2g}" for m, e in sorted(self.largest_error.items(),
+                                                               key=lambda kv: METHODS.index(kv[0])))
+        text = (f"{self.points} point{'s' if self.points != 1 else ''} done, {self.with_warnings} with warnings, "
+                f"{self.undefined} undefined")
+        if errors:
+            text += f"; largest error against symbolic: {errors}"
+        return text
+
+
+def run_batch(computation: Computation, chunks: Iterable, sink: Sink) -> Summary:
+    """Compute every chunk and write its records; returns the summary (``failed``: exit 1)."""
+    summary = Summary()
+    computation.start()
+    sink.start(computation.header())
+    for chunk in chunks:
+        records = computation.compute(chunk)
+        for r in records:
+            summary.add(r)
+        sink.write([_public(r) for r in records])
+    warnings = list(summary.shown)
+    if summary.with_warnings > len(summary.shown):
+        warnings.append(f"warnings at {summary.with_warnings} points in all (the first {len(summary.shown)} "
+                        "above): each record lists its own")
+    sink.finish(summary.to_dict(), summary.text(), warnings, computation.notes)
+    return summary
+
+
+def _public(record: dict) -> dict:
+    """The record as written: a status (ok, warning, undefined) instead of the runner's bookkeeping."""
+    out = {k: v for k, v in record.items() if k not in ("largest_error", "undefined", "warnings")}
+    out["status"] = "undefined" if record.get("undefined") else "warning" if record["warnings"] else "ok"
+    out["warnings"] = record["warnings"]
+    return json_safe(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers the commands' batch cores share
+# ---------------------------------------------------------------------------------------------
+def needed_variables(exprs: list, wrt_text: str | None) -> tuple[list[str], list[str]]:
+    """(every variable a point needs, the variables to differentiate by). Default: the expressions'."""
+    names: list[str] = []
+    for e in exprs:
+        names += [v for v in e.variables if v not in names]
+    if wrt_text is None or not wrt_text.strip():
+        return names, list(names)
+    wrt: list[str] = []
+    for part in wrt_text.split(","):
+        name = part.strip()
+        if not name:
+            raise UsageError(f"--wrt: empty name in '{wrt_text}'; write it as --wrt x1,x2")
+        if name in wrt:
+            raise UsageError(f"--wrt: '{name}' is given twice")
+        wrt.append(name)
+    return names + [v for v in wrt if v not in names], wrt
+
+
+def point_dicts(chunk, variables: list[str]) -> list[dict[str, float]]:
+    columns = [chunk.values[v].tolist() for v in variables]
+    return [dict(zip(variables, row)) for row in zip(*columns)] if variables else [{} for _ in range(len(chunk))]
+
+
+def base_record(chunk, i: int, point: dict[str, float]) -> dict[str, Any]:
+    record: dict[str, Any] = {"point": point}
+    if chunk.lines[i] is not None:
+        record["line"] = chunk.lines[i]
+    if chunk.fields and chunk.fields[i]:
+        record["fields"] = chunk.fields[i]
+    record["warnings"] = []
+    record["largest_error"] = {}
+    return record
+
+
+def note_error(record: dict, method: str, err: float | None) -> None:
+    if err is not None and math.isfinite(err):
+        record["largest_error"][method] = max(err, record["largest_error"].get(method, 0.0))
+
+
+def start_symbolic(fn, time_limit: float, *args) -> BoundedJob:
+    """SymPy's one differentiation for the whole batch, started before the first chunk."""
+    return BoundedJob(fn, args, time_limit, parallel=True, cancellable=True)
+
+
+def collect_symbolic(job: BoundedJob, notes: list[str], methods: list[str]):
+    """The job's result, or None with a note (the symbolic column is then left out)."""
+    try:
+        return job.result()
+    except SymbolicTimeout as exc:
+        notes.append(f"symbolic column left out: {exc} (raise --symbolic-timeout to wait longer)")
+        if "symbolic" in methods:
+            methods.remove("symbolic")
+        return None
+
+
+def finite(x) -> bool:
+    return x is not None and math.isfinite(x)

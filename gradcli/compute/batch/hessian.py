@@ -1,0 +1,177 @@
+"""``hessian --points/--grid``: the Hessian, and what it says, at every point of a batch."""
+
+from __future__ import annotations
+
+import math
+
+from gradcli.compute.analysis import analyse_hessian
+from gradcli.compute.batch import engine
+from gradcli.errors import UsageError
+from gradcli.expression import parse
+from gradcli.methods.fd import MACHINE_EPSILON
+from gradcli.compute.grad import check_dtype, check_eps, parse_methods
+from gradcli.compute.hessian import hessian_tolerance
+from gradcli.methods import symbolic as exact
+from gradcli.methods.fd import fd_hessians
+from gradcli.results import shortest
+
+
+class HessianBatch:
+    command = "hessian"
+
+    def __init__(self, expression: str, *, wrt: str | None = None, methods: str | None = None,
+                 eps: float | None = None, dtype: str = "float64", formulas: bool = False,
+                 symbolic_time_limit: float = 10.0):
+        self.expr = parse(expression)
+        self.variables, self.wrt = engine.needed_variables([self.expr], wrt)
+        self.methods = parse_methods(methods)
+        self.dtype = check_dtype(dtype)
+        self.eps = check_eps(eps)
+        if formulas and "symbolic" not in self.methods:
+            raise UsageError("--formulas needs the symbolic method (add symbolic to --method)")
+        self.formulas = formulas
+        self.time_limit = symbolic_time_limit
+        self.notes: list[str] = []
+        self._pending = None
+        self._formulas = None
+
+    def start(self) -> None:
+        if "symbolic" in self.methods:
+            n = len(self.wrt)
+            wanted = [(0, ())] + [(0, (v,)) for v in self.wrt] + \
+                [(0, (self.wrt[i], self.wrt[j])) for i in range(n) for j in range(i, n)]
+            self._pending = engine.start_symbolic(exact.differentiate, self.time_limit, [self.expr.tree],
+                                                  list(self.variables), wanted)
+
+    def header(self) -> dict:
+        if self._pending is not None:
+            result = engine.collect_symbolic(self._pending, self.notes, self.methods)
+            self._formulas = result[0] if result else None
+            self._pending = None
+            for key, why in (self._formulas.untranslatable if self._formulas else {}).items():
+                self.notes.append(f"symbolic values for d/d{','.join(key)} left out: {why}")
+        doc = {"command": self.command, "expression": self.expr.text, "variables": self.variables,
+               "wrt": self.wrt, "dtype": self.dtype, "methods": self.methods,
+               "fd": {"scheme": "central second differences",
+                      "step": "as given" if self.eps is not None else "eps**0.25 * max(1, |x|), the step x + h takes"}
+               if "fd" in self.methods else None}
+        if self._formulas is not None:
+            doc["symbolic_values"] = exact.EVALUATION
+            if self.formulas:
+                doc["formulas"] = [[self._formulas.texts.get(_key(a, b, self.wrt)) for b in self.wrt] for a in self.wrt]
+        return doc
+
+    def compute(self, chunk) -> list[dict]:
+        import numpy as np
+
+        size, n, pts = len(chunk), len(self.wrt), chunk.values
+        value = exact.evaluate(self.expr.tree, pts, size)
+        mats, grads, structural, steps = {}, {}, [], None
+        if "tape" in self.methods:
+            from gradcli.methods.tape import tape_hessians
+
+            t = tape_hessians(self.expr.tree, pts, self.wrt, dtype=self.dtype)
+            mats["tape"], grads["tape"], structural = t.matrices, t.gradients, t.structural
+        if "fd" in self.methods:
+            f = fd_hessians(self.expr.tree, pts, self.wrt, dtype=self.dtype, eps=self.eps)
+            mats["fd"], grads["fd"], steps = f.matrices, f.gradients, f.steps
+        if self._formulas is not None:
+            m = np.full((size, n, n), np.nan)
+            g = np.full((size, n), np.nan)
+            trees = self._formulas.trees
+            for i, a in enumerate(self.wrt):
+                if (a,) in trees:
+                    g[:, i] = exact.evaluate(trees[(a,)], pts, size)
+                for j in range(i, n):
+                    tree = trees.get(_key(a, self.wrt[j]))
+                    if tree is not None:
+                        m[:, i, j] = m[:, j, i] = exact.evaluate(tree, pts, size)
+            mats["symbolic"], grads["symbolic"] = m, g
+        order = [m for m in self.methods if m in mats]
+        records = []
+        for k, point in enumerate(engine.point_dicts(chunk, self.variables)):
+            record = engine.base_record(chunk, k, point)
+            record["value"] = float(value[k])
+            record["gradient"] = {m: {v: self._out(m, grads[m][k, i]) for i, v in enumerate(self.wrt)} for m in order}
+            record["hessian"] = {m: [[self._out(m, x) for x in row] for row in mats[m][k].tolist()] for m in order}
+            if "tape" in mats:
+                record["structural_zeros"] = [[self.wrt[i], self.wrt[j]] for i, j in structural]
+            if steps is not None:
+                record["fd_step"] = {v: float(steps[k, i]) for i, v in enumerate(self.wrt)}
+            self._judge(record, {m: mats[m][k] for m in order}, steps[k] if steps is not None else None)
+            if record["value"] is not None:
+                self._analyse(record, {m: mats[m][k] for m in order}, {m: grads[m][k] for m in order},
+                              steps[k] if steps is not None else None)
+            records.append(record)
+        return records
+
+    def _out(self, method: str, x: float) -> float:
+        return float(x) if method == "symbolic" else shortest(float(x), self.dtype)
+
+    def _judge(self, record: dict, mats: dict, steps) -> None:
+        """Each entry on its own scale (|exact entry|, |f|): a tiny entry beside a huge one is still judged."""
+        import numpy as np
+
+        text, value = self.expr.text, record["value"]
+        record["error"] = {}
+        if not math.isfinite(value):
+            record["warnings"].append(f"{text} is {'infinite' if math.isinf(value) else 'undefined (not a real number)'}"
+                                      "; its derivatives there mean nothing")
+            record["value"] = None
+            record["undefined"] = True
+            # derivatives of an undefined value are no numbers either
+            record["gradient"] = {m: dict.fromkeys(g) for m, g in record["gradient"].items()}
+            record["hessian"] = {m: [[None] * len(row) for row in h] for m, h in record["hessian"].items()}
+            return
+        for m, h in mats.items():
+            if not np.all(np.isfinite(h)):
+                record["warnings"].append(f"the {m} Hessian is not finite")
+                record["undefined"] = True
+        ref = mats.get("symbolic")
+        if ref is None or record["value"] is None or not np.all(np.isfinite(ref)):
+            return
+        scale = np.maximum(1.0, np.maximum(np.abs(ref), abs(value)))
+        for m in ("tape", "fd"):
+            if m not in mats or not np.all(np.isfinite(mats[m])):
+                continue
+            err = np.abs(mats[m] - ref)
+            worst = float(err.max()) if err.size else 0.0
+            record["error"][m] = worst
+            engine.note_error(record, m, worst)
+            step = None if steps is None or m != "fd" else float(np.min(steps))
+            tol = np.vectorize(lambda s: hessian_tolerance(m, dtype=self.dtype, scale=float(s), step=step))(scale) \
+                if err.size else err
+            if err.size and np.any(err > tol):
+                i, j = np.unravel_index(int(np.argmax(err / tol)), err.shape)
+                record["warnings"].append(
+                    f"{m} and symbolic Hessians disagree at entry ({self.wrt[i]}, {self.wrt[j]}): error "
+                    f"{err[i, j]:.3g} is more than {self.dtype} and the step explain (~{tol[i, j]:.1g})")
+
+    def _analyse(self, record: dict, mats: dict, grads: dict, steps) -> None:
+        """As the single-point command: the exact matrix when there is one, else the tape's, else fd's."""
+        import numpy as np
+
+        for source in ("symbolic", "tape", "fd"):
+            h = mats.get(source)
+            if h is None or not np.all(np.isfinite(h)):
+                continue
+            g = grads.get(source)
+            gradient = g.tolist() if g is not None and np.all(np.isfinite(g)) else None
+            gtol = etol = None
+            dtype = "float64" if source == "symbolic" else self.dtype
+            if source == "fd":
+                gtol = 100 * math.sqrt(MACHINE_EPSILON[self.dtype])
+                scale = max([1.0] + [abs(x) for x in h.ravel().tolist()])
+                etol = hessian_tolerance("fd", dtype=self.dtype, scale=scale,
+                                         step=None if steps is None else float(np.min(steps)))
+            a = analyse_hessian(h.tolist(), gradient, dtype=dtype, gradient_tolerance=gtol, eigenvalue_tolerance=etol)
+            record.update({"analysis_source": source, "eigenvalues": a.eigenvalues, "definiteness": a.definiteness,
+                           "critical_point": a.critical_point})
+            return
+
+
+def _key(a: str, b: str, order: list[str] | None = None) -> tuple[str, str]:
+    """The key SymPy's mixed partial was asked under: the pair in --wrt order (upper triangle)."""
+    if order is not None and order.index(a) > order.index(b):
+        return (b, a)
+    return (a, b)

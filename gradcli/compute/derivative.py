@@ -1,0 +1,326 @@
+"""``derivative``: the first n derivatives of a function of one variable, three ways.
+
+- tape: k nested ``GradientTape``s for order k (each tape records the gradient the one inside it
+  takes), all orders in one pass. A derivative the tape reports as unconnected (``None``: the third
+  derivative of x**2, which the TF backend computes as x*x) is 0, marked structural, and so is every
+  order above it.
+- fd: a central stencil whose coefficients are solved exactly (fractions) for order k, with
+  accuracy order ``accuracy`` (default 8: error ~h^8) and step eps^(1/(k+accuracy))*max(1,|x|),
+  which balances truncation h^accuracy against rounding eps/h^k. Measured on sin and exp at 1 in
+  float64, this wide stencil beats Richardson extrapolation of the 3-point stencil at every order
+  from 2 up (halving the step multiplies the rounding error by 2^k), so Richardson is not used.
+  Where the wide stencil leaves the function's domain, narrower ones are tried.
+- symbolic: SymPy's k-th derivatives and their exact values, started first as a
+  :class:`gradcli.methods.worker.BoundedJob`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from gradcli.methods import symbolic
+from gradcli.errors import UsageError
+from gradcli.expression.evaluate import PYTHON_FLOAT64, compile_expression
+from gradcli.expression import Expression, Node, parse
+from gradcli.methods.fd import ACCURACY_ORDERS, DEFAULT_ACCURACY, MACHINE_EPSILON, central_coefficients, check_step
+from gradcli.compute.grad import check_dtype, check_eps, parse_methods
+# Seconds the nested tapes may take (each order re-records every lower one): see gradcli.methods.tape.
+from gradcli.methods.tape import TAPE_TIME_BUDGET
+from gradcli.expression.points import Point, check_covers, check_point_fits, parse_point
+from gradcli.results import METHODS, clean, flag_undefined_value, point_text, shortest
+from gradcli.methods.worker import BoundedJob, CancelFlag, SymbolicTimeout
+
+MAX_ORDER = 10
+
+
+@dataclass
+class DerivativeRow:
+    order: int
+    symbolic: float | None = None
+    tape: float | None = None
+    fd: float | None = None
+    formula: str | None = None
+    error: dict[str, float | None] = field(default_factory=dict)
+    structural: bool = False  # the tape reported this order as unconnected (None)
+    tape_left_out: bool = False  # past the nested tapes' time budget (see TAPE_TIME_BUDGET)
+    fd_step: float | None = None
+    fd_accuracy: int | None = None
+    fd_points: int | None = None
+
+    def to_dict(self, methods: list[str], with_formula: bool) -> dict:
+        doc: dict[str, Any] = {"order": self.order}
+        for m in METHODS:
+            if m in methods:
+                doc[m] = getattr(self, m)
+        if with_formula:
+            doc["formula"] = self.formula
+        doc["error"] = self.error
+        if "tape" in methods:
+            doc["structural_zero"] = self.structural
+        if "fd" in methods:
+            doc["fd_step"] = self.fd_step
+            doc["fd_accuracy"] = self.fd_accuracy
+            doc["fd_points"] = self.fd_points
+        return doc
+
+
+@dataclass
+class DerivativeReport:
+    expression: str
+    variable: str
+    point: dict[str, float]
+    dtype: str
+    order: int
+    methods: list[str]
+    value: float | None
+    derivatives: list[DerivativeRow]
+    formulas: bool = False
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    failed: bool = False
+    command: str = "derivative"
+
+    def to_dict(self) -> dict:
+        return clean({
+            "command": self.command,
+            "expression": self.expression,
+            "variable": self.variable,
+            "point": self.point,
+            "dtype": self.dtype,
+            "order": self.order,
+            "methods": self.methods,
+            "value": self.value,
+            "derivatives": [r.to_dict(self.methods, self.formulas) for r in self.derivatives],
+            "warnings": self.warnings,
+            "notes": self.notes,
+        })
+
+
+# ---------------------------------------------------------------------------------------------
+# tape
+# ---------------------------------------------------------------------------------------------
+def tape_derivatives(tree: Node, values: dict[str, float], variable: str, order: int, *,
+                     dtype: str = "float64", time_budget: float | None = TAPE_TIME_BUDGET,
+                     notes: list[str] | None = None) -> list[float | None]:
+    """Derivatives 1..order by nested tapes; None where the tape reported the order as unconnected.
+
+    A batch of one point for :func:`gradcli.methods.tape.tape_derivatives`: when the next nesting depth
+    would run past ``time_budget`` seconds, the list stops short (the higher orders are left out) and a
+    note says so.
+    """
+    import numpy as np
+
+    from gradcli.methods.tape import tape_derivatives as batch_derivatives
+
+    t = batch_derivatives(tree, {k: np.array([v], dtype=np.float64) for k, v in values.items()}, variable, order,
+                          dtype=dtype, time_budget=time_budget, notes=notes)
+    return [None if structural else float(v) for v, structural in zip(t.values[0], t.structural)]
+
+
+# ---------------------------------------------------------------------------------------------
+# finite differences
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class FdDerivative:
+    value: float
+    step: float
+    accuracy: int
+    points: int
+
+
+def fd_derivatives(tree: Node, values: dict[str, float], variable: str, order: int, *, dtype: str = "float64",
+                   eps: float | None = None, accuracy: int = DEFAULT_ACCURACY) -> list[FdDerivative]:
+    """Derivatives 1..order at one point: :func:`gradcli.methods.fd.fd_derivatives` on a batch of one."""
+    from gradcli.methods import fd
+
+    r = fd.fd_derivatives(tree, fd._one(values), variable, order, dtype=dtype, eps=eps, accuracy=accuracy)
+    return [FdDerivative(float(r.values[0, k]), float(r.steps[0, k]), int(r.accuracy[0, k]), int(r.points[0, k]))
+            for k in range(order)]
+
+
+# ---------------------------------------------------------------------------------------------
+# symbolic
+# ---------------------------------------------------------------------------------------------
+def symbolic_derivatives_work(tree: Node, point_exact: dict[str, Node], names: list[str], variable: str,
+                             order: int, cancel: CancelFlag) -> tuple[float | None, list[float | None], list[str]]:
+    """(value, [f', ..., f^(order)] at the exact point, formulas). A :class:`gradcli.methods.worker.BoundedJob`
+    work function (module-level, picklable arguments)."""
+    syms = symbolic.symbols_for(names)
+    subs = symbolic.exact_point(point_exact, syms)
+    d = symbolic.to_sympy(tree, syms)
+    value = symbolic.value_at(d, subs)
+    values, formulas = [], []
+    for _ in range(order):
+        cancel.check()
+        d = d.diff(syms[variable])
+        values.append(symbolic.value_at(d, subs))
+        formulas.append(symbolic.formula_text(d))
+    return value, values, formulas
+
+
+def start_symbolic_derivatives(tree: Node, point: Point, variable: str, order: int, *, time_limit: float,
+                               parallel: bool = True) -> BoundedJob:
+    """Start :func:`symbolic_derivatives_work` as a :class:`gradcli.methods.worker.BoundedJob`."""
+    return BoundedJob(symbolic_derivatives_work, (tree, dict(point.exact), list(point.names), variable, order),
+                      time_limit, parallel=parallel, cancellable=True)
+
+
+def symbolic_derivatives(tree: Node, point: Point, variable: str, order: int, *,
+                         time_limit: float) -> tuple[float | None, list[float | None], list[str]]:
+    """(value, [f', ..., f^(order)] at the exact point, formulas); SymbolicTimeout past time_limit."""
+    return start_symbolic_derivatives(tree, point, variable, order, time_limit=time_limit).result()
+
+
+# ---------------------------------------------------------------------------------------------
+# the command's core
+# ---------------------------------------------------------------------------------------------
+def derivative_tolerance(method: str, *, dtype: str, scale: float, order: int, step: float | None = None,
+                         accuracy: int = DEFAULT_ACCURACY, value_scale: float = 1.0,
+                         exact: float | None = None) -> float:
+    """Expected error bound: tape ~ roundings (growing with the order); fd truncation h**accuracy plus
+    rounding eps |f| sum|w| / h**order (w: the stencil's weights).
+
+    The truncation constant holds the unknown derivative of order ``order + accuracy``, which can be
+    factorially large, so that term is generous; but an fd value off by more than half the exact one
+    (and by more than rounding explains) is always flagged.
+    """
+    eps = MACHINE_EPSILON[dtype]
+    if method == "tape":
+        return 1e3 * 4 ** order * eps * scale
+    h = step or 1.0
+    _, weights = central_coefficients(order, accuracy)
+    rounding = 100.0 * eps * sum(abs(float(w)) for w in weights) / h ** order * value_scale
+    generous = 1e3 * 4 ** order * h ** accuracy * scale + rounding
+    if exact is None:
+        return generous
+    return min(generous, max(0.5 * abs(exact), rounding))
+
+
+def check_order(order: int) -> int:
+    if not 1 <= order <= MAX_ORDER:
+        raise UsageError(f"--order must be between 1 and {MAX_ORDER}, not {order}")
+    return order
+
+
+def resolve_variable(wrt: str | None, point: Point, expr: Expression) -> str:
+    if wrt:
+        name = wrt.strip()
+        if name not in point.values:
+            raise UsageError(f"--wrt: '{name}' has no value in --at")
+        return name
+    if len(point.values) == 1:
+        return point.names[0]
+    raise UsageError(f"derivative takes one variable: --at gives {len(point.values)} "
+                     f"({', '.join(point.names)}); choose one with --wrt (the others stay fixed)")
+
+
+@dataclass
+class DerivativeSetup:
+    """The validated input of ``gradcli derivative``: all that --show-code needs, nothing computed yet."""
+
+    expr: Expression
+    point: Point
+    variable: str
+    order: int
+    methods: list[str]
+    dtype: str
+    eps: float | None
+    accuracy: int
+    formulas: bool
+
+
+def prepare_derivatives(expression: str, *, at: list[str] | str, order: int = 1, wrt: str | None = None,
+                        methods: str | list[str] | None = None, eps: float | None = None,
+                        dtype: str = "float64", accuracy: int = DEFAULT_ACCURACY,
+                        formulas: bool = False) -> DerivativeSetup:
+    """Parse and check everything (UsageError/ParseError: exit 2) without computing anything."""
+    expr = parse(expression)
+    point = parse_point(at)
+    check_covers(point, expr.variables)
+    variable = resolve_variable(wrt, point, expr)
+    order = check_order(order)
+    chosen = parse_methods(methods) if not isinstance(methods, list) else list(methods)
+    dtype = check_dtype(dtype)
+    check_point_fits(point, dtype)
+    eps = check_eps(eps)
+    if "fd" in chosen:
+        check_step(eps, point.values, [variable], dtype, power=order)
+    if accuracy not in ACCURACY_ORDERS:
+        raise UsageError(f"--accuracy must be one of {', '.join(map(str, ACCURACY_ORDERS))}, not {accuracy}")
+    if formulas and "symbolic" not in chosen:
+        raise UsageError("--formulas needs the symbolic method (add symbolic to --method)")
+    return DerivativeSetup(expr, point, variable, order, chosen, dtype, eps, accuracy, formulas)
+
+
+def compute_derivatives(expression: str, *, at: list[str] | str, order: int = 1, wrt: str | None = None,
+                        methods: str | list[str] | None = None, eps: float | None = None,
+                        dtype: str = "float64", accuracy: int = DEFAULT_ACCURACY, formulas: bool = False,
+                        symbolic_time_limit: float = symbolic.DEFAULT_TIME_LIMIT) -> DerivativeReport:
+    """Everything ``gradcli derivative`` shows, as a :class:`DerivativeReport`."""
+    setup = prepare_derivatives(expression, at=at, order=order, wrt=wrt, methods=methods, eps=eps, dtype=dtype,
+                                accuracy=accuracy, formulas=formulas)
+    expr, point, variable, order, chosen = setup.expr, setup.point, setup.variable, setup.order, setup.methods
+    dtype, eps = setup.dtype, setup.eps
+
+    # SymPy first, before anything imports TensorFlow (see gradcli.methods.worker.BoundedJob).
+    job = (start_symbolic_derivatives(expr.tree, point, variable, order, time_limit=symbolic_time_limit)
+           if "symbolic" in chosen else None)
+
+    value = compile_expression(expr.tree, PYTHON_FLOAT64)(point.values)
+    rows = [DerivativeRow(order=k) for k in range(1, order + 1)]
+    report = DerivativeReport(expression=expr.text, variable=variable, point=dict(point.values), dtype=dtype,
+                              order=order, methods=list(chosen), value=value, derivatives=rows,
+                              formulas=formulas)
+    if "tape" in chosen:
+        tape = tape_derivatives(expr.tree, point.values, variable, order, dtype=dtype, notes=report.notes)
+        for r, d in zip(rows, tape):
+            r.tape = 0.0 if d is None else shortest(d, dtype)
+            r.structural = d is None
+        for r in rows[len(tape):]:
+            r.tape, r.tape_left_out = None, True
+    if "fd" in chosen:
+        for r, d in zip(rows, fd_derivatives(expr.tree, point.values, variable, order, dtype=dtype, eps=eps,
+                                             accuracy=setup.accuracy)):
+            r.fd, r.fd_step, r.fd_accuracy, r.fd_points = shortest(d.value, dtype), d.step, d.accuracy, d.points
+    if job is not None:
+        try:
+            sym_value, values, texts = job.result()
+        except SymbolicTimeout as exc:
+            report.notes.append(f"symbolic column left out: {exc} (raise --symbolic-timeout to wait longer)")
+            report.methods = [m for m in report.methods if m != "symbolic"]
+        else:
+            for r, v, text in zip(rows, values, texts):
+                r.symbolic, r.formula = v, text
+            if sym_value is not None:
+                report.value = sym_value
+    _compare(report)
+    return report
+
+
+def _compare(report: DerivativeReport) -> None:
+    pt = point_text(report.point)
+    flag_undefined_value(report)
+    x = report.point[report.variable]
+    for r in report.derivatives:
+        bad = [m for m in report.methods if not (m == "tape" and r.tape_left_out)
+               and (getattr(r, m) is None or not math.isfinite(getattr(r, m)))]
+        if bad:
+            report.warnings.append(f"derivative of order {r.order} is not finite at {pt} ({', '.join(bad)})")
+            report.failed = True
+        if "symbolic" not in report.methods or r.symbolic is None:
+            continue
+        scale = max(1.0, abs(r.symbolic), abs(report.value or 0.0), abs(x))
+        for m in ("tape", "fd"):
+            got = getattr(r, m) if m in report.methods else None
+            if got is None or not math.isfinite(got):
+                continue
+            err = abs(got - r.symbolic)
+            r.error[m] = err
+            tol = derivative_tolerance(m, dtype=report.dtype, scale=scale, order=r.order, step=r.fd_step,
+                                       accuracy=r.fd_accuracy or DEFAULT_ACCURACY,
+                                       value_scale=max(1.0, abs(report.value or 0.0)), exact=r.symbolic)
+            if err > tol:
+                report.warnings.append(f"{m} and symbolic disagree on derivative {r.order}: error {err:.3g} "
+                                       f"is more than {report.dtype} and the step explain (~{tol:.1g})")

@@ -1,0 +1,247 @@
+"""``grad``: the gradient of one or more expressions at one point, three ways."""
+
+from __future__ import annotations
+
+import math
+
+from gradcli.errors import UsageError
+from gradcli.expression.evaluate import PYTHON_FLOAT64, compile_expression
+from gradcli.expression import Expression, parse
+from gradcli.methods.fd import MACHINE_EPSILON, Scheme, check_step, fd_gradient
+from gradcli.expression.points import Point, check_covers, check_point_fits, parse_point
+from gradcli.results import METHODS, ExpressionGradient, GradientReport, point_text, shortest, value_warning
+from gradcli.methods import symbolic
+from gradcli.methods.worker import BoundedJob, CancelFlag, SymbolicTimeout
+
+DTYPES = ("float64", "float32")
+# Order of the truncation error of each scheme (error ~ h**p).
+_SCHEME_ORDER = {Scheme.central: 2, Scheme.forward: 1, Scheme.backward: 1, Scheme.richardson: 4}
+
+
+def parse_methods(text: str | None, *, allowed=METHODS) -> list[str]:
+    """``symbolic,tape,fd`` (any subset, any order; ``all``) -> the methods in canonical order."""
+    if text is None or text.strip() == "all":
+        return list(allowed)
+    if not text.strip():
+        raise UsageError(f"--method is empty: name one or more of {', '.join(allowed)}")
+    chosen = []
+    for part in text.split(","):
+        name = part.strip().lower()
+        if name not in allowed:
+            raise UsageError(f"--method: unknown method '{part.strip()}' (choose from {', '.join(allowed)})")
+        chosen.append(name)
+    return [m for m in allowed if m in chosen]
+
+
+def check_dtype(dtype: str) -> str:
+    if dtype not in DTYPES:
+        raise UsageError(f"--dtype must be float64 or float32, not '{dtype}'")
+    return dtype
+
+
+def parse_expressions(texts: list[str]) -> list[Expression]:
+    if not texts:
+        raise UsageError("give at least one expression, e.g. gradcli grad \"x**2\" --at x=3")
+    return [parse(t) for t in texts]
+
+
+def resolve_wrt(wrt_text: str | None, point: Point) -> list[str]:
+    """``--wrt x1,x2``: the variables to differentiate by (default: all, in ``--at`` order)."""
+    if wrt_text is None or not wrt_text.strip():
+        return list(point.names)
+    wrt = []
+    for part in wrt_text.split(","):
+        name = part.strip()
+        if not name:
+            raise UsageError(f"--wrt: empty name in '{wrt_text}'; write it as --wrt x1,x2")
+        if name not in point.values:
+            raise UsageError(f"--wrt: '{name}' has no value in --at")
+        if name in wrt:
+            raise UsageError(f"--wrt: '{name}' is given twice")
+        wrt.append(name)
+    return wrt
+
+
+def check_eps(eps: float | None) -> float | None:
+    if eps is not None and (not math.isfinite(eps) or eps <= 0):
+        raise UsageError(f"--eps must be a positive finite number, not {eps!r}")
+    return eps
+
+
+def plan_gradient(expressions: list[str], *, at: list[str] | str, wrt: str | None = None,
+                  dtype: str = "float64", methods: str | list[str] | None = None, scheme: str = "central",
+                  eps: float | None = None) -> tuple[list[Expression], Point, list[str], str]:
+    """The checked inputs of ``grad``: expressions, point, variables to differentiate by, dtype. Every
+    option is checked here, so ``--show-code`` refuses what a computation would refuse."""
+    exprs = parse_expressions(expressions)
+    point = parse_point(at)
+    check_covers(point, [v for e in exprs for v in e.variables])
+    variables = resolve_wrt(wrt, point)
+    dtype = check_dtype(dtype)
+    check_point_fits(point, dtype)
+    chosen = parse_methods(methods) if not isinstance(methods, list) else methods
+    eps = check_eps(eps)
+    if "fd" in chosen:
+        check_step(eps, point.values, variables, dtype)
+    Scheme(scheme)
+    return exprs, point, variables, dtype
+
+
+def compute_gradient(expressions: list[str], *, at: list[str] | str, wrt: str | None = None,
+                     methods: str | list[str] | None = None, scheme: str = "central",
+                     eps: float | None = None, dtype: str = "float64",
+                     symbolic_time_limit: float = symbolic.DEFAULT_TIME_LIMIT) -> GradientReport:
+    """Everything ``gradcli grad`` shows, as a :class:`GradientReport`."""
+    exprs, point, variables, dtype = plan_gradient(expressions, at=at, wrt=wrt, dtype=dtype, methods=methods,
+                                                   scheme=scheme, eps=eps)
+    chosen = parse_methods(methods) if not isinstance(methods, list) else methods
+    scheme = Scheme(scheme)
+
+    report = GradientReport(
+        expressions=[e.text for e in exprs], point=dict(point.values), dtype=dtype, wrt=variables,
+        methods=chosen, results=[],
+        fd_scheme=scheme.value if "fd" in chosen else None,
+    )
+    for e in exprs:
+        value = compile_expression(e.tree, PYTHON_FLOAT64)(point.values)
+        report.results.append(ExpressionGradient(expression=e.text, value=value))
+
+    # SymPy first, before anything imports TensorFlow (see gradcli.methods.worker.BoundedJob).
+    job = _start_symbolic(exprs, point, variables, symbolic_time_limit) if "symbolic" in chosen else None
+    if "tape" in chosen:
+        per_tree, unconnected, summed, _ = _tape(exprs, point, variables, dtype)
+        for r, g, u in zip(report.results, per_tree, unconnected):
+            r.gradient["tape"] = {k: shortest(v, dtype) for k, v in g.items()}
+            r.unconnected = u
+        if len(exprs) > 1:
+            report.sum = report.sum or {}
+            report.sum["tape"] = {k: shortest(v, dtype) for k, v in summed.items()}
+    if "fd" in chosen:
+        for e, r in zip(exprs, report.results):
+            derivs, steps = fd_gradient(e.tree, point.values, variables, scheme=scheme, dtype=dtype, eps=eps)
+            r.gradient["fd"] = {k: shortest(v, dtype) for k, v in derivs.items()}
+            report.fd_steps = steps
+        if len(exprs) > 1:
+            report.sum = report.sum or {}
+            report.sum["fd"] = _sum_rows([r.gradient["fd"] for r in report.results], variables)
+    if job is not None:
+        _symbolic_column(job, report, variables, len(exprs))
+    for r in report.results:  # JSON lists the methods in their usual order
+        r.gradient = {m: r.gradient[m] for m in METHODS if m in r.gradient}
+    if report.sum:
+        report.sum = {m: report.sum[m] for m in METHODS if m in report.sum}
+    _errors_and_warnings(report, exprs, point, scheme, eps)
+    return report
+
+
+def _tape(exprs, point, variables, dtype):
+    from gradcli.methods.tape import tape_gradient
+
+    return tape_gradient([e.tree for e in exprs], point.values, variables, dtype=dtype)
+
+
+def _sum_rows(rows: list[dict[str, float | None]], variables: list[str]) -> dict[str, float | None]:
+    out = {}
+    for v in variables:
+        vals = [row.get(v) for row in rows]
+        out[v] = None if any(x is None for x in vals) else sum(vals)
+    return out
+
+
+def symbolic_gradients(trees, point_exact: dict, names: list[str], variables: list[str], cancel: CancelFlag):
+    """For each tree: (value, {var: formula}, {var: exact derivative value}). A
+    :class:`gradcli.methods.worker.BoundedJob` work function (module-level, picklable arguments)."""
+    symbols = symbolic.symbols_for(names)
+    subs = symbolic.exact_point(point_exact, symbols)
+    out = []
+    for tree in trees:
+        f = symbolic.to_sympy(tree, symbols)
+        value = symbolic.value_at(f, subs)
+        formulas, values = {}, {}
+        for v in variables:
+            cancel.check()
+            d = f.diff(symbols[v])
+            formulas[v] = symbolic.formula_text(d)
+            values[v] = symbolic.value_at(d, subs)
+        out.append((value, formulas, values))
+    return out
+
+
+def _start_symbolic(exprs, point: Point, variables, time_limit: float) -> BoundedJob:
+    return BoundedJob(symbolic_gradients, ([e.tree for e in exprs], dict(point.exact), list(point.names),
+                                           list(variables)), time_limit, parallel=True, cancellable=True)
+
+
+def _symbolic_column(job: BoundedJob, report: GradientReport, variables, count: int) -> None:
+    try:
+        columns = job.result()
+    except SymbolicTimeout as exc:
+        report.notes.append(f"symbolic column left out: {exc} (raise --symbolic-timeout to wait longer)")
+        report.methods = [m for m in report.methods if m != "symbolic"]
+        return
+    for r, (value, formulas, values) in zip(report.results, columns):
+        r.formula = formulas
+        r.gradient["symbolic"] = values
+        if value is not None and math.isfinite(value):
+            r.value = value
+    if count > 1:
+        report.sum = report.sum or {}
+        report.sum["symbolic"] = _sum_rows([r.gradient["symbolic"] for r in report.results], variables)
+
+
+def tolerance(method: str, *, dtype: str, scale: float, step: float | None = None,
+              scheme: Scheme = Scheme.central) -> float:
+    """How far a method may be from the exact value before gradcli calls it a disagreement.
+
+    tape: a few hundred roundings of the dtype. fd: truncation h**p plus rounding eps/h, with a
+    safety factor, since the derivatives that set the constants are unknown.
+    """
+    eps = MACHINE_EPSILON[dtype]
+    if method == "tape":
+        return 1e3 * eps * scale
+    p = _SCHEME_ORDER[scheme]
+    h = step or 1.0
+    return 100.0 * (h ** p + eps / h) * scale
+
+
+def _errors_and_warnings(report: GradientReport, exprs, point: Point, scheme: Scheme, eps) -> None:
+    pt = point_text(point.values)
+    for e, r in zip(exprs, report.results):
+        warning = value_warning(e.text, r.value, point.values)
+        if warning:
+            report.warnings.append(warning)
+            report.failed = True
+            r.value = None
+        ref = r.gradient.get("symbolic")
+        for method in ("tape", "fd"):
+            got = r.gradient.get(method)
+            if got is None:
+                continue
+            if ref is not None:
+                r.error[method] = {v: (abs(got[v] - ref[v]) if got[v] is not None and ref[v] is not None
+                                       and math.isfinite(got[v]) else None) for v in report.wrt}
+        for v in report.wrt:
+            bad = {m: g.get(v) for m, g in r.gradient.items()
+                   if g.get(v) is None or not math.isfinite(g.get(v))}
+            if bad:
+                said = ", ".join(f"{m}: {_show(x)}" for m, x in bad.items())
+                report.warnings.append(f"d({e.text})/d{v} is not finite at {pt} ({said})")
+                report.failed = True
+                continue
+            if ref is None or r.value is None:
+                continue
+            scale = max(1.0, abs(r.value), abs(ref[v]), abs(point.values[v]))
+            for method in ("tape", "fd"):
+                err = r.error.get(method, {}).get(v)
+                if err is None:
+                    continue
+                tol = tolerance(method, dtype=report.dtype, scale=scale,
+                                step=report.fd_steps.get(v), scheme=scheme)
+                if err > tol:
+                    report.warnings.append(
+                        f"{method} and symbolic disagree on d({e.text})/d{v}: error {err:.3g} is more than "
+                        f"{report.dtype} and the step explain (~{tol:.1g})")
+
+
+def _show(x: float | None) -> str:
+    return "undefined" if x is None else repr(x)

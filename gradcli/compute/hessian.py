@@ -1,0 +1,371 @@
+"""``hessian``: the matrix of second derivatives at a point, three ways, and what it says there.
+
+- tape: nested ``GradientTape``s, the outer one over the inner one's gradient, as the TF guide does.
+  For a few variables, one ``outer.gradient`` per row exactly like the guide, so every entry the tape
+  reports as unconnected (``None``) is known and shown as a structural zero. For more variables, all
+  rows from one ``outer.gradient`` over n stacked copies of the point (the expression's alike terms
+  vectorised). Written once, for batches of points, in :mod:`gradcli.methods.tape`.
+- fd: central second differences, every stencil point evaluated at once with NumPy arrays.
+- symbolic: SymPy's exact Hessian, its value at the exactly-typed point, started first as a
+  :class:`gradcli.methods.worker.BoundedJob`.
+
+The analysis (eigenvalues, definiteness, critical point, ...) is :func:`gradcli.compute.analysis.analyse_hessian`
+on the most trustworthy matrix available: exact, else tape, else fd.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from gradcli.methods import symbolic
+from gradcli.compute.analysis import HessianAnalysis, analyse_hessian
+from gradcli.errors import UsageError
+from gradcli.expression.evaluate import PYTHON_FLOAT64, compile_expression
+from gradcli.expression import Expression, Node, parse
+from gradcli.methods.fd import MACHINE_EPSILON, check_step
+from gradcli.compute.grad import check_dtype, check_eps, parse_methods, resolve_wrt
+# ROWS_MAX: up to this many variables the tape takes one outer gradient per row (the guide's way), which
+# shows every unconnected entry; above it, all rows at once (see gradcli.methods.tape).
+from gradcli.methods.tape import ROWS_MAX  # noqa: F401
+from gradcli.expression.points import Point, check_covers, check_point_fits, parse_point
+from gradcli.results import METHODS, clean, flag_undefined_value, point_text, shortest
+from gradcli.methods.worker import BoundedJob, CancelFlag, SymbolicTimeout
+
+Matrix = list[list[float | None]]
+
+
+@dataclass
+class HessianReport:
+    """``gradcli hessian``: everything computed, independent of how it is shown."""
+
+    expression: str
+    point: dict[str, float]
+    dtype: str
+    variables: list[str]
+    methods: list[str]
+    value: float | None
+    gradient: dict[str, dict[str, float | None]] = field(default_factory=dict)
+    hessian: dict[str, Matrix] = field(default_factory=dict)
+    formulas: list[list[str]] | None = None
+    error: dict[str, float | None] = field(default_factory=dict)
+    symmetry: dict[str, float | None] = field(default_factory=dict)
+    structural_zeros: list[tuple[str, str]] = field(default_factory=list)
+    tape_mode: str | None = None
+    fd_steps: dict[str, float] = field(default_factory=dict)
+    analysis: HessianAnalysis | None = None
+    analysis_source: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    failed: bool = False
+    command: str = "hessian"
+
+    def to_dict(self) -> dict:
+        a = self.analysis
+        doc: dict[str, Any] = {
+            "command": self.command,
+            "expression": self.expression,
+            "point": self.point,
+            "dtype": self.dtype,
+            "variables": self.variables,
+            "methods": self.methods,
+            "value": self.value,
+            "gradient": self.gradient,
+            "hessian": self.hessian,
+            "error": self.error,
+            "symmetry": self.symmetry,
+            "structural_zeros": [list(p) for p in self.structural_zeros],
+            "tape": None if self.tape_mode is None else {"mode": self.tape_mode},
+            "fd": None if "fd" not in self.methods else {"scheme": "central second differences",
+                                                         "step": self.fd_steps},
+            "analysis_source": self.analysis_source,
+            "eigenvalues": a.eigenvalues if a else None,
+            "definiteness": a.definiteness if a else None,
+            "critical_point": a.critical_point if a else None,
+            "condition_number": a.condition_number if a else None,
+            "max_stable_learning_rate": a.max_stable_learning_rate if a else None,
+        }
+        if self.formulas is not None:
+            doc["formulas"] = self.formulas
+        doc["warnings"] = self.warnings
+        doc["notes"] = self.notes
+        return clean(doc)
+
+
+# ---------------------------------------------------------------------------------------------
+# tape
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class TapeHessian:
+    value: float
+    gradient: list[float]
+    matrix: list[list[float]]
+    structural: list[tuple[int, int]]  # (row, column) entries the tape reported as unconnected
+    mode: str  # "rows" | "stacked" | "jacobian" (see gradcli.methods.tape)
+
+
+def tape_hessian(tree: Node, values: dict[str, float], wrt: list[str], *, dtype: str = "float64",
+                 mode: str | None = None) -> TapeHessian:
+    """The Hessian of ``tree`` by nested tapes: a batch of one point for
+    :func:`gradcli.methods.tape.tape_hessians`. ``mode``: "rows" (the guide), "stacked", "jacobian" or None
+    (by size: rows up to ROWS_MAX variables, else stacked)."""
+    import numpy as np
+
+    from gradcli.methods.tape import tape_hessians
+
+    t = tape_hessians(tree, {k: np.array([v], dtype=np.float64) for k, v in values.items()}, wrt, dtype=dtype,
+                      mode=mode)
+    return TapeHessian(float(t.values[0]), t.gradients[0].tolist(), t.matrices[0].tolist(), t.structural, t.mode)
+
+
+# ---------------------------------------------------------------------------------------------
+# finite differences
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class FdHessian:
+    value: float
+    gradient: list[float]  # central first differences from the same stencil (step eps^(1/4): rough)
+    matrix: list[list[float]]
+    steps: list[float]
+
+
+def fd_hessian(tree: Node, values: dict[str, float], wrt: list[str], *, dtype: str = "float64",
+               eps: float | None = None) -> FdHessian:
+    """Central second differences at one point: :func:`gradcli.methods.fd.fd_hessians` on a batch of one."""
+    from gradcli.methods.fd import _one, fd_hessians
+
+    r = fd_hessians(tree, _one(values), wrt, dtype=dtype, eps=eps)
+    return FdHessian(float(r.values[0]), r.gradients[0].tolist(), r.matrices[0].tolist(), r.steps[0].tolist())
+
+
+# ---------------------------------------------------------------------------------------------
+# symbolic
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class SymbolicHessian:
+    value: float | None
+    gradient: list[float | None]
+    matrix: Matrix
+    formulas: list[list[str]]
+
+
+def symbolic_hessian_work(tree: Node, point_exact: dict[str, Node], names: list[str], wrt: list[str],
+                          formulas: bool, cancel: CancelFlag) -> SymbolicHessian:
+    """The exact Hessian (upper triangle, mirrored: SymPy's mixed partials commute for these functions).
+
+    A :class:`gradcli.methods.worker.BoundedJob` work function (module-level, picklable arguments).
+    """
+    syms = symbolic.symbols_for(names)
+    subs = symbolic.exact_point(point_exact, syms)
+    f = symbolic.to_sympy(tree, syms)
+    value = symbolic.value_at(f, subs)
+    first = []
+    for v in wrt:
+        cancel.check()
+        first.append(symbolic.product_rule_diff(f, syms[v]))
+    gradient = [symbolic.value_at(d, subs) for d in first]
+    n = len(wrt)
+    matrix: Matrix = [[None] * n for _ in range(n)]
+    texts = [[""] * n for _ in range(n)]
+    for i in range(n):
+        for j in range(i, n):
+            cancel.check()
+            d = symbolic.product_rule_diff(first[i], syms[wrt[j]])
+            matrix[i][j] = matrix[j][i] = symbolic.value_at(d, subs)
+            if formulas:
+                texts[i][j] = texts[j][i] = symbolic.formula_text(d)
+    return SymbolicHessian(value, gradient, matrix, texts)
+
+
+def start_symbolic_hessian(tree: Node, point: Point, wrt: list[str], *, time_limit: float,
+                           formulas: bool = True, parallel: bool = True) -> BoundedJob:
+    """Start :func:`symbolic_hessian_work` as a :class:`gradcli.methods.worker.BoundedJob`."""
+    return BoundedJob(symbolic_hessian_work, (tree, dict(point.exact), list(point.names), list(wrt), formulas),
+                      time_limit, parallel=parallel, cancellable=True)
+
+
+def symbolic_hessian(tree: Node, point: Point, wrt: list[str], *, time_limit: float,
+                     formulas: bool = True) -> SymbolicHessian:
+    """The exact Hessian; raises :class:`SymbolicTimeout` past ``time_limit``."""
+    return start_symbolic_hessian(tree, point, wrt, time_limit=time_limit, formulas=formulas).result()
+
+
+# ---------------------------------------------------------------------------------------------
+# the command's core
+# ---------------------------------------------------------------------------------------------
+def hessian_tolerance(method: str, *, dtype: str, scale: float, step: float | None = None) -> float:
+    """How far a method's entry may be from the exact one before gradcli calls it a disagreement.
+
+    tape: a few thousand roundings of the dtype. fd: truncation h^2 plus rounding eps/h^2 (times a
+    safety factor: the derivatives that set the constants are unknown).
+    """
+    eps = MACHINE_EPSILON[dtype]
+    if method == "tape":
+        return 1e4 * eps * scale
+    h = step or 1.0
+    return 100.0 * (h * h + eps / (h * h)) * scale
+
+
+@dataclass
+class HessianSetup:
+    """The validated input of ``gradcli hessian``: all that --show-code needs, nothing computed yet."""
+
+    expr: Expression
+    point: Point
+    variables: list[str]
+    methods: list[str]
+    dtype: str
+    eps: float | None
+    formulas: bool
+
+
+def prepare_hessian(expression: str, *, at: list[str] | str, wrt: str | None = None,
+                    methods: str | list[str] | None = None, eps: float | None = None, dtype: str = "float64",
+                    formulas: bool = False) -> HessianSetup:
+    """Parse and check everything (UsageError/ParseError: exit 2) without computing anything."""
+    expr: Expression = parse(expression)
+    point = parse_point(at)
+    check_covers(point, expr.variables)
+    variables = resolve_wrt(wrt, point)
+    chosen = parse_methods(methods) if not isinstance(methods, list) else list(methods)
+    dtype = check_dtype(dtype)
+    check_point_fits(point, dtype)
+    eps = check_eps(eps)
+    if "fd" in chosen:
+        check_step(eps, point.values, variables, dtype, power=2)
+    if formulas and "symbolic" not in chosen:
+        raise UsageError("--formulas needs the symbolic method (add symbolic to --method)")
+    return HessianSetup(expr, point, variables, chosen, dtype, eps, formulas)
+
+
+_TAPE_MODE_TEXT = {
+    "rows": "per-row outer.gradient (the guide's loop)",
+    "stacked": "the jacobian of the inner gradient as one outer.gradient over n stacked copies of the point "
+               "(vectorised, no pfor)",
+    "jacobian": "outer.jacobian of the inner gradient (vectorised, in one tf.function)",
+}
+
+
+def compute_hessian(expression: str, *, at: list[str] | str, wrt: str | None = None,
+                    methods: str | list[str] | None = None, eps: float | None = None, dtype: str = "float64",
+                    formulas: bool = False, symbolic_time_limit: float = symbolic.DEFAULT_TIME_LIMIT,
+                    tape_mode: str | None = None) -> HessianReport:
+    """Everything ``gradcli hessian`` shows, as a :class:`HessianReport`."""
+    setup = prepare_hessian(expression, at=at, wrt=wrt, methods=methods, eps=eps, dtype=dtype, formulas=formulas)
+    expr, point, variables, chosen = setup.expr, setup.point, setup.variables, setup.methods
+    dtype, eps = setup.dtype, setup.eps
+
+    # SymPy first, before anything imports TensorFlow (see gradcli.methods.worker.BoundedJob).
+    job = (start_symbolic_hessian(expr.tree, point, variables, time_limit=symbolic_time_limit, formulas=formulas)
+           if "symbolic" in chosen else None)
+
+    value = compile_expression(expr.tree, PYTHON_FLOAT64)(point.values)
+    report = HessianReport(expression=expr.text, point=dict(point.values), dtype=dtype, variables=variables,
+                           methods=list(chosen), value=value)
+    names = variables
+
+    if "tape" in chosen:
+        t = tape_hessian(expr.tree, point.values, variables, dtype=dtype, mode=tape_mode)
+        report.hessian["tape"] = [[shortest(x, dtype) for x in row] for row in t.matrix]
+        report.gradient["tape"] = {k: shortest(g, dtype) for k, g in zip(names, t.gradient)}
+        report.structural_zeros = [(names[i], names[j]) for i, j in t.structural]
+        report.tape_mode = _TAPE_MODE_TEXT[t.mode]
+        if t.mode == "jacobian":
+            report.notes.append("tape.jacobian (vectorised) does not say which single entries were "
+                                "unconnected; only variables the expression lacks are marked structural")
+        elif t.mode == "stacked":
+            report.notes.append("the stacked tape (all rows in one outer gradient) does not say which single "
+                                "entries were unconnected; only variables the expression lacks are marked structural")
+    if "fd" in chosen:
+        fd = fd_hessian(expr.tree, point.values, variables, dtype=dtype, eps=eps)
+        report.hessian["fd"] = [[shortest(x, dtype) for x in row] for row in fd.matrix]
+        report.gradient["fd"] = {k: shortest(g, dtype) for k, g in zip(names, fd.gradient)}
+        report.fd_steps = dict(zip(names, fd.steps))
+    if job is not None:
+        try:
+            s = job.result()
+        except SymbolicTimeout as exc:
+            report.notes.append(f"symbolic column left out: {exc} (raise --symbolic-timeout to wait longer)")
+            report.methods = [m for m in report.methods if m != "symbolic"]
+        else:
+            report.hessian["symbolic"] = s.matrix
+            report.gradient["symbolic"] = dict(zip(names, s.gradient))
+            if formulas:
+                report.formulas = s.formulas
+            if s.value is not None:
+                report.value = s.value
+    # Canonical order in the output, whatever order they ran in.
+    report.hessian = {m: report.hessian[m] for m in METHODS if m in report.hessian}
+    report.gradient = {m: report.gradient[m] for m in METHODS if m in report.gradient}
+    _compare(report)
+    _analyse(report)
+    return report
+
+
+def _max_abs(a: Matrix, b: Matrix) -> float | None:
+    diffs = [abs(x - y) for ra, rb in zip(a, b) for x, y in zip(ra, rb)
+             if x is not None and y is not None and math.isfinite(x) and math.isfinite(y)]
+    return max(diffs, default=None)  # None: no entry where both are finite
+
+
+def _finite(m: Matrix) -> bool:
+    return all(x is not None and math.isfinite(x) for row in m for x in row)
+
+
+def _compare(report: HessianReport) -> None:
+    pt = point_text(report.point)
+    flag_undefined_value(report)
+    for method, m in report.hessian.items():
+        report.symmetry[method] = _max_abs(m, [list(r) for r in zip(*m)]) if _finite(m) else None
+        if not _finite(m):
+            report.warnings.append(f"the {method} Hessian is not finite at {pt}")
+            report.failed = True
+    exact = report.hessian.get("symbolic")
+    if exact is None:
+        return
+    scale = max([1.0] + [abs(x) for row in exact for x in row if x is not None])
+    for method in ("tape", "fd"):
+        if method not in report.hessian:
+            continue
+        err = _max_abs(report.hessian[method], exact) if _finite(report.hessian[method]) else None
+        report.error[method] = err
+        step = min(report.fd_steps.values(), default=None) if method == "fd" else None
+        tol = hessian_tolerance(method, dtype=report.dtype, scale=scale, step=step)
+        if err is not None and err > tol:
+            report.warnings.append(f"{method} and symbolic Hessians disagree: largest difference {err:.3g} is "
+                                   f"more than {report.dtype} and the step explain (~{tol:.1g})")
+    if report.symmetry.get("tape") and report.symmetry["tape"] > hessian_tolerance(
+            "tape", dtype=report.dtype, scale=scale):
+        report.warnings.append(f"the tape Hessian is not symmetric (max |H - H^T| = {report.symmetry['tape']:.3g})")
+
+
+def _analyse(report: HessianReport) -> None:
+    """Analyse the exact matrix when there is one, else the tape's, else fd's."""
+    for source in ("symbolic", "tape", "fd"):
+        m = report.hessian.get(source)
+        if m is None or not _finite(m):
+            continue
+        grad_source = next((g for g in ("symbolic", "tape", "fd") if g in report.gradient
+                            and all(v is not None and math.isfinite(v) for v in report.gradient[g].values())),
+                           None)
+        gradient = list(report.gradient[grad_source].values()) if grad_source else None
+        dtype = "float64" if source == "symbolic" else report.dtype
+        gtol = None
+        if grad_source == "fd":
+            # fd's gradient comes from steps of eps^(1/4): it is only good to about sqrt(eps).
+            gtol = 100 * math.sqrt(MACHINE_EPSILON[report.dtype])
+        elif grad_source == "tape":
+            gtol = 1e3 * MACHINE_EPSILON[report.dtype]
+        etol = None
+        if source == "fd":
+            # fd's entries are off by its truncation and rounding, far more than rounding alone.
+            scale = max([1.0] + [abs(x) for row in m for x in row])
+            etol = hessian_tolerance("fd", dtype=report.dtype, scale=scale,
+                                     step=min(report.fd_steps.values(), default=None))
+            report.notes.append(f"the analysis uses the fd Hessian: eigenvalues within ~{etol:.1g} of zero "
+                                "(its error) are taken as zero")
+        analysis = analyse_hessian(m, gradient, dtype=dtype, gradient_tolerance=gtol, eigenvalue_tolerance=etol)
+        report.analysis = analysis
+        report.analysis_source = source
+        return

@@ -1,0 +1,285 @@
+"""The function table: every function the expression language knows, with each backend's implementation.
+
+One :class:`Function` per name holds everything gradcli does with that function: the argument counts
+the parser accepts, and how each backend computes it. The backends are derived from :data:`TABLE`:
+
+- ``python``: plain Python float64 with IEEE results (inf/nan, never an exception), for
+  :data:`gradcli.expression.evaluate.PYTHON_FLOAT64` (constant folding, the float64 finite differences);
+- ``numpy``: :func:`gradcli.expression.evaluate.numpy_backend` (float32/float64, scalars or arrays);
+- ``tf``: :func:`gradcli.methods.tf_runtime.tf_backend` (the ``GradientTape`` column);
+- ``tf_code``: the source template ``--show-code`` writes (:func:`gradcli.programs.common.tf_code`);
+- ``sympy``: :func:`gradcli.methods.symbolic.to_sympy` (the exact column);
+- ``sympy_class``: the SymPy class a call becomes, to translate SymPy's derivatives back into gradcli
+  trees (:mod:`gradcli.methods.symbolic`); ``None`` where SymPy rewrites the call into other
+  operations (``sqrt(x)`` is a ``Pow``, ``log2(x)`` is ``log(x)/log(2)``).
+
+This module imports only the standard library: the parser imports it on the ``gradcli --help`` path.
+NumPy, TensorFlow and SymPy implementations are therefore written as an attribute name of the module
+(``"sin"``, ``"math.erf"``) or as a small factory that receives the module (and, for NumPy, the
+scalar type; for TensorFlow, the ``const`` that makes a tensor of the backend's dtype) and returns the
+callable. The derived tables are built by the ``*_functions`` helpers at the bottom, which the backends
+call with the module they have already imported.
+
+Adding a function is one entry in :data:`TABLE` (``tests/test_functions.py`` checks every backend
+against the Python implementation at the entry's ``points``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+# An implementation in a lazily imported module: an attribute path, or a factory returning the callable.
+Lazy = str | Callable[..., Callable[..., Any]]
+
+_INF = math.inf
+_NAN = math.nan
+# ln(2) and ln(10) as float64 (== math.log(2), math.log(10)): TensorFlow's log2/log10 divide by them.
+_LN2 = 0.6931471805599453
+_LN10 = 2.302585092994046
+
+
+@dataclass(frozen=True)
+class Function:
+    name: str
+    arities: tuple[int, ...]
+    python: Callable[..., float]
+    numpy: Lazy  # attribute of numpy, or factory(np, scalar_type) -> callable
+    tf: Lazy  # attribute of tensorflow, or factory(tf, const) -> callable
+    tf_code: str  # "--show-code" source: str.format template over the argument sources
+    sympy: Lazy  # attribute of sympy called with the arguments, or callable(sp, *args) -> expression
+    sympy_class: str | None  # type(expr).__name__ of the SymPy call; None where SymPy rewrites it
+    # Points inside the domain (one tuple of arguments each) where the parity test compares backends.
+    points: tuple[tuple[float, ...], ...] = ((-1.3,), (0.4,), (2.2,))
+
+
+@dataclass(frozen=True)
+class Alias:
+    """Another name for a function: the parser reads ``name(...)`` as ``target(...)``."""
+
+    name: str
+    target: str
+    arities: tuple[int, ...]
+
+
+# ---------------------------------------------------------------------------------------------
+# Plain Python floats with IEEE semantics (math raises where IEEE gives inf or nan)
+# ---------------------------------------------------------------------------------------------
+def py_div(a: float, b: float) -> float:
+    """``a / b`` with IEEE results: x/0 is +-inf, 0/0 is nan."""
+    try:
+        return a / b
+    except ZeroDivisionError:
+        if a == 0 or math.isnan(a):
+            return _NAN
+        return math.copysign(_INF, a) * math.copysign(1.0, b)
+
+
+def py_unary(fn: Callable[[float], float], *, on_overflow=None, on_domain=None) -> Callable[[float], float]:
+    """``fn`` returning inf on overflow and nan outside its domain (or what the handlers say)."""
+    def f(x: float) -> float:
+        try:
+            return fn(x)
+        except OverflowError:
+            return on_overflow(x) if on_overflow else _INF
+        except (ValueError, ZeroDivisionError):
+            return on_domain(x) if on_domain else _NAN
+    return f
+
+
+def _log_domain(x: float) -> float:
+    return -_INF if x == 0 else _NAN
+
+
+def _atanh_domain(x: float) -> float:
+    return math.copysign(_INF, x) if abs(x) == 1 else _NAN
+
+
+def _py_sigmoid(x: float) -> float:
+    if x >= 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    z = py_unary(math.exp)(x)
+    return z / (1.0 + z)
+
+
+_py_ln = py_unary(math.log, on_domain=_log_domain)
+
+
+def _py_log(x: float, base: float | None = None) -> float:
+    lx = _py_ln(x)
+    if base is None:
+        return lx
+    return py_div(lx, _py_ln(base))
+
+
+_py_sin = py_unary(math.sin)
+_py_cos = py_unary(math.cos)
+_py_tan = py_unary(math.tan)
+_py_erf = py_unary(math.erf)
+
+
+# ---------------------------------------------------------------------------------------------
+# Implementations that are more than one library call
+# ---------------------------------------------------------------------------------------------
+def _np_log(np, t):
+    def log(x, base=None):
+        return np.log(x) if base is None else np.log(x) / np.log(base)
+    return log
+
+
+def _np_erf(np, t):
+    # NumPy has no erf: Python's, element by element, in float64, then cast to the backend's dtype.
+    erf_scalar = np.vectorize(_py_erf, otypes=[np.float64])
+
+    def erf(x):
+        return t(erf_scalar(x)) if np.ndim(x) == 0 else erf_scalar(x).astype(t)
+    return erf
+
+
+def _np_sigmoid(np, t):
+    # exp(-log(1 + exp(-x))): no overflow and no cancellation for large |x|
+    return lambda x: np.exp(-np.logaddexp(t(0), -x))
+
+
+def _tf_log(tf, const):
+    def log(x, base=None):
+        return tf.math.log(x) if base is None else tf.math.log(x) / tf.math.log(base)
+    return log
+
+
+def _tf_log_over(constant: float):
+    """TensorFlow ``log(x) / constant`` (log2, log10), the constant made once per backend."""
+    def make(tf, const):
+        c = const(constant)
+        return lambda x: tf.math.log(x) / c
+    return make
+
+
+def _sp_log(sp, x, b=None):
+    return sp.log(x) if b is None else sp.log(x, b)
+
+
+# ---------------------------------------------------------------------------------------------
+# The table
+# ---------------------------------------------------------------------------------------------
+_UNIT = ((-0.7,), (0.3,), (0.9,))  # inside (-1, 1): asin, acos, atanh
+# Columns: name, arities, python, numpy, tf, tf_code, sympy, sympy_class[, points]
+TABLE: tuple[Function, ...] = (
+    Function("sin", (1,), _py_sin, "sin", "sin", "tf.sin({0})", "sin", "sin"),
+    Function("cos", (1,), _py_cos, "cos", "cos", "tf.cos({0})", "cos", "cos"),
+    Function("tan", (1,), _py_tan, "tan", "tan", "tf.tan({0})", "tan", "tan"),
+    Function("sec", (1,), lambda x: py_div(1.0, _py_cos(x)), lambda np, t: lambda x: 1 / np.cos(x),
+             lambda tf, const: lambda x: 1 / tf.cos(x), "1 / tf.cos({0})", "sec", "sec"),
+    Function("csc", (1,), lambda x: py_div(1.0, _py_sin(x)), lambda np, t: lambda x: 1 / np.sin(x),
+             lambda tf, const: lambda x: 1 / tf.sin(x), "1 / tf.sin({0})", "csc", "csc"),
+    Function("cot", (1,), lambda x: py_div(1.0, _py_tan(x)), lambda np, t: lambda x: 1 / np.tan(x),
+             lambda tf, const: lambda x: 1 / tf.tan(x), "1 / tf.tan({0})", "cot", "cot"),
+    Function("asin", (1,), py_unary(math.asin), "arcsin", "asin", "tf.asin({0})", "asin", "asin", _UNIT),
+    Function("acos", (1,), py_unary(math.acos), "arccos", "acos", "tf.acos({0})", "acos", "acos", _UNIT),
+    Function("atan", (1,), py_unary(math.atan), "arctan", "atan", "tf.atan({0})", "atan", "atan"),
+    Function("sinh", (1,), py_unary(math.sinh, on_overflow=lambda x: math.copysign(_INF, x)), "sinh", "sinh",
+             "tf.sinh({0})", "sinh", "sinh"),
+    Function("cosh", (1,), py_unary(math.cosh), "cosh", "cosh", "tf.cosh({0})", "cosh", "cosh"),
+    Function("tanh", (1,), py_unary(math.tanh), "tanh", "tanh", "tf.tanh({0})", "tanh", "tanh"),
+    Function("asinh", (1,), py_unary(math.asinh), "arcsinh", "asinh", "tf.asinh({0})", "asinh", "asinh"),
+    Function("acosh", (1,), py_unary(math.acosh), "arccosh", "acosh", "tf.acosh({0})", "acosh", "acosh",
+             ((1.2,), (2.5,), (40.0,))),
+    Function("atanh", (1,), py_unary(math.atanh, on_domain=_atanh_domain), "arctanh", "atanh", "tf.atanh({0})",
+             "atanh", "atanh", _UNIT),
+    Function("exp", (1,), py_unary(math.exp), "exp", "exp", "tf.exp({0})", "exp", "exp"),
+    Function("log", (1, 2), _py_log, _np_log, _tf_log, "tf.math.log({0})", _sp_log, "log",
+             ((0.4,), (2.2,), (37.0,), (0.4, 3.0), (100.0, 7.5))),
+    Function("log2", (1,), py_unary(math.log2, on_domain=_log_domain), "log2", _tf_log_over(_LN2),
+             "tf.math.log({0}) / math.log(2)", lambda sp, x: sp.log(x, 2), None, ((0.4,), (3.0,), (1000.0,))),
+    Function("log10", (1,), py_unary(math.log10, on_domain=_log_domain), "log10", _tf_log_over(_LN10),
+             "tf.math.log({0}) / math.log(10)", lambda sp, x: sp.log(x, 10), None, ((0.4,), (3.0,), (1000.0,))),
+    Function("sqrt", (1,), py_unary(math.sqrt), "sqrt", "sqrt", "tf.sqrt({0})", "sqrt", None,
+             ((0.4,), (2.0,), (1e6 + 1,))),
+    Function("abs", (1,), abs, "abs", "abs", "tf.abs({0})", "Abs", "Abs"),
+    Function("atan2", (2,), math.atan2, "arctan2", "math.atan2", "tf.math.atan2({0}, {1})", "atan2", "atan2",
+             ((1.0, 2.0), (-0.5, 0.25), (3.0, -1.5), (-2.0, -7.0))),
+    Function("erf", (1,), _py_erf, _np_erf, "math.erf", "tf.math.erf({0})", "erf", "erf"),
+    Function("sigmoid", (1,), _py_sigmoid, _np_sigmoid, "math.sigmoid", "tf.math.sigmoid({0})",
+             lambda sp, x: 1 / (1 + sp.exp(-x)), None, ((-3.5,), (-0.2,), (0.4,), (6.0,))),
+)
+
+ALIASES: tuple[Alias, ...] = (
+    Alias("ln", "log", (1,)),
+)
+
+BY_NAME: dict[str, Function] = {f.name: f for f in TABLE}
+
+# name -> allowed argument counts, aliases included (each right after its target): what the parser reads.
+ARITIES: dict[str, tuple[int, ...]] = {}
+for _f in TABLE:
+    ARITIES[_f.name] = _f.arities
+    ARITIES.update((a.name, a.arities) for a in ALIASES if a.target == _f.name)
+del _f
+
+# alias -> the function the parser puts in the tree
+CANONICAL: dict[str, str] = {a.name: a.target for a in ALIASES}
+
+
+# ---------------------------------------------------------------------------------------------
+# The derived tables (each backend passes the module it has imported)
+# ---------------------------------------------------------------------------------------------
+def _attribute(module, path: str):
+    obj = module
+    for part in path.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def python_functions() -> dict[str, Callable[..., float]]:
+    """name -> Python float64 implementation."""
+    return {f.name: f.python for f in TABLE}
+
+
+def numpy_functions(np, t) -> dict[str, Callable[..., Any]]:
+    """name -> NumPy implementation; ``t`` is the scalar type (``np.float32``/``np.float64``)."""
+    return {f.name: _attribute(np, f.numpy) if isinstance(f.numpy, str) else f.numpy(np, t) for f in TABLE}
+
+
+def tf_functions(tf, const: Callable[[float], Any]) -> dict[str, Callable[..., Any]]:
+    """name -> TensorFlow implementation; ``const`` makes a tensor of the backend's dtype."""
+    return {f.name: _attribute(tf, f.tf) if isinstance(f.tf, str) else f.tf(tf, const) for f in TABLE}
+
+
+def tf_code_templates() -> dict[str, str]:
+    """name -> ``--show-code`` source template (``str.format`` over the arguments' sources)."""
+    return {f.name: f.tf_code for f in TABLE}
+
+
+def _sympy_call(attribute: str) -> Callable[..., Any]:
+    return lambda sp, *args: getattr(sp, attribute)(*args)
+
+
+def sympy_functions() -> dict[str, Callable[..., Any]]:
+    """name -> ``build(sp, *args)`` making the SymPy expression (``sp`` is the sympy module)."""
+    return {f.name: _sympy_call(f.sympy) if isinstance(f.sympy, str) else f.sympy for f in TABLE}
+
+
+def sympy_class_names() -> dict[str, str]:
+    """SymPy class name -> gradcli name, for the functions a SymPy expression keeps as a call."""
+    return {f.sympy_class: f.name for f in TABLE if f.sympy_class is not None}
+
+
+__all__ = [
+    "ALIASES",
+    "ARITIES",
+    "BY_NAME",
+    "CANONICAL",
+    "TABLE",
+    "Alias",
+    "Function",
+    "numpy_functions",
+    "py_div",
+    "py_unary",
+    "python_functions",
+    "sympy_class_names",
+    "sympy_functions",
+    "tf_code_templates",
+    "tf_functions",
+]

@@ -1,0 +1,394 @@
+"""The expression language's parser: a tokenizer and recursive-descent parser over an allow-list.
+
+Nothing here calls ``eval``/``exec``/``sympify``: the text becomes a small tree of the node
+classes below, and every other layer (SymPy, NumPy, TensorFlow) is built from that tree.
+The parser also bounds the work hostile input can cause: text length, nesting depth, node
+count, literal size, and constant sub-expressions whose float64 value overflows (``10**10**10``)
+are refused here, before SymPy or TensorFlow sees anything.
+
+Grammar (``^`` is a power, never XOR)::
+
+    sum     := product (("+" | "-") product)*
+    product := unary (("*" | "/") unary)*
+    unary   := ("+" | "-") unary | power
+    power   := atom (("**" | "^") unary)?        # right-associative; -x**2 == -(x**2)
+    atom    := NUMBER [implicit] | NAME | NAME "(" sum ("," sum)* ")" | "(" sum ")"
+    implicit:= a NAME or "(" right after a NUMBER: "2x" == 2*x, "3(x+1)" == 3*(x+1)
+"""
+
+from __future__ import annotations
+
+import keyword
+import math
+import re
+import unicodedata
+from dataclasses import dataclass
+from fractions import Fraction
+
+from gradcli.errors import ParseError
+from gradcli.expression.evaluate import PYTHON_FLOAT64, evaluate
+from gradcli.expression.functions import ARITIES, CANONICAL
+from gradcli.expression.tree import (CONSTANTS, Add, Call, Const, Expression, Mul, Neg, Node, Num, Pow, Var,
+                                     children, to_text, walk)
+
+# Limits on hostile input; generous for anything a person types.
+MAX_LENGTH = 10_000
+MAX_DEPTH = 60
+MAX_NODES = 5_000
+MAX_NUMBER_CHARS = 40
+MAX_DECIMAL_EXPONENT = 308
+MAX_NAME_LENGTH = 64
+# A constant power whose exact value would have more digits than this is refused (SymPy would try).
+MAX_EXACT_EXPONENT = 10_000
+
+
+# name -> allowed argument counts, from the one function table (gradcli.expression.functions), aliases included:
+# ``ln(x)`` is read as ``log(x)``. Every backend implements the table's names (tests/test_functions.py).
+FUNCTIONS: dict[str, tuple[int, ...]] = ARITIES
+# Friendly hints for names people try that gradcli does not take.
+_UNSUPPORTED_HINTS = {
+    "arcsin": "asin", "arccos": "acos", "arctan": "atan", "arctan2": "atan2",
+    "fabs": "abs", "Abs": "abs", "logistic": "sigmoid",
+}
+# Names a variable may not take: Python keywords (the --show-code program would not run) and the
+# module name the generated programs use.
+RESERVED = frozenset(keyword.kwlist) | {"tf", "math"}
+
+
+# ---------------------------------------------------------------------------------------------
+# Tokens
+# ---------------------------------------------------------------------------------------------
+_TOKEN = re.compile(
+    r"""
+    (?P<ws>[ \t]+)
+  | (?P<num>(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)
+  | (?P<name>[A-Za-z_][A-Za-z0-9_]*)
+  | (?P<op>\*\*|[-+*/^(),])
+    """,
+    re.VERBOSE,
+)
+
+
+@dataclass(frozen=True)
+class Token:
+    kind: str  # "num" | "name" | "op" | "end"
+    text: str
+    pos: int
+
+
+def _describe_char(ch: str) -> str:
+    if ch.isascii():
+        hints = {
+            "=": "assignments, keyword arguments and comparisons are not allowed",
+            "<": "comparisons are not expressions",
+            ">": "comparisons are not expressions",
+            "!": "comparisons are not expressions",
+            ".": "attribute access is not allowed",
+            "[": "indexing is not allowed",
+            "]": "indexing is not allowed",
+            "'": "strings are not allowed",
+            '"': "strings are not allowed",
+            "%": "use mod-free arithmetic: '%' is not an operator here",
+            "&": "bitwise operators are not allowed",
+            "|": "bitwise operators are not allowed",
+            "~": "bitwise operators are not allowed",
+            ":": "lambdas, slices and walrus are not allowed",
+            ";": "one expression only",
+            "@": "matrix products are not allowed",
+        }
+        extra = hints.get(ch)
+        shown = repr(ch)
+        return f"unexpected character {shown}" + (f": {extra}" if extra else "")
+    name = unicodedata.name(ch, "unknown")
+    return f"non-ASCII character {ch!r} (U+{ord(ch):04X} {name}); only ASCII letters, digits and operators are read"
+
+
+def tokenize(text: str) -> list[Token]:
+    tokens: list[Token] = []
+    i = 0
+    n = len(text)
+    while i < n:
+        m = _TOKEN.match(text, i)
+        if m is None:
+            raise ParseError(_describe_char(text[i]), source=text, position=i)
+        kind = m.lastgroup
+        if kind != "ws":
+            tokens.append(Token(kind, m.group(), i))
+        i = m.end()
+    tokens.append(Token("end", "", n))
+    return tokens
+
+
+# ---------------------------------------------------------------------------------------------
+# Parser
+# ---------------------------------------------------------------------------------------------
+class _Parser:
+    def __init__(self, text: str):
+        self.text = text
+        self.tokens = tokenize(text)
+        self.i = 0
+        self.depth = 0
+        self.nodes = 0
+        self.exponent_depth = 0  # inside an exponent, "2y" is ambiguous (x^2y: x^(2y) or x^2*y?)
+
+    # helpers -------------------------------------------------------------------------------
+    @property
+    def tok(self) -> Token:
+        return self.tokens[self.i]
+
+    def error(self, message: str, pos: int | None = None) -> ParseError:
+        return ParseError(message, source=self.text, position=self.tok.pos if pos is None else pos)
+
+    def take(self) -> Token:
+        t = self.tokens[self.i]
+        self.i += 1
+        return t
+
+    def at_op(self, *ops: str) -> bool:
+        return self.tok.kind == "op" and self.tok.text in ops
+
+    def count(self) -> None:
+        self.nodes += 1
+        if self.nodes > MAX_NODES:
+            raise self.error(f"expression too large (more than {MAX_NODES} terms and operators)")
+
+    def enter(self) -> None:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise self.error(f"expression nested too deeply (more than {MAX_DEPTH} levels)")
+
+    def leave(self) -> None:
+        self.depth -= 1
+
+    # grammar -------------------------------------------------------------------------------
+    def parse(self) -> Node:
+        if not self.text.strip():
+            raise ParseError("empty expression", source=self.text, position=0)
+        node = self.sum()
+        if self.tok.kind != "end":
+            raise self.unexpected()
+        return node
+
+    def unexpected(self) -> ParseError:
+        t = self.tok
+        if t.kind == "end":
+            return self.error("unexpected end of expression")
+        if t.kind == "op" and t.text == ")":
+            return self.error("unmatched ')'")
+        if t.kind == "op" and t.text == ",":
+            return self.error("unexpected ','; commas separate function arguments only")
+        if t.kind == "name" and t.text in ("if", "for", "lambda", "and", "or", "not", "in", "is"):
+            return self.error(f"'{t.text}' is not allowed: only arithmetic expressions are read")
+        return self.error(f"expected an operator before {t.text!r}")
+
+    def sum(self) -> Node:
+        self.enter()
+        start = self.tok.pos
+        terms = [(1, self.product())]
+        while self.at_op("+", "-"):
+            sign = 1 if self.take().text == "+" else -1
+            self.count()
+            terms.append((sign, self.product()))
+        self.leave()
+        return terms[0][1] if len(terms) == 1 else Add(tuple(terms), pos=start)
+
+    def product(self) -> Node:
+        start = self.tok.pos
+        factors = [(False, self.unary())]
+        while self.at_op("*", "/"):
+            divide = self.take().text == "/"
+            self.count()
+            factors.append((divide, self.unary()))
+        return factors[0][1] if len(factors) == 1 else Mul(tuple(factors), pos=start)
+
+    def unary(self) -> Node:
+        if self.at_op("-", "+"):
+            t = self.take()
+            self.count()
+            self.enter()
+            operand = self.unary()
+            self.leave()
+            return Neg(operand, pos=t.pos) if t.text == "-" else operand
+        return self.power()
+
+    def power(self) -> Node:
+        base = self.atom()
+        if self.at_op("**", "^"):
+            t = self.take()
+            self.count()
+            self.enter()
+            self.exponent_depth += 1
+            exponent = self.unary()
+            self.exponent_depth -= 1
+            self.leave()
+            return Pow(base, exponent, pos=t.pos)
+        return base
+
+    def atom(self) -> Node:
+        t = self.tok
+        self.count()
+        if t.kind == "num":
+            self.take()
+            num = self.number(t)
+            # Implicit multiplication: a number directly followed by a name or "(".
+            if self.tok.kind == "name" or self.at_op("("):
+                if self.exponent_depth:
+                    nxt = self.tok.text
+                    raise self.error(f"ambiguous implicit multiplication in an exponent: write "
+                                     f"^({t.text}*{nxt}) or ^{t.text}*{nxt}")
+                self.count()
+                return Mul(((False, num), (False, self.power())), pos=t.pos)
+            return num
+        if t.kind == "name":
+            self.take()
+            return self.name(t)
+        if self.at_op("("):
+            self.take()
+            self.enter()
+            saved, self.exponent_depth = self.exponent_depth, 0
+            inner = self.sum()
+            self.exponent_depth = saved
+            self.leave()
+            if not self.at_op(")"):
+                if self.tok.kind == "end":
+                    raise self.error("missing ')' for the '(' here", t.pos)
+                raise self.unexpected()
+            self.take()
+            return inner
+        if t.kind == "end":
+            raise self.error("unexpected end of expression")
+        raise self.error(f"unexpected {t.text!r}")
+
+    def number(self, t: Token) -> Num:
+        text = t.text
+        if len(text) > MAX_NUMBER_CHARS:
+            raise self.error(f"number too long (more than {MAX_NUMBER_CHARS} characters)", t.pos)
+        mantissa, _, exp = text.lower().partition("e")
+        if exp and abs(int(exp)) > MAX_DECIMAL_EXPONENT + 20:
+            raise self.error("number out of float64 range", t.pos)
+        value = Fraction(text)
+        if value and not (2.2250738585072014e-308 <= abs(value) <= 1.7976931348623157e308):
+            raise self.error("number out of float64 range", t.pos)
+        return Num(value, text, pos=t.pos)
+
+    def name(self, t: Token) -> Node:
+        name = t.text
+        if self.at_op("("):
+            if name not in FUNCTIONS:
+                hint = _UNSUPPORTED_HINTS.get(name)
+                msg = f"unknown function '{name}'"
+                msg += f"; did you mean '{hint}'?" if hint else f"; known: {', '.join(sorted(FUNCTIONS))}"
+                raise self.error(msg, t.pos)
+            self.take()
+            self.enter()
+            saved, self.exponent_depth = self.exponent_depth, 0
+            args = [self.sum()]
+            while self.at_op(","):
+                self.take()
+                args.append(self.sum())
+            self.exponent_depth = saved
+            self.leave()
+            if not self.at_op(")"):
+                if self.tok.kind == "end":
+                    raise self.error(f"missing ')' to close {name}(", t.pos)
+                if self.tok.kind == "op" and self.tok.text == "=":
+                    raise self.error("keyword arguments are not allowed")
+                raise self.unexpected()
+            self.take()
+            arities = FUNCTIONS[name]
+            if len(args) not in arities:
+                want = " or ".join(str(a) for a in arities)
+                raise self.error(f"{name}() takes {want} argument{'s' if arities != (1,) else ''}, got {len(args)}", t.pos)
+            return Call(CANONICAL.get(name, name), tuple(args), pos=t.pos)
+        if name in FUNCTIONS:
+            raise self.error(f"'{name}' is a function: call it as {name}(...), it cannot be a variable", t.pos)
+        if name in CONSTANTS:
+            return Const(name, pos=t.pos)
+        check_variable_name(name, source=self.text, position=t.pos)
+        return Var(name, pos=t.pos)
+
+
+def check_variable_name(name: str, *, source: str | None = None, position: int | None = None) -> None:
+    """Refuse names that cannot be a gradcli variable (the caller has checked the character set)."""
+    if name in FUNCTIONS:
+        raise ParseError(f"'{name}' is a function and cannot be a variable", source=source, position=position)
+    if name in CONSTANTS:
+        raise ParseError(f"'{name}' is a constant and cannot be a variable", source=source, position=position)
+    if name in RESERVED:
+        raise ParseError(f"'{name}' is a reserved word and cannot be a variable (try '{name}_')",
+                         source=source, position=position)
+    if name.startswith("__"):
+        raise ParseError(f"names starting with '__' are not allowed: '{name}'", source=source, position=position)
+    if len(name) > MAX_NAME_LENGTH:
+        raise ParseError(f"variable name longer than {MAX_NAME_LENGTH} characters", source=source, position=position)
+
+
+def parse(text: str) -> Expression:
+    """Parse ``text`` into an :class:`Expression`, or raise :class:`ParseError` saying what and where."""
+    if len(text) > MAX_LENGTH:
+        raise ParseError(f"expression longer than {MAX_LENGTH} characters")
+    tree = _Parser(text).parse()
+    check_constants(tree, text)
+    return Expression(tree, text, tuple(_variables(tree)))
+
+
+def _variables(tree: Node) -> list[str]:
+    seen: dict[str, None] = {}
+    for node in walk(tree):
+        if isinstance(node, Var):
+            seen.setdefault(node.name, None)
+    return list(seen)
+
+
+# ---------------------------------------------------------------------------------------------
+# Constant sub-expressions: refuse what would overflow or make SymPy compute huge exact numbers.
+# ---------------------------------------------------------------------------------------------
+def check_constants(tree: Node, source: str) -> None:
+    """Evaluate every constant sub-tree in float64 and refuse overflow before anything exact runs.
+
+    ``10**10**10`` or ``exp(exp(exp(exp(1))))`` would make SymPy (which works exactly) compute for
+    hours; their float64 value overflows, which is cheap to see.
+    """
+
+    def visit(node: Node) -> bool:
+        """Return True when ``node`` holds no variable; refuse bad constants on the way up."""
+        kids = children(node)
+        flags = [visit(k) for k in kids]
+        if isinstance(node, Var):
+            return False
+        if not all(flags):
+            return False
+        if isinstance(node, Pow):
+            _check_exact_power(node, source)
+        if (isinstance(node, Mul) and any(d and evaluate(f, {}, PYTHON_FLOAT64) == 0 for d, f in node.factors)) or (
+                isinstance(node, Pow) and evaluate(node.base, {}, PYTHON_FLOAT64) == 0
+                and evaluate(node.exponent, {}, PYTHON_FLOAT64) < 0):
+            raise ParseError(f"division by zero in constant '{to_text(node)}'", source=source, position=node.pos)
+        value = evaluate(node, {}, PYTHON_FLOAT64)
+        # Refused as input (exit 2), like any other expression gradcli will not work with.
+        if math.isinf(value):
+            raise ParseError(f"constant '{to_text(node)}' overflows float64 or is infinite", source=source,
+                             position=node.pos)
+        if math.isnan(value):
+            raise ParseError(f"constant '{to_text(node)}' is undefined (not a real number)", source=source,
+                             position=node.pos)
+        return True
+
+    visit(tree)  # plain recursion is safe: the parser caps nesting at MAX_DEPTH
+
+
+def _is_literal_unit(node: Node) -> bool:
+    """0, 1 or -1 written as a plain literal: their powers are cheap even when exact."""
+    if isinstance(node, Neg):
+        node = node.operand
+    return isinstance(node, Num) and node.value in (0, 1)
+
+
+def _check_exact_power(node: Pow, source: str) -> None:
+
+    exponent = evaluate(node.exponent, {}, PYTHON_FLOAT64)
+    # Judged on the exact base: (1 + 10**-20) rounds to 1.0 in float64, but SymPy would expand it.
+    if abs(exponent) > MAX_EXACT_EXPONENT and not _is_literal_unit(node.base):
+        raise ParseError(
+            f"constant power '{to_text(node)}' is too large to compute exactly (exponent over {MAX_EXACT_EXPONENT})",
+            source=source, position=node.pos)

@@ -1,0 +1,116 @@
+"""Points: ``--at x1=2,x2=3`` (values may be constant expressions: ``x=pi/4``)."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from gradcli.errors import GradcliError, UsageError
+from gradcli.expression.evaluate import PYTHON_FLOAT64, evaluate
+from gradcli.expression.parser import check_variable_name, parse
+from gradcli.expression.tree import Expression, Node, to_text
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+@dataclass(frozen=True)
+class Point:
+    """Values for variables, in the order the user gave them.
+
+    ``values`` are float64 (what the numerical methods start from); ``exact`` are the parsed value
+    trees, so that the symbolic reference is evaluated at exactly what was typed (``pi/4``, ``0.1``).
+    """
+
+    values: dict[str, float]
+    exact: dict[str, Node]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(self.values)
+
+    def text(self) -> str:
+        return ",".join(f"{k}={to_text(v)}" for k, v in self.exact.items())
+
+
+def split_top_level(text: str) -> list[tuple[int, str]]:
+    """Split on commas outside parentheses (``x=atan2(1,2),y=3`` has two pairs). Returns (offset, piece)."""
+    pieces: list[tuple[int, str]] = []
+    depth = 0
+    start = 0
+    for i, ch in enumerate(text):
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth = max(0, depth - 1)
+        elif ch == "," and depth == 0:
+            pieces.append((start, text[start:i]))
+            start = i + 1
+    pieces.append((start, text[start:]))
+    return pieces
+
+
+def parse_point(specs: list[str] | str | None, *, option: str = "--at", required: bool = True) -> Point:
+    """Parse one or more ``name=value,...`` strings into a :class:`Point`."""
+    if isinstance(specs, str):
+        specs = [specs]
+    specs = [s for s in (specs or []) if s is not None]
+    values: dict[str, float] = {}
+    exact: dict[str, Node] = {}
+    for spec in specs:
+        if not spec.strip():
+            raise UsageError(f"{option} is empty; write it as {option} x=1,y=2")
+        for offset, piece in split_top_level(spec):
+            if not piece.strip():
+                raise UsageError(f"{option}: empty entry; write it as {option} x=1,y=2", source=spec, position=offset)
+            name, eq, value_text = piece.partition("=")
+            name = name.strip()
+            if not eq:
+                raise UsageError(f"{option}: '{piece.strip()}' is not of the form name=value", source=spec, position=offset)
+            if not _NAME.match(name):
+                raise UsageError(f"{option}: '{name}' is not a variable name", source=spec, position=offset)
+            try:
+                check_variable_name(name)
+            except GradcliError as exc:
+                raise UsageError(f"{option}: {exc.message}", source=spec, position=offset) from None
+            if name in values:
+                raise UsageError(f"{option}: '{name}' is given twice", source=spec, position=offset)
+            value_offset = offset + len(piece.partition("=")[0]) + 1
+            if value_text.strip().lstrip("+-").lower() in ("nan", "inf", "infinity"):
+                raise UsageError(f"{option}: value of {name} must be a finite number, not {value_text.strip()}",
+                                 source=spec, position=value_offset)
+            try:
+                expr: Expression = parse(value_text)
+            except GradcliError as exc:
+                pos = None if exc.position is None else value_offset + exc.position
+                raise UsageError(f"{option}: value of {name}: {exc.message}", source=spec, position=pos) from None
+            if expr.variables:
+                raise UsageError(f"{option}: value of {name} must be a number or constant expression, "
+                                 f"not one using '{expr.variables[0]}'", source=spec, position=value_offset)
+            value = evaluate(expr.tree, {}, PYTHON_FLOAT64)
+            if not math.isfinite(value):
+                raise UsageError(f"{option}: value of {name} is not a finite number", source=spec, position=value_offset)
+            values[name] = float(value)
+            exact[name] = expr.tree
+    if required and not values:
+        raise UsageError(f"{option} is required: give a value for every variable, e.g. {option} x=1")
+    return Point(values, exact)
+
+
+def check_covers(point: Point, variables: list[str] | tuple[str, ...], *, option: str = "--at") -> None:
+    """Every variable of the expressions needs a value."""
+    missing = [v for v in variables if v not in point.values]
+    if missing:
+        listed = ", ".join(missing)
+        example = ",".join(f"{v}=..." for v in missing)
+        raise UsageError(f"{option} has no value for {listed} (add {example})")
+
+
+LARGEST = {"float64": 1.7976931348623157e308, "float32": 3.4028234663852886e38}
+
+
+def check_point_fits(point: Point, dtype: str, *, option: str = "--at") -> None:
+    """Every value must be representable in the dtype the numerical methods compute in."""
+    for name, v in point.values.items():
+        if abs(v) > LARGEST[dtype]:
+            raise UsageError(f"{option}: {name}={v:g} does not fit in {dtype} (largest {LARGEST[dtype]:.3g})")

@@ -1,0 +1,85 @@
+"""CSV input: a header row of column names, then one point per row."""
+
+from __future__ import annotations
+
+import csv
+from typing import Iterator
+
+from gradcli.expression.sources.lines import Lines
+from gradcli.expression.sources.messages import Where, both_message, missing_message, short_detail, show
+from gradcli.expression.sources.numbers import ASCII_SPACE, NotANumber, parse_number
+from gradcli.expression.sources.shapes import Needs, Row
+
+
+class CsvReader:
+    format = "csv"
+
+    def __init__(self, lines: Lines, where: Where, needs: Needs, *, require_header: bool):
+        self._where = where
+        self._needs = needs
+        self._reader = csv.reader(lines, strict=True)
+        header = self._next_row()
+        if header is None:
+            if require_header:
+                raise where.at(None, "is empty: a CSV file needs a header row of column names")
+            self.field_names: list[str] = []
+            self._columns: list[tuple[str, int]] = []
+            self._passing: list[tuple[str, int]] = []
+            self._width = 0
+            self._done = True
+            return
+        self._done = False
+        line, names = header
+        names = [n.strip(ASCII_SPACE) for n in names]
+        seen: dict[str, int] = {}
+        for i, name in enumerate(names):
+            if not name:
+                raise where.at(line, f"column {i + 1} of the header has no name")
+            if name in seen:
+                raise where.at(line, f"column {show(name)} appears twice in the header "
+                                     f"(columns {seen[name] + 1} and {i + 1})")
+            seen[name] = i
+        for v in needs.names:
+            if v in seen and v in needs.fixed:
+                raise where.at(line, both_message(v, "column"))
+        missing = [v for v in needs.from_input if v not in seen]
+        if missing:
+            raise where.at(line, missing_message("column", missing))
+        self._width = len(names)
+        self._columns = [(v, seen[v]) for v in needs.from_input]
+        self._passing = [(n, i) for i, n in enumerate(names) if n not in needs.needed]
+        self.field_names = [n for n, _ in self._passing]
+
+    def _next_row(self) -> tuple[int, list[str]] | None:
+        while True:
+            start = self._reader.line_num + 1
+            try:
+                row = next(self._reader)
+            except StopIteration:
+                return None
+            except csv.Error as exc:
+                raise self._where.at(start, f"malformed CSV: {short_detail(str(exc))}") from None
+            if not row or (len(row) == 1 and not row[0].strip()):
+                continue  # a blank line
+            return start, row
+
+    def rows(self) -> Iterator[Row]:
+        if self._done:
+            return
+        where, width, columns, passing = self._where, self._width, self._columns, self._passing
+        while True:
+            got = self._next_row()
+            if got is None:
+                return
+            line, row = got
+            if len(row) != width:
+                few = "missing" if len(row) < width else "extra"
+                raise where.at(line, f"{few} field: the row has {len(row)} field{'s' if len(row) != 1 else ''}, "
+                                     f"the header {width}")
+            values = []
+            for name, i in columns:
+                try:
+                    values.append(parse_number(row[i]))
+                except NotANumber as exc:
+                    raise where.at(line, f"{name}: {show(row[i])} {exc.reason}") from None
+            yield line, values, {n: row[i] for n, i in passing}

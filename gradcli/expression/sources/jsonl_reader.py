@@ -1,0 +1,152 @@
+"""JSON Lines input: one JSON object per line, one point per object."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Iterator
+
+from gradcli.expression.sources.lines import Lines
+from gradcli.expression.sources.messages import Where, both_message, missing_message, short_detail, show, show_json
+from gradcli.expression.sources.numbers import NotANumber, parse_number
+from gradcli.expression.sources.shapes import Needs, Row
+
+
+class _NonFinite:
+    """NaN / Infinity / -Infinity in JSON text: Python's json reads them, JSON does not have them."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _object_pairs(pairs: list[tuple[str, object]]) -> dict:
+    d = dict(pairs)
+    if len(d) != len(pairs):
+        seen = set()
+        for k, _ in pairs:
+            if k in seen:
+                raise _DuplicateKey(f"duplicate key {show(k)}")
+            seen.add(k)
+    return d
+
+
+def _json_kind(value: object) -> str:
+    if isinstance(value, bool):
+        return "true/false"
+    if value is None:
+        return "null"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, dict):
+        return "an object"
+    return "a number"
+
+
+class JsonlReader:
+    format = "jsonl"
+
+    def __init__(self, lines: Lines, where: Where, needs: Needs):
+        self._lines = lines
+        self._where = where
+        self._needs = needs
+        self._non_finite: list[_NonFinite] = []
+        self._decoder = json.JSONDecoder(parse_constant=self._constant, object_pairs_hook=_object_pairs)
+        self._seen: dict[str, None] = {}
+        self._first = self._next_record()
+        if self._first is not None:
+            line, obj = self._first
+            missing = [v for v in needs.from_input if v not in obj]
+            if missing:
+                raise where.at(line, missing_message("key", missing))
+            self._check_both(line, obj)
+            self._register(obj)  # field_names is known from the first record on
+
+    @property
+    def field_names(self) -> list[str]:
+        return list(self._seen)
+
+    def _constant(self, text: str) -> _NonFinite:
+        marker = _NonFinite(text)
+        self._non_finite.append(marker)
+        return marker
+
+    def _next_record(self) -> tuple[int, dict] | None:
+        where = self._where
+        for text in self._lines:
+            if not text.strip():
+                continue
+            line = self._lines.number
+            self._non_finite.clear()
+            try:
+                obj = self._decoder.decode(text)
+            except json.JSONDecodeError as exc:
+                raise where.at(line, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+            except _DuplicateKey as exc:
+                raise where.at(line, f"invalid JSON: {exc}") from None
+            except (ValueError, RecursionError) as exc:
+                raise where.at(line, f"invalid JSON: {short_detail(str(exc) or type(exc).__name__)}") from None
+            if not isinstance(obj, dict):
+                raise where.at(line, f"expected a JSON object {{...}} on each line, got {_json_kind(obj)}")
+            if self._non_finite:
+                for name in self._needs.from_input:
+                    v = obj.get(name)
+                    if isinstance(v, _NonFinite):
+                        raise where.at(line, f"{name}: {v.text} is not a finite number")
+                raise where.at(line, f"invalid JSON: {self._non_finite[0].text} is not a JSON value "
+                                     "(JSON has no NaN or Infinity)")
+            return line, obj
+        return None
+
+    def _register(self, obj: dict) -> None:
+        seen, needed = self._seen, self._needs.needed
+        for k in obj:
+            if k not in seen and k not in needed:
+                seen[k] = None
+
+    def _check_both(self, line: int, obj: dict) -> None:
+        for v in self._needs.fixed:
+            if v in obj:
+                raise self._where.at(line, both_message(v, "key"))
+
+    def _number(self, line: int, name: str, value: object) -> float:
+        where = self._where
+        if isinstance(value, str):
+            try:
+                return parse_number(value)
+            except NotANumber as exc:
+                raise where.at(line, f"{name}: {show(value)} {exc.reason}") from None
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            try:
+                number = float(value)
+            except OverflowError:
+                number = math.inf
+            if math.isfinite(number):
+                return number
+            raise where.at(line, f"{name}: {show_json(value)} is not a finite number")
+        raise where.at(line, f"{name}: {show_json(value)} is not a number ({_json_kind(value)})")
+
+    def rows(self) -> Iterator[Row]:
+        needs, where = self._needs, self._where
+        record = self._first
+        self._first = None
+        if record is None:
+            record = self._next_record()
+        while record is not None:
+            line, obj = record
+            if needs.fixed:
+                self._check_both(line, obj)
+            values = []
+            for name in needs.from_input:
+                if name not in obj:
+                    raise where.at(line, missing_message("key", [name]))
+                values.append(self._number(line, name, obj[name]))
+            fields = {k: v for k, v in obj.items() if k not in needs.needed}
+            self._register(fields)
+            yield line, values, fields
+            record = self._next_record()

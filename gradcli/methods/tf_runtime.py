@@ -1,0 +1,97 @@
+"""TensorFlow itself: imported only here, quietly, and only when a tape is needed (it takes seconds to load);
+and the TensorFlow backend of the expression evaluator (every op a float tensor).
+
+:func:`load_tensorflow` silences its start-up log lines (they go to file descriptor 2 from C++,
+before ``TF_CPP_MIN_LOG_LEVEL`` is even read by some of them), so they never reach the user.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import warnings
+
+from gradcli.expression.evaluate import Backend
+from gradcli.expression.functions import tf_functions
+
+_tf = None
+
+
+@contextlib.contextmanager
+def _stderr_silenced():
+    """Point file descriptor 2 at /dev/null (C++ logging ignores sys.stderr)."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError, AttributeError):
+        yield
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
+def load_tensorflow():
+    """Import TensorFlow once, quietly, and return the module."""
+    global _tf
+    if _tf is not None:
+        return _tf
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
+    os.environ.setdefault("ABSL_MIN_LOG_LEVEL", "3")
+    with _stderr_silenced(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import tensorflow as tf
+
+        tf.get_logger().setLevel("ERROR")
+        try:
+            import absl.logging
+
+            absl.logging.set_verbosity(absl.logging.ERROR)
+        except ImportError:  # pragma: no cover - absl comes with TensorFlow
+            pass
+        # The first op initialises the runtime, which may log too: do it while silenced.
+        tf.constant(0.0) + 1.0
+    _tf = tf
+    return tf
+
+
+_TF_BACKENDS: dict[str, Backend] = {}
+
+
+def tf_backend(dtype: str) -> Backend:
+    """TensorFlow ops in ``dtype``; constants are float tensors (an int32 constant has no gradient)."""
+    if dtype in _TF_BACKENDS:
+        return _TF_BACKENDS[dtype]
+    tf = load_tensorflow()
+    tf_dtype = tf.as_dtype(dtype)
+
+    def const(v: float):
+        return tf.constant(v, dtype=tf_dtype)
+
+    def int_pow(x, n: int):
+        # x*x*...*x: exact derivatives of every order (tf.pow's gradient n*x**(n-1) is NaN at x = 0
+        # once the exponent reaches -1, e.g. the third derivative of x**2).
+        if n == 0:
+            return tf.ones_like(x)
+        out = x
+        for _ in range(n - 1):
+            out = out * x
+        return out
+
+    backend = Backend(
+        name=f"tensorflow-{dtype}",
+        const=const,
+        pow=tf.pow,
+        div=tf.math.divide,
+        int_pow=int_pow,
+        functions=tf_functions(tf, const),
+    )
+    _TF_BACKENDS[dtype] = backend
+    return backend

@@ -1,0 +1,237 @@
+"""SymPy's work in the background, with a deadline: :class:`BoundedJob`.
+
+This module imports only the standard library: the console script calls :func:`prestart_worker`
+before Typer is even imported, so that SymPy's import (most of a symbolic command's time) starts at once.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import threading
+import time
+from typing import Any, Callable
+
+
+class SymbolicTimeout(Exception):
+    """SymPy did not finish within the time limit (the caller leaves the column out with a note)."""
+
+
+def _fork_safe() -> bool:
+    # Forking is only safe before TensorFlow has started its threads (see BoundedJob).
+    return hasattr(os, "fork") and "tensorflow" not in sys.modules
+
+
+def _reply(conn, fn: Callable, args: tuple, kwargs: dict) -> None:
+    try:
+        payload = ("value", fn(*args, **kwargs))
+    except BaseException as exc:
+        payload = ("error", exc)
+    try:
+        conn.send(payload)
+    except Exception as exc:  # an unpicklable exception: keep its words
+        conn.send(("error", RuntimeError(f"{type(payload[1]).__name__}: {payload[1]} ({exc})")))
+
+
+def _worker_main(conn) -> None:
+    """A pre-started worker: pay for importing SymPy now, then run the one job the parent sends."""
+    import sympy  # noqa: F401  (the point of starting early)
+
+    try:
+        fn, args, kwargs = conn.recv()
+    except (EOFError, OSError):  # the parent did not need us
+        return
+    _reply(conn, fn, args, kwargs)
+
+
+class _Worker:
+    def __init__(self):
+        import multiprocessing  # only here: it costs ~10 ms of imports
+
+        ctx = multiprocessing.get_context("fork")
+        self.conn, child = ctx.Pipe()
+        self.process = ctx.Process(target=_worker_main, args=(child,), daemon=True, name="gradcli-sympy")
+        self.process.start()
+        child.close()
+
+
+_worker: _Worker | None = None
+
+
+def prestart_worker() -> None:
+    """Fork a process that imports SymPy at once, while this one imports Typer and parses options.
+
+    The next :class:`BoundedJob` with ``parallel=True`` hands its job to it. An unused worker is a
+    daemon: it ends with gradcli.
+    """
+    global _worker
+    if _worker is None and _fork_safe():
+        _worker = _Worker()
+
+
+class CancelFlag:
+    """What a cancellable work function gets as ``cancel``: it calls :meth:`check` between derivatives.
+    A plain attribute, so that it pickles (the pre-started worker is sent its arguments pickled)."""
+
+    def __init__(self) -> None:
+        self.cancelled = False
+
+    def check(self) -> None:
+        if self.cancelled:
+            raise SymbolicTimeout("cancelled")
+
+
+class BoundedJob:
+    """``fn(*args)`` (SymPy's work) started in the background; :meth:`result` returns its value, re-raises
+    its error, or raises :class:`SymbolicTimeout` ("SymPy took longer than N s") once ``seconds`` have passed.
+
+    Why a job, and why it is run the way it is (the one place this is told):
+
+    - SymPy can take unbounded time on small inputs (``x**x**x**x`` at 10), so every command gives it a
+      deadline and leaves the symbolic column (or the stationary points) out past it.
+    - SymPy's big-integer work holds the GIL. A thread past its deadline cannot be interrupted, and it
+      slows (or, for long enough, stalls) everything else gradcli does. So with ``parallel=True`` the job
+      runs in a *forked process*: on the other core, alongside what this process does meanwhile
+      (importing TensorFlow, taping, evaluating stencils, descending, rendering), and killable.
+    - Forking is only safe before TensorFlow is imported (it starts threads whose locks a child could
+      inherit held). Commands therefore start their job first, before anything imports TensorFlow; once
+      it is loaded (and without ``parallel``) the job runs in a *daemon thread* instead.
+    - A timer fires at the deadline, even while this process is busy: it kills a forked process (past
+      its deadline it would only take a core from the rest) and reaps it (no zombie), unless its answer
+      is already in the pipe. For a thread it sets the job's :class:`CancelFlag`: with
+      ``cancellable=True``, ``fn`` is called with ``cancel=`` that flag and checks it between
+      derivatives, so that an abandoned thread stops soon; a thread that never checks dies with gradcli.
+    - :func:`prestart_worker` (called by ``gradcli.launcher`` for ``grad``) forks a process that imports
+      SymPy while Typer loads; the first ``parallel`` job is handed to it, pickled. Work functions are
+      therefore module-level, with picklable arguments and results.
+
+    :meth:`cancel` (alias :meth:`stop`) is for a caller that no longer needs the answer: the process is
+    killed and reaped, the thread is told to stop, and :meth:`result` raises :class:`SymbolicTimeout`.
+    """
+
+    def __init__(self, fn: Callable[..., Any], args: tuple, seconds: float, *,
+                 parallel: bool = False, cancellable: bool = False):
+        global _worker
+        self.seconds = seconds
+        self.deadline = time.monotonic() + seconds
+        self.flag = CancelFlag()
+        self.process = None  # a multiprocessing.Process, or None for a thread
+        self.thread: threading.Thread | None = None
+        self._outcome: tuple[str, Any] | None = None  # ("value", v) or ("error", exc), once known
+        self._killed = False  # by the timer, at the deadline
+        self._finished = False
+        self._lock = threading.Lock()
+        kwargs = {"cancel": self.flag} if cancellable else {}
+        if parallel and _worker is not None:
+            worker, _worker = _worker, None
+            try:
+                worker.conn.send((fn, args, kwargs))  # pickled: fn must be module-level
+                self.conn, self.process = worker.conn, worker.process
+            except Exception:
+                worker.process.kill()
+                worker.process.join()
+        if self.process is None:
+            if parallel and _fork_safe():
+                self._start_process(fn, args, kwargs)
+            else:
+                self._start_thread(fn, args, kwargs)
+        self._timer = None
+        if math.isfinite(seconds):
+            self._timer = threading.Timer(max(0.0, seconds), self._expire)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _start_thread(self, fn, args, kwargs) -> None:
+        self._box: dict[str, Any] = {}
+
+        def target():
+            try:
+                self._box["value"] = fn(*args, **kwargs)
+            except BaseException as exc:  # re-raised in the caller's thread
+                self._box["error"] = exc
+
+        self.thread = threading.Thread(target=target, daemon=True, name="gradcli-sympy")
+        self.thread.start()
+
+    def _start_process(self, fn, args, kwargs) -> None:
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("fork")
+        self.conn, sender = ctx.Pipe(duplex=False)
+        self.process = ctx.Process(target=_reply, args=(sender, fn, args, kwargs), daemon=True,
+                                   name="gradcli-sympy")
+        self.process.start()
+        sender.close()
+
+    def _timed_out(self) -> tuple[str, Exception]:
+        return "error", SymbolicTimeout(f"SymPy took longer than {self.seconds:g} s")
+
+    def _expire(self) -> None:
+        """The timer, at the deadline (in its own thread)."""
+        with self._lock:
+            if self._finished:
+                return
+            self.flag.cancelled = True
+            if self.process is not None and not self.conn.poll():  # an answer in the pipe is kept for result()
+                self._killed = True
+                self.process.kill()
+                self.process.join()
+            elif self.process is not None:
+                self.process.is_alive()  # reaps it if it has exited after answering
+
+    def result(self) -> Any:
+        if self._outcome is None:
+            self._outcome = self._wait()
+            self._finish()
+        kind, value = self._outcome
+        if kind == "error":
+            raise value
+        return value
+
+    def _wait(self) -> tuple[str, Any]:
+        remaining = max(0.0, self.deadline - time.monotonic())
+        if self.thread is not None:
+            self.thread.join(remaining)
+            if self.thread.is_alive():
+                return self._timed_out()
+            if "error" in self._box:
+                if self.flag.cancelled and isinstance(self._box["error"], SymbolicTimeout):
+                    return self._timed_out()  # it stopped at its cancel flag, set at the deadline
+                return "error", self._box["error"]
+            return "value", self._box["value"]
+        if not self.conn.poll(remaining):
+            return self._timed_out()
+        try:
+            return self.conn.recv()
+        except (EOFError, OSError):  # killed at the deadline (a reset on the pre-started worker's socket),
+            # or it died without a word (out of memory)
+            if self._killed:
+                return self._timed_out()
+            return "error", SymbolicTimeout("the SymPy worker stopped without an answer")
+
+    def _finish(self) -> None:
+        """Stop the timer; end and reap the process (given a moment to exit if it has answered)."""
+        if self._timer is not None:
+            self._timer.cancel()
+        with self._lock:
+            if self._finished:
+                return
+            self._finished = True
+            self.flag.cancelled = True
+            if self.process is not None:
+                if self._outcome is None or self._outcome[0] != "value":
+                    self.process.kill()
+                self.process.join(1.0)
+                if self.process.is_alive():
+                    self.process.kill()
+                    self.process.join()
+                self.conn.close()
+
+    def cancel(self) -> None:
+        """The caller no longer needs the answer: kill and reap the process, or tell the thread to stop."""
+        if self._outcome is None:
+            self._outcome = ("error", SymbolicTimeout("the SymPy job was cancelled"))
+        self._finish()
+
+    stop = cancel

@@ -1,0 +1,1 @@
+"""--show-code: each command's tape column as a short, runnable TensorFlow program."""

@@ -1,0 +1,38 @@
+"""``derivative --show-code``: the tape column as a runnable TensorFlow program."""
+
+from __future__ import annotations
+
+from gradcli.expression import Node
+from gradcli.programs.common import code_names, program_preamble, target_code
+
+
+# Names the derivative program defines itself; a user variable called one of them is renamed there.
+_DERIVATIVE_CODE_NAMES = ("contextlib", "math", "tf", "DTYPE", "ORDER", "stack", "tapes", "tape", "d",
+                          "derivatives", "k")
+
+
+def show_code_derivative(tree: Node, text: str, values: dict[str, float], variable: str, order: int,
+                         dtype: str) -> str:
+    """A runnable program reproducing the tape column: one GradientTape per order, nested."""
+    names = code_names(list(values), taken=_DERIVATIVE_CODE_NAMES)
+    body = target_code(tree, names)
+    lines = program_preamble("the tape column of `gradcli derivative`, one GradientTape per order.",
+                             values, [variable], dtype, names, unwatched="held fixed",
+                             imports=("contextlib", "math"), settings=(f"ORDER = {order}",))
+    lines += [
+        "",
+        "with contextlib.ExitStack() as stack:",
+        "    # tapes[0] is the outermost: it records everything the inner tapes compute.",
+        "    tapes = [stack.enter_context(tf.GradientTape()) for _ in range(ORDER)]",
+        f"    d = {body}  # {text}",
+        "    derivatives = []",
+        "    for tape in reversed(tapes):  # innermost first; a non-persistent tape stops recording here",
+        f"        d = None if d is None else tape.gradient(d, {names[variable]})",
+        "        derivatives.append(d)",
+        "",
+        f"# derivatives of order 1..{order} by {variable}",
+        "for k, d in enumerate(derivatives, start=1):",
+        "    # None: the derivative below did not depend on the variable (gradcli shows 0, structural)",
+        "    print(k, None if d is None else float(d))",
+    ]
+    return "\n".join(lines) + "\n"
