@@ -203,3 +203,10 @@ def test_symbolic_timeout_leaves_the_column_out_with_a_note(runner):
     assert "symbolic column left out" in result.stderr
     assert all("symbolic" not in r["derivatives"] for r in recs)
     assert all(math.isfinite(v) for r in recs for v in r["derivatives"]["fd"])
+
+
+def test_formulas_in_the_batch_header(runner):
+    result = run(runner, "hessian", "x*y**2", "--grid", "x=1:2:2,y=1:1:1", "--formulas", "-f", "json")
+    assert json.loads(result.stdout)["formulas"] == [["0", "2*y"], ["2*y", "2*x"]]
+    result = run(runner, "derivative", "x**3", "-n", "2", "--grid", "x=1:2:2", "--formulas", "-f", "json")
+    assert json.loads(result.stdout)["formulas"] == ["3*x**2", "6*x"]

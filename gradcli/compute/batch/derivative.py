@@ -2,25 +2,25 @@
 
 from __future__ import annotations
 
-import math
-
 from gradcli.compute.batch import engine
 from gradcli.compute.derivative import ACCURACY_ORDERS, DEFAULT_ACCURACY, check_order, derivative_tolerance
 from gradcli.errors import UsageError
 from gradcli.expression import parse
-from gradcli.compute.grad import check_dtype, check_eps, parse_methods
 from gradcli.methods import symbolic as exact
 from gradcli.methods.fd import fd_derivatives
 from gradcli.results import shortest
 
 
-class DerivativeBatch:
+class DerivativeBatch(engine.BatchCore):
     command = "derivative"
 
     def __init__(self, expression: str, *, order: int = 1, wrt: str | None = None, methods: str | None = None,
                  eps: float | None = None, dtype: str = "float64", accuracy: int = DEFAULT_ACCURACY,
                  formulas: bool = False, symbolic_time_limit: float = 10.0):
+        super().__init__(methods=methods, dtype=dtype, eps=eps, symbolic_time_limit=symbolic_time_limit,
+                         formulas=formulas)
         self.expr = parse(expression)
+        self.trees = [self.expr.tree]
         if wrt and wrt.strip():
             self.variable = wrt.strip()
         elif len(self.expr.variables) == 1:
@@ -31,42 +31,19 @@ class DerivativeBatch:
         self.variables = list(self.expr.variables) + \
             ([self.variable] if self.variable not in self.expr.variables else [])
         self.order = check_order(order)
-        self.methods = parse_methods(methods)
-        self.dtype = check_dtype(dtype)
-        self.eps = check_eps(eps)
         if accuracy not in ACCURACY_ORDERS:
             raise UsageError(f"--accuracy must be one of {', '.join(map(str, ACCURACY_ORDERS))}, not {accuracy}")
         self.accuracy = accuracy
-        if formulas and "symbolic" not in self.methods:
-            raise UsageError("--formulas needs the symbolic method (add symbolic to --method)")
-        self.formulas = formulas
-        self.time_limit = symbolic_time_limit
-        self.notes: list[str] = []
-        self._pending = None
-        self._formulas = None
 
-    def start(self) -> None:
-        if "symbolic" in self.methods:
-            wanted = [(0, (self.variable,) * k) for k in range(self.order + 1)]
-            self._pending = engine.start_symbolic(exact.differentiate, self.time_limit, [self.expr.tree],
-                                                  list(self.variables), wanted)
+    def wanted(self):
+        return [(0, (self.variable,) * k) for k in range(1, self.order + 1)]
 
-    def header(self) -> dict:
-        if self._pending is not None:
-            result = engine.collect_symbolic(self._pending, self.notes, self.methods)
-            self._formulas = result[0] if result else None
-            self._pending = None
-            for key, why in (self._formulas.untranslatable if self._formulas else {}).items():
-                self.notes.append(f"symbolic values of order {len(key)} left out: {why}")
-        doc = {"command": self.command, "expression": self.expr.text, "variable": self.variable,
-               "variables": self.variables, "order": self.order, "dtype": self.dtype, "methods": self.methods,
-               "fd": {"scheme": f"central stencils of accuracy {self.accuracy}",
-                      "step": "as given" if self.eps is not None else "eps**(1/(k + accuracy)) * max(1, |x|)"}
-               if "fd" in self.methods else None}
-        if self._formulas is not None:
-            doc["symbolic_values"] = exact.EVALUATION
-            if self.formulas:
-                doc["formulas"] = [self._formulas.texts.get((self.variable,) * k) for k in range(1, self.order + 1)]
+    def describe(self) -> dict:
+        doc = {"expression": self.expr.text, "variable": self.variable, "order": self.order,
+               "fd": self.fd_header(f"central stencils of accuracy {self.accuracy}",
+                                    "eps**(1/(k + accuracy)) * max(1, |x|)")}
+        if self._formulas is not None and self.formulas:
+            doc["formulas"] = [self._formulas[0].texts.get((self.variable,) * k) for k in range(1, self.order + 1)]
         return doc
 
     def compute(self, chunk) -> list[dict]:
@@ -85,12 +62,8 @@ class DerivativeBatch:
                                accuracy=self.accuracy)
             cols["fd"], steps = f.values, f
         if self._formulas is not None:
-            sym = np.full((size, self.order), np.nan)
-            for k in range(1, self.order + 1):
-                tree = self._formulas.trees.get((self.variable,) * k)
-                if tree is not None:
-                    sym[:, k - 1] = exact.evaluate(tree, pts, size)
-            cols["symbolic"] = sym
+            cols["symbolic"] = np.stack([self.exact_column(0, (self.variable,) * k, pts, size)
+                                         for k in range(1, self.order + 1)], axis=1)
         order = [m for m in self.methods if m in cols]
         records = []
         for p, point in enumerate(engine.point_dicts(chunk, self.variables)):
@@ -109,11 +82,8 @@ class DerivativeBatch:
     def _judge(self, record: dict, point: dict, fd, p: int) -> None:
         text, value, ds = self.expr.text, record["value"], record["derivatives"]
         record["error"] = {}
-        if not math.isfinite(value):
-            record["warnings"].append(f"{text} is {'infinite' if math.isinf(value) else 'undefined (not a real number)'}"
-                                      "; its derivatives there mean nothing")
+        if engine.undefined_value(record, text, value):
             record["value"] = None
-            record["undefined"] = True
             record["derivatives"] = {m: [None] * len(v) for m, v in ds.items()}  # no numbers either
             return
         for k in range(self.order):

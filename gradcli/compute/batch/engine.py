@@ -114,6 +114,87 @@ def _public(record: dict) -> dict:
     return json_safe(out)
 
 
+class BatchCore:
+    """What the three batch cores share: the checked options, SymPy's one differentiation in the
+    background (started before the first chunk, collected for the header), and the header's common keys.
+
+    A subclass sets ``command``, ``trees``, ``variables`` and implements :meth:`wanted` (the derivatives
+    SymPy should take, as (tree index, variables in turn)), :meth:`describe` and :meth:`compute`.
+    """
+
+    command = ""
+
+    def __init__(self, *, methods: str | None, dtype: str, eps: float | None, symbolic_time_limit: float,
+                 formulas: bool = False):
+        from gradcli.compute.grad import check_dtype, check_eps, parse_methods
+
+        self.methods = parse_methods(methods)
+        self.dtype = check_dtype(dtype)
+        self.eps = check_eps(eps)
+        if formulas and "symbolic" not in self.methods:
+            raise UsageError("--formulas needs the symbolic method (add symbolic to --method)")
+        self.formulas = formulas
+        self.time_limit = symbolic_time_limit
+        self.notes: list[str] = []
+        self.trees: list = []
+        self.variables: list[str] = []
+        self._job = None
+        self._formulas: list | None = None
+
+    def wanted(self) -> list[tuple[int, tuple[str, ...]]]:
+        raise NotImplementedError
+
+    def describe(self) -> dict:
+        """The command's own header keys (expressions, wrt, fd scheme...)."""
+        raise NotImplementedError
+
+    def start(self) -> None:
+        if "symbolic" in self.methods:
+            from gradcli.methods.symbolic import differentiate
+
+            self._job = start_symbolic(differentiate, self.time_limit, self.trees, list(self.variables),
+                                       self.wanted())
+
+    def header(self) -> dict:
+        if self._job is not None:
+            self._formulas = collect_symbolic(self._job, self.notes, self.methods)
+            self._job = None
+            for f in self._formulas or []:
+                for key, why in f.untranslatable.items():
+                    self.notes.append(f"symbolic values for d/d{','.join(key)} left out: {why}")
+        doc = {"command": self.command, **self.describe(), "variables": self.variables, "dtype": self.dtype,
+               "methods": self.methods}
+        if self._formulas is not None:
+            from gradcli.methods.symbolic import EVALUATION
+
+            doc["symbolic_values"] = EVALUATION
+        return doc
+
+    def exact_column(self, i: int, key: tuple[str, ...], points, size: int):
+        """SymPy's derivative ``key`` of tree ``i`` at every point (NaN where it has no numeric form)."""
+        import numpy as np
+
+        from gradcli.methods.symbolic import evaluate
+
+        tree = self._formulas[i].trees.get(key) if self._formulas is not None else None
+        return evaluate(tree, points, size) if tree is not None else np.full(size, np.nan)
+
+    def fd_header(self, scheme: str, step_rule: str) -> dict | None:
+        if "fd" not in self.methods:
+            return None
+        return {"scheme": scheme, "step": "as given" if self.eps is not None else step_rule}
+
+
+def undefined_value(record: dict, text: str, value: float) -> bool:
+    """Flag a value that is not a finite real number (True); its derivatives are then no numbers either."""
+    if math.isfinite(value):
+        return False
+    why = "is infinite" if math.isinf(value) else "is undefined (not a real number)"
+    record["warnings"].append(f"{text} {why}; its derivatives there mean nothing")
+    record["undefined"] = True
+    return True
+
+
 # ---------------------------------------------------------------------------------------------
 # helpers the commands' batch cores share
 # ---------------------------------------------------------------------------------------------

@@ -5,53 +5,35 @@ from __future__ import annotations
 import math
 
 from gradcli.compute.batch import engine
+from gradcli.compute.grad import parse_expressions, tolerance
 from gradcli.errors import UsageError
-from gradcli.compute.grad import check_dtype, check_eps, parse_expressions, parse_methods, tolerance
 from gradcli.methods import symbolic as exact
-from gradcli.methods.fd import SCHEMES, STEP_POWER, fd_gradients
-from gradcli.methods.fd import Scheme
+from gradcli.methods.fd import SCHEMES, STEP_POWER, Scheme, fd_gradients
 from gradcli.results import shortest
 
 
-class GradBatch:
+class GradBatch(engine.BatchCore):
     command = "grad"
 
     def __init__(self, expressions: list[str], *, wrt: str | None = None, methods: str | None = None,
                  scheme: str = "central", eps: float | None = None, dtype: str = "float64",
                  symbolic_time_limit: float = 10.0):
+        super().__init__(methods=methods, dtype=dtype, eps=eps, symbolic_time_limit=symbolic_time_limit)
         self.exprs = parse_expressions(expressions)
+        self.trees = [e.tree for e in self.exprs]
         self.variables, self.wrt = engine.needed_variables(self.exprs, wrt)
-        self.methods = parse_methods(methods)
-        self.dtype = check_dtype(dtype)
-        self.eps = check_eps(eps)
         if scheme not in SCHEMES:
             raise UsageError(f"--scheme must be one of {', '.join(SCHEMES)}, not '{scheme}'")
         self.scheme = scheme
-        self.time_limit = symbolic_time_limit
-        self.notes: list[str] = []
-        self._pending = None
-        self._formulas = None
 
-    def start(self) -> None:
-        if "symbolic" in self.methods:
-            wanted = [(i, p) for i in range(len(self.exprs)) for p in [()] + [(v,) for v in self.wrt]]
-            self._pending = engine.start_symbolic(exact.differentiate, self.time_limit,
-                                                  [e.tree for e in self.exprs], list(self.variables), wanted)
+    def wanted(self):
+        return [(i, p) for i in range(len(self.exprs)) for p in [(v,) for v in self.wrt]]
 
-    def header(self) -> dict:
-        if self._pending is not None:
-            self._formulas = engine.collect_symbolic(self._pending, self.notes, self.methods)
-            self._pending = None
-            for f in self._formulas or []:
-                for key, why in f.untranslatable.items():
-                    self.notes.append(f"symbolic values for d/d{','.join(key)} left out: {why}")
-        doc = {"command": self.command, "expressions": [e.text for e in self.exprs], "variables": self.variables,
-               "wrt": self.wrt, "dtype": self.dtype, "methods": self.methods,
-               "fd": {"scheme": self.scheme, "step": "as given" if self.eps is not None else
-                      f"eps**{STEP_POWER[self.scheme]:.4g} * max(1, |x|), the step x + h takes"}
-               if "fd" in self.methods else None}
+    def describe(self) -> dict:
+        doc = {"expressions": [e.text for e in self.exprs], "wrt": self.wrt,
+               "fd": self.fd_header(self.scheme, f"eps**{STEP_POWER[self.scheme]:.4g} * max(1, |x|), "
+                                    "the step x + h takes")}
         if self._formulas is not None:
-            doc["symbolic_values"] = exact.EVALUATION
             doc["formulas"] = [{v: f.texts.get((v,)) for v in self.wrt} for f in self._formulas]
         return doc
 
@@ -78,12 +60,8 @@ class GradBatch:
             steps = results[0].steps
             summed["fd"] = columns["fd"].sum(axis=0)
         if self._formulas is not None:
-            sym = np.full((len(self.exprs), size, len(self.wrt)), np.nan)
-            for i, f in enumerate(self._formulas):
-                for j, v in enumerate(self.wrt):
-                    tree = f.trees.get((v,))
-                    if tree is not None:
-                        sym[i, :, j] = exact.evaluate(tree, pts, size)
+            sym = np.stack([np.stack([self.exact_column(i, (v,), pts, size) for v in self.wrt], axis=1)
+                            for i in range(len(self.exprs))])
             columns["symbolic"] = sym
             summed["symbolic"] = sym.sum(axis=0)
         columns = {m: columns[m] for m in self.methods if m in columns}
@@ -112,11 +90,8 @@ class GradBatch:
         """The single-point rules, per point: undefined values and derivatives are nulls with a warning;
         a method further from the exact value than its dtype and step explain is a warning."""
         text, value, gradient = result["expression"], result["value"], result["gradient"]
-        if not math.isfinite(value):
-            why = "is infinite" if math.isinf(value) else "is undefined (not a real number)"
-            record["warnings"].append(f"{text} {why}; its derivatives there mean nothing")
+        if engine.undefined_value(record, text, value):
             result["value"] = None
-            record["undefined"] = True
             for g in gradient.values():  # derivatives of an undefined value are no numbers either
                 g.update(dict.fromkeys(g))
             return

@@ -6,59 +6,37 @@ import math
 
 from gradcli.compute.analysis import analyse_hessian
 from gradcli.compute.batch import engine
-from gradcli.errors import UsageError
 from gradcli.expression import parse
 from gradcli.methods.fd import MACHINE_EPSILON
-from gradcli.compute.grad import check_dtype, check_eps, parse_methods
 from gradcli.compute.hessian import hessian_tolerance
 from gradcli.methods import symbolic as exact
 from gradcli.methods.fd import fd_hessians
 from gradcli.results import shortest
 
 
-class HessianBatch:
+class HessianBatch(engine.BatchCore):
     command = "hessian"
 
     def __init__(self, expression: str, *, wrt: str | None = None, methods: str | None = None,
                  eps: float | None = None, dtype: str = "float64", formulas: bool = False,
                  symbolic_time_limit: float = 10.0):
+        super().__init__(methods=methods, dtype=dtype, eps=eps, symbolic_time_limit=symbolic_time_limit,
+                         formulas=formulas)
         self.expr = parse(expression)
+        self.trees = [self.expr.tree]
         self.variables, self.wrt = engine.needed_variables([self.expr], wrt)
-        self.methods = parse_methods(methods)
-        self.dtype = check_dtype(dtype)
-        self.eps = check_eps(eps)
-        if formulas and "symbolic" not in self.methods:
-            raise UsageError("--formulas needs the symbolic method (add symbolic to --method)")
-        self.formulas = formulas
-        self.time_limit = symbolic_time_limit
-        self.notes: list[str] = []
-        self._pending = None
-        self._formulas = None
 
-    def start(self) -> None:
-        if "symbolic" in self.methods:
-            n = len(self.wrt)
-            wanted = [(0, ())] + [(0, (v,)) for v in self.wrt] + \
-                [(0, (self.wrt[i], self.wrt[j])) for i in range(n) for j in range(i, n)]
-            self._pending = engine.start_symbolic(exact.differentiate, self.time_limit, [self.expr.tree],
-                                                  list(self.variables), wanted)
+    def wanted(self):
+        n = len(self.wrt)
+        return [(0, (v,)) for v in self.wrt] + \
+            [(0, (self.wrt[i], self.wrt[j])) for i in range(n) for j in range(i, n)]
 
-    def header(self) -> dict:
-        if self._pending is not None:
-            result = engine.collect_symbolic(self._pending, self.notes, self.methods)
-            self._formulas = result[0] if result else None
-            self._pending = None
-            for key, why in (self._formulas.untranslatable if self._formulas else {}).items():
-                self.notes.append(f"symbolic values for d/d{','.join(key)} left out: {why}")
-        doc = {"command": self.command, "expression": self.expr.text, "variables": self.variables,
-               "wrt": self.wrt, "dtype": self.dtype, "methods": self.methods,
-               "fd": {"scheme": "central second differences",
-                      "step": "as given" if self.eps is not None else "eps**0.25 * max(1, |x|), the step x + h takes"}
-               if "fd" in self.methods else None}
-        if self._formulas is not None:
-            doc["symbolic_values"] = exact.EVALUATION
-            if self.formulas:
-                doc["formulas"] = [[self._formulas.texts.get(_key(a, b, self.wrt)) for b in self.wrt] for a in self.wrt]
+    def describe(self) -> dict:
+        doc = {"expression": self.expr.text, "wrt": self.wrt,
+               "fd": self.fd_header("central second differences", "eps**0.25 * max(1, |x|), the step x + h takes")}
+        if self._formulas is not None and self.formulas:
+            texts = self._formulas[0].texts
+            doc["formulas"] = [[texts.get(_key(a, b, self.wrt)) for b in self.wrt] for a in self.wrt]
         return doc
 
     def compute(self, chunk) -> list[dict]:
@@ -78,14 +56,10 @@ class HessianBatch:
         if self._formulas is not None:
             m = np.full((size, n, n), np.nan)
             g = np.full((size, n), np.nan)
-            trees = self._formulas.trees
             for i, a in enumerate(self.wrt):
-                if (a,) in trees:
-                    g[:, i] = exact.evaluate(trees[(a,)], pts, size)
+                g[:, i] = self.exact_column(0, (a,), pts, size)
                 for j in range(i, n):
-                    tree = trees.get(_key(a, self.wrt[j]))
-                    if tree is not None:
-                        m[:, i, j] = m[:, j, i] = exact.evaluate(tree, pts, size)
+                    m[:, i, j] = m[:, j, i] = self.exact_column(0, _key(a, self.wrt[j]), pts, size)
             mats["symbolic"], grads["symbolic"] = m, g
         order = [m for m in self.methods if m in mats]
         records = []
@@ -114,11 +88,8 @@ class HessianBatch:
 
         text, value = self.expr.text, record["value"]
         record["error"] = {}
-        if not math.isfinite(value):
-            record["warnings"].append(f"{text} is {'infinite' if math.isinf(value) else 'undefined (not a real number)'}"
-                                      "; its derivatives there mean nothing")
+        if engine.undefined_value(record, text, value):
             record["value"] = None
-            record["undefined"] = True
             # derivatives of an undefined value are no numbers either
             record["gradient"] = {m: dict.fromkeys(g) for m, g in record["gradient"].items()}
             record["hessian"] = {m: [[None] * len(row) for row in h] for m, h in record["hessian"].items()}
