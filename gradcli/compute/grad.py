@@ -199,8 +199,8 @@ def tolerance(method: str, *, dtype: str, scale: float, step: float | None = Non
     eps = MACHINE_EPSILON[dtype]
     if method == "tape":
         return 1e3 * eps * scale
-    p = _SCHEME_ORDER[scheme]
-    h = step or 1.0
+    p = _SCHEME_ORDER[Scheme(scheme)]
+    h = 1.0 if step is None else step  # floats or NumPy arrays (a batch judges every point at once)
     return 100.0 * (h ** p + eps / h) * scale
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import cached_property
 
 CONSTANTS = {"pi": math.pi, "e": math.e}
 
@@ -73,7 +74,7 @@ class Expression:
     source: str
     variables: tuple[str, ...]
 
-    @property
+    @cached_property  # printed once: a batch writes it into every record
     def text(self) -> str:
         """The expression as gradcli read it: explicit operators, normalised spacing."""
         return to_text(self.tree)

@@ -40,6 +40,16 @@ def _cell(v: Any) -> Any:
     return v
 
 
+def _line(record: dict) -> str:
+    """One record as compact strict JSON (orjson: shortest round-trip floats, like repr)."""
+    import orjson
+
+    try:
+        return orjson.dumps(record).decode()
+    except orjson.JSONEncodeError:  # e.g. a pass-through integer beyond 64 bits: the standard encoder
+        return _dumps(record, separators=(",", ":"))
+
+
 class JsonlSink:
     def __init__(self, out=None):
         self.out = out or sys.stdout
@@ -48,7 +58,7 @@ class JsonlSink:
         self.header = header
 
     def write(self, records: list[dict]) -> None:
-        self.out.write("".join(_dumps(r) + "\n" for r in records))
+        self.out.write("".join(_line(r) + "\n" for r in records))
         self.out.flush()
 
     def finish(self, summary: dict, summary_text: str, warnings: list[str], notes: list[str]) -> None:
@@ -70,7 +80,7 @@ class JsonSink:
     def write(self, records: list[dict]) -> None:
         parts = []
         for r in records:
-            parts.append(("\n    " if self.first else ",\n    ") + _dumps(r))
+            parts.append(("\n    " if self.first else ",\n    ") + _line(r))
             self.first = False
         self.out.write("".join(parts))
         self.out.flush()

@@ -68,6 +68,7 @@ class DerivativeBatch(engine.BatchCore):
         records = []
         for p, point in enumerate(engine.point_dicts(chunk, self.variables)):
             record = engine.base_record(chunk, p, point)
+            record["warnings"], record["undefined"] = [], False
             record["value"] = float(value[p])
             record["derivatives"] = {m: [float(x) if m == "symbolic" else shortest(float(x), self.dtype)
                                          for x in cols[m][p].tolist()] for m in order}
@@ -76,13 +77,15 @@ class DerivativeBatch(engine.BatchCore):
             if steps is not None:
                 record["fd_step"] = steps.steps[p].tolist()
             self._judge(record, point, steps, p)
-            records.append(record)
+            warnings, undefined = record.pop("warnings"), record.pop("undefined")
+            records.append(engine.close_record(engine.json_safe(record), warnings, undefined))  # null: not finite
         return records
 
     def _judge(self, record: dict, point: dict, fd, p: int) -> None:
         text, value, ds = self.expr.text, record["value"], record["derivatives"]
         record["error"] = {}
-        if engine.undefined_value(record, text, value):
+        if engine.undefined_value(record["warnings"], text, value):
+            record["undefined"] = True
             record["value"] = None
             record["derivatives"] = {m: [None] * len(v) for m, v in ds.items()}  # no numbers either
             return
@@ -105,7 +108,7 @@ class DerivativeBatch(engine.BatchCore):
                     continue
                 err = abs(got - want)
                 errors.append(err)
-                engine.note_error(record, m, err)
+                engine.note_error(self, m, err)
                 scale = max(1.0, abs(want), abs(value), abs(x))
                 tol = derivative_tolerance(
                     m, dtype=self.dtype, scale=scale, order=k + 1,

@@ -57,18 +57,16 @@ class Summary:
     largest_error: dict[str, float] = field(default_factory=dict)
     shown: list[str] = field(default_factory=list)
 
-    def add(self, record: dict) -> None:
-        self.points += 1
-        if record["warnings"]:
+    def add(self, records: list[dict]) -> None:
+        self.points += len(records)
+        for record in records:
+            if not record["warnings"]:
+                continue
             self.with_warnings += 1
+            self.undefined += record["status"] == "undefined"
             for w in record["warnings"]:
                 if len(self.shown) < WARNINGS_SHOWN:
                     self.shown.append(f"{w} (at {point_text(record['point'])})")
-        if record.get("undefined"):
-            self.undefined += 1
-        for method, err in record.get("largest_error", {}).items():
-            if err is not None and math.isfinite(err):
-                self.largest_error[method] = max(err, self.largest_error.get(method, 0.0))
 
     @property
     def failed(self) -> bool:
@@ -95,23 +93,15 @@ def run_batch(computation: Computation, chunks: Iterable, sink: Sink) -> Summary
     sink.start(computation.header())
     for chunk in chunks:
         records = computation.compute(chunk)
-        for r in records:
-            summary.add(r)
-        sink.write([_public(r) for r in records])
+        summary.add(records)
+        sink.write(records)
+    summary.largest_error = dict(computation.largest_error)
     warnings = list(summary.shown)
     if summary.with_warnings > len(summary.shown):
         warnings.append(f"warnings at {summary.with_warnings} points in all (the first {len(summary.shown)} "
                         "above): each record lists its own")
     sink.finish(summary.to_dict(), summary.text(), warnings, computation.notes)
     return summary
-
-
-def _public(record: dict) -> dict:
-    """The record as written: a status (ok, warning, undefined) instead of the runner's bookkeeping."""
-    out = {k: v for k, v in record.items() if k not in ("largest_error", "undefined", "warnings")}
-    out["status"] = "undefined" if record.get("undefined") else "warning" if record["warnings"] else "ok"
-    out["warnings"] = record["warnings"]
-    return json_safe(out)
 
 
 class BatchCore:
@@ -140,6 +130,7 @@ class BatchCore:
         self.variables: list[str] = []
         self._job = None
         self._formulas: list | None = None
+        self.largest_error: dict[str, float] = {}  # per method, over every point so far (the summary's)
 
     def wanted(self) -> list[tuple[int, tuple[str, ...]]]:
         raise NotImplementedError
@@ -185,13 +176,12 @@ class BatchCore:
         return {"scheme": scheme, "step": "as given" if self.eps is not None else step_rule}
 
 
-def undefined_value(record: dict, text: str, value: float) -> bool:
-    """Flag a value that is not a finite real number (True); its derivatives are then no numbers either."""
+def undefined_value(warnings: list[str], text: str, value: float) -> bool:
+    """Say so (True) when a value is not a finite real number; its derivatives are then no numbers either."""
     if math.isfinite(value):
         return False
     why = "is infinite" if math.isinf(value) else "is undefined (not a real number)"
-    record["warnings"].append(f"{text} {why}; its derivatives there mean nothing")
-    record["undefined"] = True
+    warnings.append(f"{text} {why}; its derivatives there mean nothing")
     return True
 
 
@@ -222,19 +212,26 @@ def point_dicts(chunk, variables: list[str]) -> list[dict[str, float]]:
 
 
 def base_record(chunk, i: int, point: dict[str, float]) -> dict[str, Any]:
+    """A record's opening keys: the point, its source line, its pass-through fields."""
     record: dict[str, Any] = {"point": point}
     if chunk.lines[i] is not None:
         record["line"] = chunk.lines[i]
     if chunk.fields and chunk.fields[i]:
         record["fields"] = chunk.fields[i]
-    record["warnings"] = []
-    record["largest_error"] = {}
     return record
 
 
-def note_error(record: dict, method: str, err: float | None) -> None:
+def close_record(record: dict, warnings: list[str], undefined: bool) -> dict:
+    """A record's closing keys: ``status`` (ok, warning, undefined) and that point's ``warnings``."""
+    record["status"] = "undefined" if undefined else "warning" if warnings else "ok"
+    record["warnings"] = warnings
+    return record
+
+
+def note_error(core, method: str, err: float | None) -> None:
+    """Keep the largest error seen per method (NaN and None: not compared)."""
     if err is not None and math.isfinite(err):
-        record["largest_error"][method] = max(err, record["largest_error"].get(method, 0.0))
+        core.largest_error[method] = max(err, core.largest_error.get(method, 0.0))
 
 
 def start_symbolic(fn, time_limit: float, *args) -> BoundedJob:

@@ -65,6 +65,7 @@ class HessianBatch(engine.BatchCore):
         records = []
         for k, point in enumerate(engine.point_dicts(chunk, self.variables)):
             record = engine.base_record(chunk, k, point)
+            record["warnings"], record["undefined"] = [], False
             record["value"] = float(value[k])
             record["gradient"] = {m: {v: self._out(m, grads[m][k, i]) for i, v in enumerate(self.wrt)} for m in order}
             record["hessian"] = {m: [[self._out(m, x) for x in row] for row in mats[m][k].tolist()] for m in order}
@@ -76,7 +77,8 @@ class HessianBatch(engine.BatchCore):
             if record["value"] is not None:
                 self._analyse(record, {m: mats[m][k] for m in order}, {m: grads[m][k] for m in order},
                               steps[k] if steps is not None else None)
-            records.append(record)
+            warnings, undefined = record.pop("warnings"), record.pop("undefined")
+            records.append(engine.close_record(engine.json_safe(record), warnings, undefined))  # null: not finite
         return records
 
     def _out(self, method: str, x: float) -> float:
@@ -88,7 +90,8 @@ class HessianBatch(engine.BatchCore):
 
         text, value = self.expr.text, record["value"]
         record["error"] = {}
-        if engine.undefined_value(record, text, value):
+        if engine.undefined_value(record["warnings"], text, value):
+            record["undefined"] = True
             record["value"] = None
             # derivatives of an undefined value are no numbers either
             record["gradient"] = {m: dict.fromkeys(g) for m, g in record["gradient"].items()}
@@ -108,7 +111,7 @@ class HessianBatch(engine.BatchCore):
             err = np.abs(mats[m] - ref)
             worst = float(err.max()) if err.size else 0.0
             record["error"][m] = worst
-            engine.note_error(record, m, worst)
+            engine.note_error(self, m, worst)
             step = None if steps is None or m != "fd" else float(np.min(steps))
             tol = np.vectorize(lambda s: hessian_tolerance(m, dtype=self.dtype, scale=float(s), step=step))(scale) \
                 if err.size else err
