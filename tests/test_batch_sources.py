@@ -621,6 +621,22 @@ def test_grid_missing_and_ambiguous_variables():
     assert info.value.position == 8
 
 
+def test_without_a_fixing_option_errors_suggest_none(tmp_path):
+    """fixed_option=None (descend): the input must give every variable, and no --at is suggested."""
+    with pytest.raises(UsageError) as info:
+        grid_points("x=0:1:2", variables=["x", "y"], fixed_option=None)
+    assert info.value.message == "--grid has no values for y: add y=start:stop:count to --grid"
+    for name, text, message in [("p.csv", "x\n1\n", "no column for y: add it"),
+                                ("p.jsonl", '{"x": 1}\n', "no key for y: add it"),
+                                ("q.jsonl", '{"x": 1, "y": 1}\n{"x": 1}\n', "no key for y: add it")]:
+        path = write(tmp_path, name, text)
+        with pytest.raises(UsageError) as info:
+            collect(open_points(path, variables=["x", "y"], fixed_option=None))
+        assert info.value.message.endswith(message) and "--at" not in info.value.message
+    with pytest.raises(ValueError, match="fixed_option"):
+        grid_points("x=0:1:2", variables=["x", "y"], fixed=parse_point("y=1"), fixed_option=None)
+
+
 # ---------------------------------------------------------------------------------------------
 # Purity and a round-trip property
 # ---------------------------------------------------------------------------------------------

@@ -60,6 +60,66 @@ def test_himmelblau_basins_are_its_four_minima(himmelblau):
     assert "gradcli: summary: 36 starts done; manual: 36 converged (36 at 4 stationary points)" in stderr
 
 
+def test_himmelblau_basins_from_end_points_with_the_default_timeout(runner):
+    """SymPy needs ~9 s for Himmelblau's grad f = 0, past the default 2 s: the converged end points give the
+    basins, each classified by the tape Hessian, and no record claims a SymPy stationary point."""
+    result = run(runner, HIMMELBLAU, "--grid", "x=-5:5:6,y=-5:5:6", "-o", "adam", "--lr", "0.01", "-f", "json")
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["stationary_points"] is None and doc["basins_from"] == "end points"
+    converged = doc["summary"]["statuses"]["adam"]["converged"]
+    assert 4 <= converged < 36  # some of adam's starts use up their 1000 steps
+    basin = doc["basins"]["adam"]
+    assert basin["stationary_points"] == [] and len(basin["basins"]) == 4
+    assert sum(b["starts"] for b in basin["basins"]) == converged and basin["elsewhere"] == 36 - converged
+    assert all(b["kind"] == "minimum" for b in basin["basins"])
+    for x, y in HIMMELBLAU_MINIMA:
+        assert any(abs(x - b["point"]["x"]) < 1e-5 and abs(y - b["point"]["y"]) < 1e-5 for b in basin["basins"])
+    points = {b["index"]: b["point"] for b in basin["basins"]}
+    for r in doc["starts"]:
+        assert r["stationary_point"] is None
+        if r["status"] != "converged":
+            assert r["basin"] is None
+            continue
+        assert r["basin"]["kind"] == "minimum" and r["basin"]["point"] == points[r["basin"]["index"]]
+        assert abs(r["final"]["x"] - r["basin"]["point"]["x"]) < 1e-6
+    assert "within 2 s (--stationary-timeout): the basins come from the end points" in result.stderr
+    assert "not SymPy's stationary points" in result.stderr
+    assert f"adam: {converged} converged, {36 - converged} max_steps ({converged} in 4 basins of end points)" \
+        in result.stderr
+
+
+def test_end_point_basins_group_across_batches_and_stop_at_the_limit():
+    from gradcli.compute.descend.end_basins import EndPointBasins
+    from gradcli.expression.parser import parse
+
+    basins = EndPointBasins(parse(DOUBLE_WELL).tree, ["x", "y"], max_basins=2)
+
+    def ended(x, y, status="converged"):
+        return {"status": status, "final": {"x": x, "y": y}, "value": 0.0, "basin": None}
+
+    first = [ended(1.0, 1.0), ended(1.0 + 5e-4, 1.0), ended(0.0, 0.0, "max_steps"), ended(0.0, 1.0)]
+    basins.assign(first)
+    assert [r["basin"] and r["basin"]["index"] for r in first] == [0, 0, None, 1]
+    assert first[0]["basin"]["kind"] == "minimum" and first[3]["basin"]["kind"] == "saddle"
+    later = [ended(0.0, 1.0 + 1e-4), ended(-1.0, -1.0), ended(1.0, 1.01)]
+    basins.assign(later)
+    assert [r["basin"] and r["basin"]["index"] for r in later] == [1, None, None]
+    assert basins.ungrouped == 2 and "grouping stopped at 2 basins" in " ".join(basins.notes())
+
+
+def test_table_and_plot_without_sympy_show_the_basins_of_the_end_points(runner):
+    result = run(runner, DOUBLE_WELL, "--grid", "x=-2:2:5,y=-2:2:5", "--lr", "0.05", "--plot", *NO_SYMPY,
+                 env={"NO_COLOR": "1"})
+    assert result.exit_code == 0, result.stderr
+    out = result.stdout
+    assert "manual: where the 25 starts ended (basins of the end points" in out
+    basins = out[:out.index("the first 20 starts")]
+    assert basins.count("minimum") == 4 and basins.count("saddle") == 4 and basins.count("maximum") == 1
+    assert "minimum at (1, 1): 4 starts" in out and "maximum at (0, 0): 1 start" in out
+    assert "25 converged (25 in 9 basins of end points)" in result.stderr
+
+
 def test_batch_equals_single_starts(runner, himmelblau):
     doc, _ = himmelblau
     by_start = {(r["start"]["x"], r["start"]["y"]): r for r in doc["starts"]}

@@ -57,7 +57,8 @@ def descend(
                             "instead of running it.")] = False,
     stationary_timeout: Annotated[float, typer.Option(
         "--stationary-timeout", min=0.0,
-        help="Seconds SymPy may take to solve grad f = 0 for the nearest stationary point (0: skip).")] = 2.0,
+        help="Seconds SymPy may take to solve grad f = 0 for the nearest stationary point (0: skip). With "
+             "--points/--grid, past it (or when SymPy finds none) the basins come from the end points.")] = 2.0,
     batch_size: Annotated[int, typer.Option(
         "--batch-size", min=1, max=100_000,
         help="With --points/--grid: starts run together in one compiled loop (records are written per "
@@ -69,7 +70,8 @@ def descend(
 
     Many starts (--points FILE|- or --grid x=-5:5:21,y=-5:5:21; every variable comes from them): all of
     a batch in one compiled loop per optimizer, a record per start and optimizer (jsonl, csv, json) or
-    where the starts ended (table: the basins of SymPy's stationary points). Exits 1 if any start
+    where the starts ended (table: the basins of SymPy's stationary points, or, when SymPy gives none
+    within --stationary-timeout, of the converged end points grouped). Exits 1 if any start
     diverged or went unbounded (f not finite at its start point included), as one start does.
     --every and --show-code are for one start.
     """
@@ -144,22 +146,12 @@ def _descend_many(expression: str, *, points, grid, start, optimizer, lr, steps,
 
 
 def _open_starts(points, grid, names, batch_size):
-    """The starts' source; its errors name no --at (descend takes every variable from the starts)."""
-    import re
-
+    """The starts' source. descend takes every variable from the starts: it has no --at to suggest."""
     from gradcli.expression.sources import grid_points, open_points
-    from gradcli.errors import UsageError
 
-    try:
-        if points is not None:
-            return open_points(points, variables=names, chunk_size=batch_size)
-        return grid_points(grid, variables=names, chunk_size=batch_size)
-    except UsageError as exc:
-        if "--at" not in exc.message:
-            raise
-        message = re.sub(r",? or give --at \S+", "", exc.message)
-        raise UsageError(message + " (descend takes every variable from the starts)", source=exc.source,
-                         position=exc.position) from None
+    if points is not None:
+        return open_points(points, variables=names, chunk_size=batch_size, fixed_option=None)
+    return grid_points(grid, variables=names, chunk_size=batch_size, fixed_option=None)
 
 
 @contextlib.contextmanager

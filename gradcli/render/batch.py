@@ -20,7 +20,7 @@ TABLE_LIMIT = 40
 METHOD_ORDER = ("symbolic", "tape", "fd")
 
 
-def _diagnostics(summary_text: str, warnings: list[str], notes: list[str]) -> None:
+def print_batch_diagnostics(summary_text: str, warnings: list[str], notes: list[str]) -> None:
     """Warnings, notes, then the one-line summary, on stderr."""
     print_diagnostics(warnings, notes)
     print(f"gradcli: summary: {summary_text}", file=sys.stderr)
@@ -62,7 +62,7 @@ class JsonlSink:
         self.out.flush()
 
     def finish(self, summary: dict, summary_text: str, warnings: list[str], notes: list[str]) -> None:
-        _diagnostics(summary_text, warnings, notes)
+        print_batch_diagnostics(summary_text, warnings, notes)
 
 
 class JsonSink:
@@ -90,7 +90,7 @@ class JsonSink:
         body = _dumps(tail, indent=2)
         self.out.write(("\n  ]," if not self.first else "],") + "\n" + body[2:] + "\n")
         self.out.flush()
-        _diagnostics(summary_text, warnings, notes)
+        print_batch_diagnostics(summary_text, warnings, notes)
 
 
 class CsvSink:
@@ -116,7 +116,7 @@ class CsvSink:
         self.out.flush()
 
     def finish(self, summary: dict, summary_text: str, warnings: list[str], notes: list[str]) -> None:
-        _diagnostics(summary_text, warnings, notes)
+        print_batch_diagnostics(summary_text, warnings, notes)
 
 
 class TableSink:
@@ -152,7 +152,7 @@ class TableSink:
         if self.count > len(self.kept):
             notes = [f"the table shows the first {len(self.kept)} of {self.count} points: "
                      "use --format jsonl or csv for every point"] + notes
-        _diagnostics(summary_text, warnings, notes)
+        print_batch_diagnostics(summary_text, warnings, notes)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -5,12 +5,14 @@
   file can be read back with --points; the end point as ``final_<name>``);
 - ``json``: one document, written as it goes: the header's keys, ``starts`` (the records), then
   ``summary``, ``basins``, ``warnings`` and ``notes``;
-- ``table``: per optimizer, where the starts ended (the basins: a row per stationary point reached,
-  then elsewhere and diverged), and a compact table of the first :data:`TABLE_STARTS` starts.
+- ``table``: per optimizer, where the starts ended (the basins: a row per stationary point reached, or
+  per basin of end points when SymPy gave no stationary points, then elsewhere and diverged), and a
+  compact table of the first :data:`TABLE_STARTS` starts.
 
 ``--plot`` (two variables): the starts in the plane, one marker per basin, a legend naming the
-stationary points. The summary line, warnings and notes go to stderr. Memory: one batch of
-records, the first TABLE_STARTS starts, and at most PLOT_STARTS sampled starts per optimizer.
+stationary points (or the basins' representative end points). The summary line, warnings and notes
+go to stderr. Memory: one batch of records, the first TABLE_STARTS starts, and at most PLOT_STARTS
+sampled starts per optimizer.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import random
 import sys
 from typing import Any
 
-from gradcli.render.batch import CsvSink, JsonlSink, _diagnostics
+from gradcli.render.batch import CsvSink, JsonlSink, print_batch_diagnostics
 from gradcli.render.common import number
 
 # Starts the table shows (all their optimizers' records).
@@ -41,13 +43,13 @@ def _short(v: float | None) -> str:
 
 
 def stationary_label(s: dict) -> str:
-    """``minimum at (3, 2)``"""
+    """``minimum at (3, 2)``: a stationary point, or a basin of end points by its representative."""
     where = ", ".join(_short(v) for v in s["point"].values())
     return f"{s.get('kind') or 'stationary point'} at ({where})"
 
 
 def _ended_at(record: dict) -> str:
-    s = record.get("stationary_point")
+    s = record.get("stationary_point") or record.get("basin")
     if s is not None:
         return stationary_label(s)
     return "-"
@@ -68,8 +70,9 @@ def csv_rows(header: dict, record: dict) -> list[list[tuple[str, Any]]]:
     s = record.get("stationary_point") or {}
     row += [("stationary_kind", s.get("kind"))]
     row += [(f"stationary_{v}", (s.get("point") or {}).get(v)) for v in names]
-    row += [("stationary_value", s.get("value")), ("stationary_distance", s.get("distance")),
-            ("message", record["message"])]
+    row += [("stationary_value", s.get("value")), ("stationary_distance", s.get("distance"))]
+    b = record.get("basin") or {}
+    row += [("basin", b.get("index")), ("basin_kind", b.get("kind")), ("message", record["message"])]
     return [row]
 
 
@@ -106,7 +109,7 @@ class JsonSink:
         body = _dumps({"summary": summary, "basins": basins, "warnings": warnings, "notes": notes}, indent=2)
         self.out.write(("\n  ]," if not self.first else "],") + "\n" + body[2:] + "\n")
         self.out.flush()
-        _diagnostics(summary_text, warnings, notes)
+        print_batch_diagnostics(summary_text, warnings, notes)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -129,8 +132,6 @@ class TableSink:
                 self.kept.append(r)
 
     def finish(self, summary: dict, summary_text: str, warnings: list[str], notes: list[str]) -> None:
-        from rich.table import Table
-
         from gradcli.render.common import stdout_console
 
         console = stdout_console()
@@ -140,53 +141,69 @@ class TableSink:
                       f"[bold]dtype[/bold]  {h['dtype']}")
         console.print(f"[bold]lr[/bold]  {h['learning_rate']:g}    [bold]steps[/bold]  at most {h['max_steps']}    "
                       f"[bold]tol[/bold]  |grad| < {h['tol']:g}")
-        names = h["variables"]
         for name, basin in summary["basins"].items():
-            table = Table(title=f"{name}: where the {basin['starts']} starts ended", title_justify="left")
-            table.add_column("ended at", style="bold")
-            for v in names:
-                table.add_column(v, justify="right")
-            table.add_column("f", justify="right")
-            table.add_column("starts", justify="right")
-            for s in basin["stationary_points"]:
-                table.add_row(s.get("kind") or "stationary point", *[number(s["point"].get(v)) for v in names],
-                              number(s.get("value")), str(s["starts"]))
-            if basin["elsewhere"]:
-                table.add_row("elsewhere", *["" for _ in names], "", str(basin["elsewhere"]))
-            if basin["diverged"]:
-                table.add_row("[red]diverged or unbounded[/red]", *["" for _ in names], "", str(basin["diverged"]))
-            console.print(table)
+            console.print(_basins_table(name, basin, h["variables"], h.get("basins_from") == "end points"))
         if self.kept:
-            several = len(h["optimizers"]) > 1
-            table = Table(title=f"the first {min(self.starts, TABLE_STARTS)} starts", title_justify="left")
-            fields = list(self.kept[0].get("fields", {}))
-            for f in fields:
-                table.add_column(f)
-            for v in names:
-                table.add_column(f"{v} (start)", justify="right")
-            if several:
-                table.add_column("optimizer", style="bold")
-            table.add_column("status")
-            table.add_column("steps", justify="right")
-            for v in names:
-                table.add_column(v, justify="right")
-            table.add_column("f", justify="right")
-            table.add_column("ended at", overflow="fold")
-            for r in self.kept:
-                style = _STATUS_STYLE.get(r["status"], "")
-                row = [str(r.get("fields", {}).get(f, "")) for f in fields]
-                row += [number(r["start"][v]) for v in names]
-                if several:
-                    row.append(r["optimizer"])
-                row += [f"[{style}]{r['status']}[/{style}]", str(r["steps"])]
-                row += [number(r["final"].get(v)) for v in names]
-                row += [number(r["value"]), _ended_at(r)]
-                table.add_row(*row)
-            console.print(table)
+            console.print(_starts_table(self.kept, h, min(self.starts, TABLE_STARTS)))
         if self.starts > TABLE_STARTS:
             notes = [f"the table shows the first {TABLE_STARTS} of {self.starts} starts: use --format jsonl or csv "
                      "for every start"] + notes
-        _diagnostics(summary_text, warnings, notes)
+        print_batch_diagnostics(summary_text, warnings, notes)
+
+
+def _basins_table(name: str, basin: dict, names: list[str], from_end_points: bool):
+    """Where one optimizer's starts ended: a row per stationary point or basin, then elsewhere, diverged."""
+    from rich.table import Table
+
+    how = " (basins of the end points, not SymPy's stationary points)" if from_end_points else ""
+    table = Table(title=f"{name}: where the {basin['starts']} starts ended{how}", title_justify="left")
+    table.add_column("ended at", style="bold")
+    for v in names:
+        table.add_column(v, justify="right")
+    table.add_column("f", justify="right")
+    table.add_column("starts", justify="right")
+    for s in basin["stationary_points"] + basin.get("basins", []):
+        table.add_row(s.get("kind") or "stationary point", *[number(s["point"].get(v)) for v in names],
+                      number(s.get("value")), str(s["starts"]))
+    if basin["elsewhere"]:
+        elsewhere = "elsewhere (not converged)" if from_end_points else "elsewhere"
+        table.add_row(elsewhere, *["" for _ in names], "", str(basin["elsewhere"]))
+    if basin["diverged"]:
+        table.add_row("[red]diverged or unbounded[/red]", *["" for _ in names], "", str(basin["diverged"]))
+    return table
+
+
+def _starts_table(kept: list[dict], header: dict, shown: int):
+    """The first starts: a row per start and optimizer."""
+    from rich.table import Table
+
+    names = header["variables"]
+    several = len(header["optimizers"]) > 1
+    table = Table(title=f"the first {shown} starts", title_justify="left")
+    fields = list(kept[0].get("fields", {}))
+    for f in fields:
+        table.add_column(f)
+    for v in names:
+        table.add_column(f"{v} (start)", justify="right")
+    if several:
+        table.add_column("optimizer", style="bold")
+    table.add_column("status")
+    table.add_column("steps", justify="right")
+    for v in names:
+        table.add_column(v, justify="right")
+    table.add_column("f", justify="right")
+    table.add_column("ended at", overflow="fold")
+    for r in kept:
+        style = _STATUS_STYLE.get(r["status"], "")
+        row = [str(r.get("fields", {}).get(f, "")) for f in fields]
+        row += [number(r["start"][v]) for v in names]
+        if several:
+            row.append(r["optimizer"])
+        row += [f"[{style}]{r['status']}[/{style}]", str(r["steps"])]
+        row += [number(r["final"].get(v)) for v in names]
+        row += [number(r["value"]), _ended_at(r)]
+        table.add_row(*row)
+    return table
 
 
 # ---------------------------------------------------------------------------------------------
@@ -208,7 +225,7 @@ class PlotSink:
         self.inner.start(header)
 
     def write(self, records: list[dict]) -> None:
-        from gradcli.compute.descend.batch import basin_key
+        from gradcli.compute.descend.batch_records import basin_key
 
         self.inner.write(records)
         a, b = self.variables
@@ -236,21 +253,11 @@ def _colorless(file) -> bool:
 def plot_starts(header: dict, summary: dict, samples: dict, seen: dict, *, file) -> None:
     import plotext as plt
 
-    from gradcli.compute.descend.batch import stationary_key
-
     a, b = header["variables"]
     if not any(samples.values()):
         print("gradcli: note: nothing to plot (no starts)", file=sys.stderr)
         return
-    # One marker per basin, the same in every optimizer's plot: stationary points in SymPy's order.
-    markers: dict[str, str] = {}
-    labels: dict[str, str] = {}
-    for s in header.get("stationary_points") or []:
-        key = stationary_key(s["point"])
-        markers.setdefault(key, _MARKERS[len(markers) % len(_MARKERS)])
-        labels[key] = stationary_label(s)
-    markers["elsewhere"], labels["elsewhere"] = _ELSEWHERE_MARKER, "elsewhere (no stationary point reached)"
-    markers["diverged"], labels["diverged"] = _DIVERGED_MARKER, "diverged or unbounded"
+    markers, labels = _basin_markers(header, summary)
     width, height = 80, 24
     if file.isatty():
         import shutil
@@ -259,7 +266,6 @@ def plot_starts(header: dict, summary: dict, samples: dict, seen: dict, *, file)
     for name, kept in samples.items():
         fig = plt.figure
         fig.clear()
-        counts = summary["basins"][name]
         by_key: dict[str, list[tuple[float, float]]] = {}
         for x, y, key in kept:
             by_key.setdefault(key, []).append((x, y))
@@ -272,13 +278,40 @@ def plot_starts(header: dict, summary: dict, samples: dict, seen: dict, *, file)
         fig.label(b, axis="y")
         fig.plot_size(width, height)
         print(fig.build().string(colorless=_colorless(file)), file=file)
-        reached = {stationary_key(s["point"]): s["starts"]
-                   for s in counts["stationary_points"]}
-        reached["elsewhere"], reached["diverged"] = counts["elsewhere"], counts["diverged"]
+        reached = _starts_per_key(summary["basins"][name])
         for key, marker in markers.items():
             if reached.get(key):
                 n = reached[key]
                 print(f"  {marker}  {labels.get(key, key)}: {n} start{'s' if n != 1 else ''}", file=file)
+
+
+def _basin_markers(header: dict, summary: dict) -> tuple[dict[str, str], dict[str, str]]:
+    """One marker per basin key, the same in every optimizer's plot (stationary points in SymPy's order,
+    basins of end points in the order they were found), and a label for each."""
+    from gradcli.compute.descend.batch_records import stationary_key
+
+    places = [(stationary_key(s["point"]), s) for s in header.get("stationary_points") or []]
+    grouped = {b["index"]: b for counts in summary["basins"].values() for b in counts.get("basins", [])}
+    places += [(f"basin {i}", grouped[i]) for i in sorted(grouped)]
+    markers: dict[str, str] = {}
+    labels: dict[str, str] = {}
+    for key, s in places:
+        markers.setdefault(key, _MARKERS[len(markers) % len(_MARKERS)])
+        labels[key] = stationary_label(s)
+    elsewhere = "not converged" if header.get("basins_from") == "end points" else "no stationary point reached"
+    markers["elsewhere"], labels["elsewhere"] = _ELSEWHERE_MARKER, f"elsewhere ({elsewhere})"
+    markers["diverged"], labels["diverged"] = _DIVERGED_MARKER, "diverged or unbounded"
+    return markers, labels
+
+
+def _starts_per_key(counts: dict) -> dict[str, int]:
+    """One optimizer's starts per basin key."""
+    from gradcli.compute.descend.batch_records import stationary_key
+
+    reached = {stationary_key(s["point"]): s["starts"] for s in counts["stationary_points"]}
+    reached.update({f"basin {b['index']}": b["starts"] for b in counts.get("basins", [])})
+    reached["elsewhere"], reached["diverged"] = counts["elsewhere"], counts["diverged"]
+    return reached
 
 
 def sink_for(output: str, *, variables: list[str], plot: bool = False):

@@ -156,9 +156,10 @@ class _Runner:
 def stop_status(tf, x, z, g, gnorm, k, k_end, stall, moved, *, lo, hi, tol, stall_on, max_steps, tdt, axis=None):
     """The stopping rules (the package docstring's list): the first test that holds gives the status.
 
-    One run: ``x`` and ``g`` are [n], the rest scalars (``axis=None``). Many starts (gradcli.compute.descend.batch):
-    ``x`` and ``g`` are [P, n], ``axis=1``, and ``z``, ``gnorm``, ``stall``, ``moved``, ``lo``, ``hi`` are [P];
-    the result is then a status per start. Only comparisons: no arithmetic, so nothing to round differently.
+    One run: ``x`` and ``g`` are [n], the rest scalars (``axis=None``). Many starts
+    (gradcli.compute.descend.batch_loop): ``x`` and ``g`` are [P, n], ``axis=1``, and ``z``, ``gnorm``,
+    ``stall``, ``moved``, ``lo``, ``hi`` are [P]; the result is then a status per start. Only comparisons:
+    no arithmetic, so nothing to round differently.
     """
     x_ok = tf.reduce_all(tf.math.is_finite(x), axis=axis)
     finite = tf.logical_and(tf.logical_and(x_ok, tf.math.is_finite(z)),

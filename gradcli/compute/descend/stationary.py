@@ -11,6 +11,9 @@ from gradcli.methods.worker import BoundedJob, CancelFlag
 
 # Solutions of grad f = 0 looked at, at most.
 MAX_STATIONARY = 50
+# With many starts, an end point within this x max(1, |p|) of a point p is said to be at p: at one of
+# SymPy's stationary points, or in the basin of another start's end point.
+STATIONARY_TOLERANCE = 1e-3
 
 
 def solve_stationary_points(tree, names: list[str], cancel: CancelFlag) -> tuple[list[StationaryPoint], list[str]]:
@@ -74,3 +77,17 @@ def _nearest(points: list[StationaryPoint], end: dict[str, float]) -> Stationary
     best = min(points, key=lambda p: sum((p.point[k] - end[k]) ** 2 for k in end))
     distance = math.sqrt(sum((best.point[k] - end[k]) ** 2 for k in end))
     return StationaryPoint(best.point, best.value, best.kind, distance)
+
+
+def within_tolerance(distance: float, point: dict[str, float]) -> bool:
+    """Whether an end point ``distance`` away from ``point`` is at it (STATIONARY_TOLERANCE x max(1, |point|))."""
+    size = math.sqrt(sum(v * v for v in point.values()))
+    return distance <= STATIONARY_TOLERANCE * max(1.0, size)
+
+
+def stationary_reached(points: list[StationaryPoint] | None, end: dict[str, float]) -> StationaryPoint | None:
+    """The stationary point a start ended at (within the tolerance), with its distance; or None."""
+    near = _nearest(points or [], end)
+    if near is None or near.distance is None or not within_tolerance(near.distance, near.point):
+        return None
+    return near

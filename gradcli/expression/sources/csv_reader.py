@@ -41,10 +41,10 @@ class CsvReader:
             seen[name] = i
         for v in needs.names:
             if v in seen and v in needs.fixed:
-                raise where.at(line, both_message(v, "column"))
+                raise where.at(line, both_message(v, "column", needs.fixed_option))
         missing = [v for v in needs.from_input if v not in seen]
         if missing:
-            raise where.at(line, missing_message("column", missing))
+            raise where.at(line, missing_message("column", missing, needs.fixed_option))
         self._width = len(names)
         self._columns = [(v, seen[v]) for v in needs.from_input]
         self._passing = [(n, i) for i, n in enumerate(names) if n not in needs.needed]

@@ -123,7 +123,7 @@ def _grid_entry(option: str, spec: str, needs: Needs, axes: dict, piece: str, of
         raise UsageError(f"{option}: '{name}' is not one of the variables (they are: {known})",
                          source=spec, position=name_offset)
     if name in needs.fixed:
-        raise UsageError(f"{option}: '{name}' is given both by {option} and by --at (ambiguous); "
+        raise UsageError(f"{option}: '{name}' is given both by {option} and by {needs.fixed_option} (ambiguous); "
                          "give it in one place only", source=spec, position=name_offset)
     return name, range_text, offset + len(raw_name) + 1
 
@@ -152,12 +152,15 @@ def _grid_axis(option: str, spec: str, name: str, range_text: str, range_offset:
 
 
 def grid_points(spec: str, *, variables: list[str], fixed: "Point | None" = None,
-                chunk_size: int = 4096, option: str = "--grid") -> PointSource:
+                chunk_size: int = 4096, option: str = "--grid", fixed_option: str | None = "--at") -> PointSource:
     """Points of ``x=-2:2:41,y=-1:3:41``: ``numpy.linspace(start, stop, count)`` per variable, the
-    cartesian product in ``itertools.product`` order (the first variable varies slowest)."""
+    cartesian product in ``itertools.product`` order (the first variable varies slowest).
+
+    ``fixed_option``: the option that fixes the variables ``fixed`` gives, named in errors (None: the
+    command has no such option, and errors do not suggest one)."""
     if chunk_size < 1:
         raise ValueError("chunk_size must be at least 1")
-    needs = Needs(variables, fixed)
+    needs = Needs(variables, fixed, fixed_option)
     if not spec.strip():
         raise UsageError(f"{option} is empty; write it as {option} x=-2:2:41,y=-1:3:41")
     axes: dict[str, np.ndarray] = {}
@@ -167,9 +170,11 @@ def grid_points(spec: str, *, variables: list[str], fixed: "Point | None" = None
     missing = [v for v in needs.from_input if v not in axes]
     if missing:
         listed = ", ".join(missing)
-        raise UsageError(f"{option} has no values for {listed}: add "
-                         f"{','.join(f'{v}=start:stop:count' for v in missing)} to {option}, "
-                         f"or give --at {','.join(f'{v}=value' for v in missing)}")
+        message = f"{option} has no values for {listed}: add {','.join(f'{v}=start:stop:count' for v in missing)} " \
+                  f"to {option}"
+        if needs.fixed_option is not None:
+            message += f", or give {needs.fixed_option} {','.join(f'{v}=value' for v in missing)}"
+        raise UsageError(message)
     total = 1
     for axis in axes.values():
         total *= len(axis)

@@ -63,7 +63,7 @@ class JsonlReader:
             line, obj = self._first
             missing = [v for v in needs.from_input if v not in obj]
             if missing:
-                raise where.at(line, missing_message("key", missing))
+                raise where.at(line, missing_message("key", missing, needs.fixed_option))
             self._check_both(line, obj)
             self._register(obj)  # field_names is known from the first record on
 
@@ -112,7 +112,7 @@ class JsonlReader:
     def _check_both(self, line: int, obj: dict) -> None:
         for v in self._needs.fixed:
             if v in obj:
-                raise self._where.at(line, both_message(v, "key"))
+                raise self._where.at(line, both_message(v, "key", self._needs.fixed_option))
 
     def _number(self, line: int, name: str, value: object) -> float:
         where = self._where
@@ -144,7 +144,7 @@ class JsonlReader:
             values = []
             for name in needs.from_input:
                 if name not in obj:
-                    raise where.at(line, missing_message("key", [name]))
+                    raise where.at(line, missing_message("key", [name], needs.fixed_option))
                 values.append(self._number(line, name, obj[name]))
             fields = {k: v for k, v in obj.items() if k not in needs.needed}
             self._register(fields)

@@ -57,11 +57,16 @@ class Where:
         return UsageError(f"{self.option} {self.label}:{line}: {what}")
 
 
-def missing_message(kind: str, missing: list[str]) -> str:
+def missing_message(kind: str, missing: list[str], fixed_option: str | None = "--at") -> str:
+    """``fixed_option``: the option that fixes a variable's value, suggested as the other way to give it
+    (None: the command has none, so only adding the column or key is suggested)."""
     listed = ", ".join(missing)
-    example = ",".join(f"{v}=value" for v in missing)
-    return f"no {kind} for {listed}: add {'it' if len(missing) == 1 else 'them'} or give --at {example}"
+    message = f"no {kind} for {listed}: add {'it' if len(missing) == 1 else 'them'}"
+    if fixed_option is None:
+        return message
+    return f"{message} or give {fixed_option} {','.join(f'{v}=value' for v in missing)}"
 
 
-def both_message(name: str, kind: str) -> str:
-    return f"{name} is given both by the {kind} {name!r} and by --at (ambiguous); give it in one place only"
+def both_message(name: str, kind: str, fixed_option: str = "--at") -> str:
+    return (f"{name} is given both by the {kind} {name!r} and by {fixed_option} (ambiguous); "
+            "give it in one place only")

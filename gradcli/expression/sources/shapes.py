@@ -49,11 +49,17 @@ Row = tuple[int, list[float], dict[str, object]]
 
 
 class Needs:
-    """The needed variables, split into those the input must give and those --at fixes."""
+    """The needed variables, split into those the input must give and those --at fixes.
 
-    def __init__(self, variables: list[str], fixed):
+    ``fixed_option``: how errors name the option that fixes values (None: the command has no such option,
+    so errors do not suggest one, and no values may be fixed)."""
+
+    def __init__(self, variables: list[str], fixed, fixed_option: str | None = "--at"):
         self.names = list(dict.fromkeys(variables))
+        self.fixed_option = fixed_option
         given = _fixed_values(fixed)
+        if given and fixed_option is None:
+            raise ValueError("fixed values need the option that gives them (fixed_option)")
         self.fixed = {v: float(given[v]) for v in self.names if v in given}
         self.from_input = [v for v in self.names if v not in self.fixed]
         self.needed = frozenset(self.names)
