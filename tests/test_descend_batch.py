@@ -60,10 +60,12 @@ def test_himmelblau_basins_are_its_four_minima(himmelblau):
     assert "gradcli: summary: 36 starts done; manual: 36 converged (36 at 4 stationary points)" in stderr
 
 
-def test_himmelblau_basins_from_end_points_with_the_default_timeout(runner):
-    """SymPy needs ~9 s for Himmelblau's grad f = 0, past the default 2 s: the converged end points give the
-    basins, each classified by the tape Hessian, and no record claims a SymPy stationary point."""
-    result = run(runner, HIMMELBLAU, "--grid", "x=-5:5:6,y=-5:5:6", "-o", "adam", "--lr", "0.01", "-f", "json")
+def test_himmelblau_basins_from_end_points_when_sympy_runs_out_of_time(runner):
+    """SymPy needs ~9 s for Himmelblau's grad f = 0 here (past the default 2 s; 0.2 s keeps that true on a much
+    faster machine): the converged end points give the basins, each classified by the tape Hessian, and no
+    record claims a SymPy stationary point."""
+    result = run(runner, HIMMELBLAU, "--grid", "x=-5:5:6,y=-5:5:6", "-o", "adam", "--lr", "0.01", "-f", "json",
+                 "--stationary-timeout", "0.2")
     assert result.exit_code == 0, result.stderr
     doc = json.loads(result.stdout)
     assert doc["stationary_points"] is None and doc["basins_from"] == "end points"
@@ -83,7 +85,7 @@ def test_himmelblau_basins_from_end_points_with_the_default_timeout(runner):
             continue
         assert r["basin"]["kind"] == "minimum" and r["basin"]["point"] == points[r["basin"]["index"]]
         assert abs(r["final"]["x"] - r["basin"]["point"]["x"]) < 1e-6
-    assert "within 2 s (--stationary-timeout): the basins come from the end points" in result.stderr
+    assert "within 0.2 s (--stationary-timeout): the basins come from the end points" in result.stderr
     assert "not SymPy's stationary points" in result.stderr
     assert f"adam: {converged} converged, {36 - converged} max_steps ({converged} in 4 basins of end points)" \
         in result.stderr
