@@ -210,3 +210,28 @@ def test_formulas_in_the_batch_header(runner):
     assert json.loads(result.stdout)["formulas"] == [["0", "2*y"], ["2*y", "2*x"]]
     result = run(runner, "derivative", "x**3", "-n", "2", "--grid", "x=1:2:2", "--formulas", "-f", "json")
     assert json.loads(result.stdout)["formulas"] == ["3*x**2", "6*x"]
+
+
+def test_jsonl_records_arrive_while_stdin_is_still_open():
+    """A real pipe: the first batch's records are written before the last rows are even sent."""
+    import select
+    import subprocess
+    import sys
+
+    p = subprocess.Popen([sys.executable, "-m", "gradcli", "grad", "x**2", "--points", "-", "-m", "fd", "-f",
+                          "jsonl", "--batch-size", "2"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        p.stdin.write("x\n1\n2\n")
+        p.stdin.flush()
+        ready, _, _ = select.select([p.stdout], [], [], 60)
+        assert ready, "no record before stdin was closed"
+        assert json.loads(p.stdout.readline())["point"] == {"x": 1.0}
+        p.stdin.write("3\n")
+        p.stdin.close()
+        rest = p.stdout.read()
+        assert [json.loads(line)["point"]["x"] for line in rest.splitlines()] == [2.0, 3.0]
+        assert p.wait(60) == 0
+    finally:
+        p.kill()
+        p.wait()
