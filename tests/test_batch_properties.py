@@ -58,3 +58,28 @@ def test_exact_formulas_in_float64_match_the_30_digit_values(text, pts):
         for i, p in enumerate(pts):
             want = float(d.evalf(30, subs={syms[k]: v for k, v in p.items()}))
             assert got[i] == pytest.approx(want, rel=1e-12, abs=1e-12)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=smooth_expressions(), pts=st.lists(points, min_size=1, max_size=4),
+       dtype=st.sampled_from(["float64", "float32"]),
+       methods=st.sampled_from(["symbolic,tape,fd", "tape,fd", "fd", "symbolic,fd", "tape"]),
+       with_fields=st.booleans())
+def test_fast_json_lines_are_the_dict_records_byte_for_byte(tmp_path_factory, text, pts, dtype, methods,
+                                                             with_fields):
+    """grad writes JSON lines from column fragments (no dicts): the same text json_line gives the dicts."""
+    from gradcli.compute.batch.engine import json_line
+    from gradcli.compute.batch.grad import GradBatch
+    from gradcli.expression.sources import open_points
+
+    path = tmp_path_factory.mktemp("pts") / "p.csv"
+    header = "id,x,y\n" if with_fields else "x,y\n"
+    rows = pts + [{"x": 0.0, "y": -1e300}]  # an extreme point: overflows, undefined values, warnings
+    path.write_text(header + "".join((f"p{i}," if with_fields else "") + f"{p['x']!r},{p['y']!r}\n"
+                                     for i, p in enumerate(rows)))
+    core = GradBatch([text], wrt="x,y", methods=methods, dtype=dtype)
+    core.start()
+    core.header()
+    for chunk in open_points(str(path), variables=core.variables).chunks():
+        batch = core.compute(chunk)
+        assert batch.lines() == [json_line(r) for r in batch.records()]

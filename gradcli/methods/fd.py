@@ -101,7 +101,8 @@ def _evaluate(tree: Node, env: Mapping[str, object], dtype: str, shape):
 
 def _typed_env(points: Mapping[str, object], dtype: str) -> dict:
     np = _np()
-    return {k: np.asarray(v, dtype=np.float64).astype(dtype) for k, v in points.items()}
+    with np.errstate(over="ignore"):  # a value beyond float32's range becomes inf: reported as not finite
+        return {k: np.asarray(v, dtype=np.float64).astype(dtype) for k, v in points.items()}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -47,7 +47,8 @@ def column(points: Mapping[str, Any], name: str, dtype: str, size: int):
     values = np.asarray(points[name], dtype=np.float64).reshape(-1)
     if values.shape[0] != size:
         raise ValueError(f"variable '{name}' has {values.shape[0]} values, expected {size}")
-    return values.astype(dtype)
+    with np.errstate(over="ignore"):  # a value beyond float32's range becomes inf: reported as not finite
+        return values.astype(dtype)
 
 
 def broadcast(values, size: int):

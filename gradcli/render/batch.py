@@ -40,14 +40,16 @@ def _cell(v: Any) -> Any:
     return v
 
 
-def _line(record: dict) -> str:
-    """One record as compact strict JSON (orjson: shortest round-trip floats, like repr)."""
-    import orjson
+def _records(batch) -> list[dict]:
+    """A chunk's records as dicts: a gradcli.compute.batch.engine.RecordBatch, or a plain list (descend)."""
+    return batch if isinstance(batch, list) else batch.records()
 
-    try:
-        return orjson.dumps(record).decode()
-    except orjson.JSONEncodeError:  # e.g. a pass-through integer beyond 64 bits: the standard encoder
-        return _dumps(record, separators=(",", ":"))
+
+def _lines(batch) -> list[str]:
+    """A chunk's records as compact JSON lines (a RecordBatch may write them without building dicts)."""
+    from gradcli.compute.batch.engine import json_line
+
+    return [json_line(r) for r in batch] if isinstance(batch, list) else batch.lines()
 
 
 class JsonlSink:
@@ -57,8 +59,8 @@ class JsonlSink:
     def start(self, header: dict) -> None:
         self.header = header
 
-    def write(self, records: list[dict]) -> None:
-        self.out.write("".join(_line(r) + "\n" for r in records))
+    def write(self, batch) -> None:
+        self.out.write("".join(line + "\n" for line in _lines(batch)))
         self.out.flush()
 
     def finish(self, summary: dict, summary_text: str, warnings: list[str], notes: list[str]) -> None:
@@ -77,10 +79,10 @@ class JsonSink:
         self.out.write(body[:-2] + ',\n  "points": [')  # header without its closing brace, then the list
         self.out.flush()
 
-    def write(self, records: list[dict]) -> None:
+    def write(self, batch) -> None:
         parts = []
-        for r in records:
-            parts.append(("\n    " if self.first else ",\n    ") + _line(r))
+        for line in _lines(batch):
+            parts.append(("\n    " if self.first else ",\n    ") + line)
             self.first = False
         self.out.write("".join(parts))
         self.out.flush()
@@ -105,8 +107,8 @@ class CsvSink:
     def start(self, header: dict) -> None:
         self.header = header
 
-    def write(self, records: list[dict]) -> None:
-        for record in records:
+    def write(self, batch) -> None:
+        for record in _records(batch):
             for row in self.rows(self.header, record):
                 if self.columns is None:
                     self.columns = [k for k, _ in row]
@@ -131,8 +133,8 @@ class TableSink:
     def start(self, header: dict) -> None:
         self.header = header
 
-    def write(self, records: list[dict]) -> None:
-        for r in records:
+    def write(self, batch) -> None:
+        for r in _records(batch):
             self.count += 1
             if len(self.kept) < TABLE_LIMIT:
                 self.kept.append(self.row(self.header, r))

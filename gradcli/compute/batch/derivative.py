@@ -46,7 +46,7 @@ class DerivativeBatch(engine.BatchCore):
             doc["formulas"] = [self._formulas[0].texts.get((self.variable,) * k) for k in range(1, self.order + 1)]
         return doc
 
-    def compute(self, chunk) -> list[dict]:
+    def compute(self, chunk) -> engine.RecordBatch:
         import numpy as np
 
         size, pts = len(chunk), chunk.values
@@ -79,7 +79,7 @@ class DerivativeBatch(engine.BatchCore):
             self._judge(record, point, steps, p)
             warnings, undefined = record.pop("warnings"), record.pop("undefined")
             records.append(engine.close_record(engine.json_safe(record), warnings, undefined))  # null: not finite
-        return records
+        return engine.RecordBatch.of(records)
 
     def _judge(self, record: dict, point: dict, fd, p: int) -> None:
         text, value, ds = self.expr.text, record["value"], record["derivatives"]

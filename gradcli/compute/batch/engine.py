@@ -27,7 +27,7 @@ class Sink(Protocol):
 
     def start(self, header: dict) -> None: ...
 
-    def write(self, records: list[dict]) -> None: ...
+    def write(self, batch: RecordBatch) -> None: ...
 
     def finish(self, summary: dict, summary_text: str, warnings: list[str], notes: list[str]) -> None: ...
 
@@ -44,7 +44,7 @@ class Computation(Protocol):
 
     def header(self) -> dict: ...
 
-    def compute(self, chunk) -> list[dict]: ...
+    def compute(self, chunk) -> RecordBatch: ...
 
 
 @dataclass
@@ -57,16 +57,14 @@ class Summary:
     largest_error: dict[str, float] = field(default_factory=dict)
     shown: list[str] = field(default_factory=list)
 
-    def add(self, records: list[dict]) -> None:
-        self.points += len(records)
-        for record in records:
-            if not record["warnings"]:
-                continue
+    def add(self, batch: RecordBatch) -> None:
+        self.points += batch.size
+        for point, warnings, undefined in batch.issues:
             self.with_warnings += 1
-            self.undefined += record["status"] == "undefined"
-            for w in record["warnings"]:
+            self.undefined += undefined
+            for w in warnings:
                 if len(self.shown) < WARNINGS_SHOWN:
-                    self.shown.append(f"{w} (at {point_text(record['point'])})")
+                    self.shown.append(f"{w} (at {point_text(point)})")
 
     @property
     def failed(self) -> bool:
@@ -86,15 +84,56 @@ class Summary:
         return text
 
 
+class RecordBatch:
+    """One chunk's records. ``records()`` gives them as dicts (the JSON contract); ``lines()`` as compact
+    JSON text, one per record, which a core may produce without the dicts (a million points spend most of
+    their time building dicts otherwise); ``issues`` lists (point, warnings, undefined) for the points that
+    have something to say, for the summary."""
+
+    def __init__(self, size: int, issues: list, build_records, build_lines=None):
+        self.size = size
+        self.issues = issues
+        self._build_records = build_records
+        self._build_lines = build_lines
+        self._records: list[dict] | None = None
+
+    @classmethod
+    def of(cls, records: list[dict]) -> RecordBatch:
+        issues = [(r["point"], r["warnings"], r["status"] == "undefined") for r in records if r["warnings"]]
+        return cls(len(records), issues, lambda: records)
+
+    def records(self) -> list[dict]:
+        if self._records is None:
+            self._records = self._build_records()
+        return self._records
+
+    def lines(self) -> list[str]:
+        if self._build_lines is not None:
+            return self._build_lines()
+        return [json_line(r) for r in self.records()]
+
+
+def json_line(record: dict) -> str:
+    """One record as compact strict JSON (orjson: shortest round-trip floats, like repr; NaN as null)."""
+    import orjson
+
+    try:
+        return orjson.dumps(record).decode()
+    except orjson.JSONEncodeError:  # e.g. a pass-through integer beyond 64 bits: the standard encoder
+        import json
+
+        return json.dumps(record, separators=(",", ":"), allow_nan=False)
+
+
 def run_batch(computation: Computation, chunks: Iterable, sink: Sink) -> Summary:
     """Compute every chunk and write its records; returns the summary (``failed``: exit 1)."""
     summary = Summary()
     computation.start()
     sink.start(computation.header())
     for chunk in chunks:
-        records = computation.compute(chunk)
-        summary.add(records)
-        sink.write(records)
+        batch = computation.compute(chunk)
+        summary.add(batch)
+        sink.write(batch)
     summary.largest_error = dict(computation.largest_error)
     warnings = list(summary.shown)
     if summary.with_warnings > len(summary.shown):
@@ -194,6 +233,9 @@ def needed_variables(exprs: list, wrt_text: str | None) -> tuple[list[str], list
     for e in exprs:
         names += [v for v in e.variables if v not in names]
     if wrt_text is None or not wrt_text.strip():
+        if not names:
+            raise UsageError("the expression has no variables, so nothing to differentiate at each point "
+                             "(name the variables with --wrt)")
         return names, list(names)
     wrt: list[str] = []
     for part in wrt_text.split(","):

@@ -82,7 +82,7 @@ class GradBatch(engine.BatchCore):
             np.zeros((values.shape[1], 0))
         scale = np.maximum(np.maximum(1.0, np.abs(values)[..., None]), np.maximum(np.abs(ref), np.abs(x)[None]))
         errors, disagree = {}, {}
-        with np.errstate(invalid="ignore"):
+        with np.errstate(invalid="ignore", over="ignore"):  # inf/NaN are judged below, not warned about
             for m in ("tape", "fd"):
                 if m not in columns:
                     continue
@@ -92,50 +92,97 @@ class GradBatch(engine.BatchCore):
                 errors[m], disagree[m] = err, err > tol
         return errors, disagree
 
-    def _records(self, chunk, values, columns, errors, disagree, undefined, unconnected, steps) -> list[dict]:
+    def _records(self, chunk, values, columns, errors, disagree, undefined, unconnected, steps):
         import numpy as np
 
-        cols = {m: _lists(c, self.dtype if m != "symbolic" else "float64") for m, c in columns.items()}
-        errs = {m: _lists(e, "float64") for m, e in errors.items()}
-        vals = _lists(values, "float64")
-        step_rows = steps.tolist() if steps is not None else None
         flagged = undefined | np.any([~np.isfinite(c) for c in columns.values()], axis=(0, 3)) \
             if columns else undefined
         for d in disagree.values():
             flagged = flagged | d.any(axis=2)
-        flagged_points = set(np.nonzero(flagged.any(axis=0))[0].tolist())
-        wrt, texts, many = self.wrt, [e.text for e in self.exprs], len(self.exprs) > 1
         for m, e in errors.items():
             with python_warnings.catch_warnings():  # an all-NaN chunk (nothing compared) is not news
                 python_warnings.simplefilter("ignore", RuntimeWarning)
                 engine.note_error(self, m, float(np.nanmax(e)) if e.size else None)
-        # per chunk, not per point: a dict per (method, expression, point), a result per (expression,
-        # point), then a record per point (C-level dict(zip(...)) where a comprehension would cost a frame)
         size = values.shape[1]
+        said = {}  # point index -> (point, warnings, undefined), only for the points that have something to say
+        for k in np.nonzero(flagged.any(axis=0))[0].tolist():
+            point = {v: float(chunk.values[v][k]) for v in self.variables}
+            warnings: list[str] = []
+            bad = self._warn(warnings, point, k, values, columns, errors, disagree, steps)
+            said[k] = (point, warnings, bad)
+        parts = _Parts(chunk, values, columns, errors, unconnected, steps, said, self.dtype)
+        fast = len(self.exprs) == 1 and bool(self.wrt)
+        return engine.RecordBatch(size, list(said.values()), lambda: self._dicts(parts, range(size)),
+                                  (lambda: self._lines(parts)) if fast else None)
+
+    def _dicts(self, p: _Parts, indices) -> list[dict]:
+        """The records as dicts; per chunk, not per point: a dict per (method, expression, point), a result
+        per (expression, point), then a record per point (C-level dict(zip(...)), no per-point frames)."""
+        wrt, texts = self.wrt, [e.text for e in self.exprs]
+        indices = list(indices)
+        cols, errs, vals, steps = p.lists()
+        points = engine.point_dicts(p.chunk, self.variables)
+        gnames, enames = list(cols), list(errs)
         per_expression = []
         for i in range(len(texts)):
-            gnames, enames = list(cols), list(errs)
-            grows = zip(*[[dict(zip(wrt, row)) for row in cols[m][i]] for m in gnames]) if gnames else [()] * size
-            erows = zip(*[[dict(zip(wrt, row)) for row in errs[m][i]] for m in enames]) if enames else [()] * size
+            grows = zip(*[[dict(zip(wrt, cols[m][i][k])) for k in indices] for m in gnames]) if gnames \
+                else [()] * len(indices)
+            erows = zip(*[[dict(zip(wrt, errs[m][i][k])) for k in indices] for m in enames]) if enames \
+                else [()] * len(indices)
             per_expression.append([
-                {"expression": texts[i], "value": v, "gradient": dict(zip(gnames, g)), "error": dict(zip(enames, e)),
-                 "unconnected": unconnected[i]} for v, g, e in zip(vals[i], grows, erows)])
+                {"expression": texts[i], "value": vals[i][k], "gradient": dict(zip(gnames, g)),
+                 "error": dict(zip(enames, e)), "unconnected": p.unconnected[i]}
+                for k, g, e in zip(indices, grows, erows)])
         results = list(zip(*per_expression))
         records = []
-        for k, point in enumerate(engine.point_dicts(chunk, self.variables)):
-            record = engine.base_record(chunk, k, point)
-            record["results"] = list(results[k])
-            if many:
+        for n, k in enumerate(indices):
+            record = engine.base_record(p.chunk, k, points[k])
+            record["results"] = list(results[n])
+            if len(texts) > 1:
                 record["sum"] = {m: dict(zip(wrt, self._tape_sum[k] if m == "tape" else
                                              _sum_rows([c[i][k] for i in range(len(texts))])))
                                  for m, c in cols.items()}
-            if step_rows is not None:
-                record["fd_step"] = dict(zip(wrt, step_rows[k]))
-            warnings: list[str] = []
-            undefined = k in flagged_points and self._warn(warnings, record["point"], k, values, columns, errors,
-                                                           disagree, steps)
-            records.append(engine.close_record(record, warnings, undefined))
+            if steps is not None:
+                record["fd_step"] = dict(zip(wrt, steps[k]))
+            _, warnings, bad = p.said.get(k, (None, [], False))
+            records.append(engine.close_record(record, warnings, bad))
         return records
+
+    def _lines(self, p: _Parts) -> list[str]:
+        """The records as JSON lines, written from column fragments through one template per chunk: the
+        same text ``json_line`` gives for the dict record (a property test holds them equal byte for byte).
+        One expression only; points with warnings go through their dicts."""
+        import numpy as np
+        import orjson
+
+        size, wrt = p.values.shape[1], self.wrt
+        typed = {m: (c[0].astype(np.float32) if self.dtype == "float32" and m != "symbolic" else c[0])
+                 for m, c in p.columns.items()}
+        columns = _text_columns(np.stack([p.chunk.values[v] for v in self.variables], axis=1))
+        columns.append([_line_and_fields(p.chunk, k) for k in range(size)])
+        columns += _text_columns(p.values[0][:, None])
+        for m in p.columns:
+            columns += _text_columns(typed[m])
+        for m in p.errors:
+            columns += _text_columns(p.errors[m][0])
+        if p.steps is not None:
+            columns += _text_columns(p.steps)
+
+        def obj(names: list[str]) -> str:
+            return "{" + ",".join(f'"{n}":%s' for n in names) + "}"
+
+        template = ('{"point":' + obj(self.variables) + '%s,"results":[{"expression":'
+                    + orjson.dumps(self.exprs[0].text).decode() + ',"value":%s,"gradient":{'
+                    + ",".join(f'"{m}":' + obj(wrt) for m in p.columns) + '},"error":{'
+                    + ",".join(f'"{m}":' + obj(wrt) for m in p.errors) + '},"unconnected":'
+                    + orjson.dumps(p.unconnected[0]).decode() + "}]"
+                    + (',"fd_step":' + obj(wrt) if p.steps is not None else "") + ',"status":"ok","warnings":[]}')
+        lines = [template % row for row in zip(*columns)]
+        if p.said:  # points with warnings: their records, as the dict path writes them
+            slow = sorted(p.said)
+            for k, record in zip(slow, self._dicts(p, slow)):
+                lines[k] = engine.json_line(record)
+        return lines
 
     def _warn(self, warnings, point, k, values, columns, errors, disagree, steps) -> bool:
         """The single-point warnings, for one point that has something to say; True when it has an
@@ -162,6 +209,53 @@ class GradBatch(engine.BatchCore):
                             f"{m} and symbolic disagree on d({text})/d{v}: error {errors[m][i, k, j]:.3g} is more "
                             f"than {self.dtype} and the step explain (~{tol:.1g})")
         return undefined
+
+
+def _line_and_fields(chunk, k: int) -> str:
+    """The record keys between the point and its results, as JSON text (as base_record writes them)."""
+    text = "" if chunk.lines[k] is None else f',"line":{chunk.lines[k]}'
+    if chunk.fields and chunk.fields[k]:
+        import orjson
+
+        try:
+            text += ',"fields":' + orjson.dumps(chunk.fields[k]).decode()
+        except orjson.JSONEncodeError:  # as json_line does: the standard encoder for what orjson cannot
+            import json
+
+            text += ',"fields":' + json.dumps(chunk.fields[k], separators=(",", ":"), allow_nan=False)
+    return text
+
+
+class _Parts:
+    """One chunk's results (arrays), ready to become records: dicts, or JSON lines straight from the arrays."""
+
+    def __init__(self, chunk, values, columns, errors, unconnected, steps, said, dtype):
+        self.chunk, self.values, self.columns, self.errors = chunk, values, columns, errors
+        self.unconnected, self.steps, self.said, self.dtype = unconnected, steps, said, dtype
+        self._lists = None
+
+    def lists(self):
+        """(columns, errors, values, steps) as nested Python lists, None where not finite (built once)."""
+        if self._lists is None:
+            self._lists = ({m: _lists(c, self.dtype if m != "symbolic" else "float64")
+                            for m, c in self.columns.items()},
+                           {m: _lists(e, "float64") for m, e in self.errors.items()},
+                           _lists(self.values, "float64"),
+                           self.steps.tolist() if self.steps is not None else None)
+        return self._lists
+
+
+def _text_columns(array) -> list[list[str]]:
+    """A [P, w] float array as w columns of JSON number texts (null where not finite): one orjson call."""
+    import numpy as np
+    import orjson
+
+    size, width = array.shape
+    if not size or not width:
+        return [[] for _ in range(width)] if not size else []
+    flat = orjson.dumps(np.ascontiguousarray(array), option=orjson.OPT_SERIALIZE_NUMPY).decode()
+    cells = flat[2:-2].replace("],[", ",").split(",")
+    return [cells[j::width] for j in range(width)]
 
 
 def _lists(a, dtype: str) -> list:

@@ -39,7 +39,7 @@ class HessianBatch(engine.BatchCore):
             doc["formulas"] = [[texts.get(_key(a, b, self.wrt)) for b in self.wrt] for a in self.wrt]
         return doc
 
-    def compute(self, chunk) -> list[dict]:
+    def compute(self, chunk) -> engine.RecordBatch:
         import numpy as np
 
         size, n, pts = len(chunk), len(self.wrt), chunk.values
@@ -79,7 +79,7 @@ class HessianBatch(engine.BatchCore):
                               steps[k] if steps is not None else None)
             warnings, undefined = record.pop("warnings"), record.pop("undefined")
             records.append(engine.close_record(engine.json_safe(record), warnings, undefined))  # null: not finite
-        return records
+        return engine.RecordBatch.of(records)
 
     def _out(self, method: str, x: float) -> float:
         return float(x) if method == "symbolic" else shortest(float(x), self.dtype)
