@@ -204,43 +204,73 @@ def tolerance(method: str, *, dtype: str, scale: float, step: float | None = Non
     return 100.0 * (h ** p + eps / h) * scale
 
 
+def judge_gradients(values, columns: dict, x, steps, *, dtype: str, scheme: str):
+    """Every point at once, for one point and for a batch alike: (error per method [T, P, n], where it is
+    more than the dtype and the step explain [T, P, n]), against the symbolic column.
+
+    ``values`` [T, P] (NaN where undefined), ``columns`` {method: [T, P, n]}, ``x`` [P, n], ``steps`` [P, n]
+    (fd's) or None. An error is NaN where either side is not finite: nothing is compared there.
+    """
+    import numpy as np
+
+    ref = columns.get("symbolic")
+    if ref is None:
+        return {}, {}
+    scale = np.maximum(np.maximum(1.0, np.abs(values)[..., None]), np.maximum(np.abs(ref), np.abs(x)[None]))
+    errors, disagree = {}, {}
+    with np.errstate(invalid="ignore", over="ignore"):  # inf/NaN are judged by the callers, not warned about
+        for m in ("tape", "fd"):
+            if m not in columns:
+                continue
+            err = np.abs(columns[m] - ref)
+            tol = tolerance(m, dtype=dtype, scale=scale, step=None if m != "fd" else steps[None], scheme=scheme)
+            errors[m], disagree[m] = err, err > tol
+    return errors, disagree
+
+
+def disagreement(method: str, text: str, variable: str, error: float, *, dtype: str, scale: float,
+                 step: float | None, scheme: str) -> str:
+    """The warning for a method further from the exact value than its dtype and step explain."""
+    tol = tolerance(method, dtype=dtype, scale=scale, step=step, scheme=scheme)
+    return (f"{method} and symbolic disagree on d({text})/d{variable}: error {error:.3g} is more than "
+            f"{dtype} and the step explain (~{tol:.1g})")
+
+
 def _errors_and_warnings(report: GradientReport, exprs, point: Point, scheme: Scheme, eps) -> None:
+    """The single point's judgement: :func:`judge_gradients` on a batch of one, with the point in the words."""
+    import numpy as np
+
     pt = point_text(point.values)
+    wrt = report.wrt
+    nan = float("nan")
     for e, r in zip(exprs, report.results):
         warning = value_warning(e.text, r.value, point.values)
         if warning:
             report.warnings.append(warning)
             report.failed = True
             r.value = None
-        ref = r.gradient.get("symbolic")
-        for method in ("tape", "fd"):
-            got = r.gradient.get(method)
-            if got is None:
-                continue
-            if ref is not None:
-                r.error[method] = {v: (abs(got[v] - ref[v]) if got[v] is not None and ref[v] is not None
-                                       and math.isfinite(got[v]) else None) for v in report.wrt}
-        for v in report.wrt:
-            bad = {m: g.get(v) for m, g in r.gradient.items()
-                   if g.get(v) is None or not math.isfinite(g.get(v))}
+        columns = {m: np.array([[[nan if g.get(v) is None else g[v] for v in wrt]]]) for m, g in r.gradient.items()}
+        values = np.array([[nan if r.value is None else r.value]])
+        x = np.array([[point.values[v] for v in wrt]])
+        steps = np.array([[report.fd_steps.get(v, nan) for v in wrt]]) if report.fd_steps else None
+        errors, disagree = judge_gradients(values, columns, x, steps, dtype=report.dtype, scheme=scheme)
+        for m, err in errors.items():
+            r.error[m] = {v: (float(err[0, 0, j]) if math.isfinite(err[0, 0, j]) else None)
+                          for j, v in enumerate(wrt)}
+        for j, v in enumerate(wrt):
+            bad = {m: g.get(v) for m, g in r.gradient.items() if g.get(v) is None or not math.isfinite(g.get(v))}
             if bad:
                 said = ", ".join(f"{m}: {_show(x)}" for m, x in bad.items())
                 report.warnings.append(f"d({e.text})/d{v} is not finite at {pt} ({said})")
                 report.failed = True
                 continue
-            if ref is None or r.value is None:
+            if r.value is None:
                 continue
-            scale = max(1.0, abs(r.value), abs(ref[v]), abs(point.values[v]))
-            for method in ("tape", "fd"):
-                err = r.error.get(method, {}).get(v)
-                if err is None:
-                    continue
-                tol = tolerance(method, dtype=report.dtype, scale=scale,
-                                step=report.fd_steps.get(v), scheme=scheme)
-                if err > tol:
-                    report.warnings.append(
-                        f"{method} and symbolic disagree on d({e.text})/d{v}: error {err:.3g} is more than "
-                        f"{report.dtype} and the step explain (~{tol:.1g})")
+            for m, d in disagree.items():
+                if d[0, 0, j]:
+                    scale = max(1.0, abs(r.value), abs(r.gradient["symbolic"][v]), abs(point.values[v]))
+                    report.warnings.append(disagreement(m, e.text, v, float(errors[m][0, 0, j]), dtype=report.dtype,
+                                                        scale=scale, step=report.fd_steps.get(v), scheme=scheme))
 
 
 def _show(x: float | None) -> str:

@@ -6,7 +6,7 @@ import math
 import warnings as python_warnings
 
 from gradcli.compute.batch import engine
-from gradcli.compute.grad import parse_expressions, tolerance
+from gradcli.compute.grad import disagreement, judge_gradients, parse_expressions
 from gradcli.errors import UsageError
 from gradcli.methods import symbolic as exact
 from gradcli.methods.fd import SCHEMES, STEP_POWER, fd_gradients
@@ -75,22 +75,8 @@ class GradBatch(engine.BatchCore):
         """(error per method [T, P, n], where it exceeds what the dtype and step explain [T, P, n])."""
         import numpy as np
 
-        ref = columns.get("symbolic")
-        if ref is None:
-            return {}, {}
-        x = np.stack([np.asarray(pts[v], dtype=np.float64) for v in self.wrt], axis=1) if self.wrt else \
-            np.zeros((values.shape[1], 0))
-        scale = np.maximum(np.maximum(1.0, np.abs(values)[..., None]), np.maximum(np.abs(ref), np.abs(x)[None]))
-        errors, disagree = {}, {}
-        with np.errstate(invalid="ignore", over="ignore"):  # inf/NaN are judged below, not warned about
-            for m in ("tape", "fd"):
-                if m not in columns:
-                    continue
-                err = np.abs(columns[m] - ref)  # NaN where either is not finite: not compared
-                tol = tolerance(m, dtype=self.dtype, scale=scale, step=None if m != "fd" else steps[None],
-                                scheme=self.scheme)
-                errors[m], disagree[m] = err, err > tol
-        return errors, disagree
+        x = np.stack([np.asarray(pts[v], dtype=np.float64) for v in self.wrt], axis=1)
+        return judge_gradients(values, columns, x, steps, dtype=self.dtype, scheme=self.scheme)
 
     def _records(self, chunk, values, columns, errors, disagree, undefined, unconnected, steps):
         import numpy as np
@@ -201,13 +187,10 @@ class GradBatch(engine.BatchCore):
                     continue
                 for m, d in disagree.items():
                     if d[i, k, j]:
-                        scale = max(1.0, abs(values[i, k]), abs(columns["symbolic"][i, k, j]),
-                                    abs(point[v]))
-                        tol = tolerance(m, dtype=self.dtype, scale=scale,
-                                        step=None if m != "fd" else float(steps[k, j]), scheme=self.scheme)
-                        warnings.append(
-                            f"{m} and symbolic disagree on d({text})/d{v}: error {errors[m][i, k, j]:.3g} is more "
-                            f"than {self.dtype} and the step explain (~{tol:.1g})")
+                        scale = max(1.0, abs(values[i, k]), abs(columns["symbolic"][i, k, j]), abs(point[v]))
+                        warnings.append(disagreement(m, text, v, float(errors[m][i, k, j]), dtype=self.dtype,
+                                                     scale=scale, step=None if m != "fd" else float(steps[k, j]),
+                                                     scheme=self.scheme))
         return undefined
 
 
