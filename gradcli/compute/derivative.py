@@ -299,6 +299,22 @@ def compute_derivatives(expression: str, *, at: list[str] | str, order: int = 1,
     return report
 
 
+def judge_derivative(method: str, order: int, got: float | None, exact: float | None, *, dtype: str,
+                     value: float | None, x: float, step: float | None, accuracy: int) -> tuple[float | None, str | None]:
+    """One derivative against the exact one, for one point and for a batch alike: (its error, the warning
+    when the error is more than the dtype and the step explain; None, None where nothing is compared)."""
+    if got is None or exact is None or not (math.isfinite(got) and math.isfinite(exact)):
+        return None, None
+    err = abs(got - exact)
+    size = max(1.0, abs(value or 0.0))
+    tol = derivative_tolerance(method, dtype=dtype, scale=max(size, abs(exact), abs(x)), order=order, step=step,
+                               accuracy=accuracy, value_scale=size, exact=exact)
+    if err <= tol:
+        return err, None
+    return err, (f"{method} and symbolic disagree on derivative {order}: error {err:.3g} is more than {dtype} "
+                 f"and the step explain (~{tol:.1g})")
+
+
 def _compare(report: DerivativeReport) -> None:
     pt = point_text(report.point)
     flag_undefined_value(report)
@@ -311,16 +327,11 @@ def _compare(report: DerivativeReport) -> None:
             report.failed = True
         if "symbolic" not in report.methods or r.symbolic is None:
             continue
-        scale = max(1.0, abs(r.symbolic), abs(report.value or 0.0), abs(x))
         for m in ("tape", "fd"):
             got = getattr(r, m) if m in report.methods else None
-            if got is None or not math.isfinite(got):
-                continue
-            err = abs(got - r.symbolic)
-            r.error[m] = err
-            tol = derivative_tolerance(m, dtype=report.dtype, scale=scale, order=r.order, step=r.fd_step,
-                                       accuracy=r.fd_accuracy or DEFAULT_ACCURACY,
-                                       value_scale=max(1.0, abs(report.value or 0.0)), exact=r.symbolic)
-            if err > tol:
-                report.warnings.append(f"{m} and symbolic disagree on derivative {r.order}: error {err:.3g} "
-                                       f"is more than {report.dtype} and the step explain (~{tol:.1g})")
+            err, warning = judge_derivative(m, r.order, got, r.symbolic, dtype=report.dtype, value=report.value,
+                                            x=x, step=r.fd_step, accuracy=r.fd_accuracy or DEFAULT_ACCURACY)
+            if err is not None:
+                r.error[m] = err
+            if warning:
+                report.warnings.append(warning)

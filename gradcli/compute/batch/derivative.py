@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gradcli.compute.batch import engine
-from gradcli.compute.derivative import ACCURACY_ORDERS, DEFAULT_ACCURACY, check_order, derivative_tolerance
+from gradcli.compute.derivative import ACCURACY_ORDERS, DEFAULT_ACCURACY, check_order, judge_derivative
 from gradcli.errors import UsageError
 from gradcli.expression import parse
 from gradcli.methods import symbolic as exact
@@ -103,19 +103,12 @@ class DerivativeBatch(engine.BatchCore):
                 continue
             errors = []
             for k, (got, want) in enumerate(zip(ds[m], ref)):
-                if not (engine.finite(got) and engine.finite(want)):
-                    errors.append(None)
-                    continue
-                err = abs(got - want)
+                err, warning = judge_derivative(
+                    m, k + 1, got, want, dtype=self.dtype, value=value, x=x,
+                    step=float(fd.steps[p, k]) if m == "fd" else None,
+                    accuracy=int(fd.accuracy[p, k]) if m == "fd" else self.accuracy)
                 errors.append(err)
                 engine.note_error(self, m, err)
-                scale = max(1.0, abs(want), abs(value), abs(x))
-                tol = derivative_tolerance(
-                    m, dtype=self.dtype, scale=scale, order=k + 1,
-                    step=float(fd.steps[p, k]) if m == "fd" else None,
-                    accuracy=int(fd.accuracy[p, k]) if m == "fd" else self.accuracy,
-                    value_scale=max(1.0, abs(value)), exact=want)
-                if err > tol:
-                    record["warnings"].append(f"{m} and symbolic disagree on derivative {k + 1}: error {err:.3g} "
-                                              f"is more than {self.dtype} and the step explain (~{tol:.1g})")
+                if warning:
+                    record["warnings"].append(warning)
             record["error"][m] = errors
