@@ -313,6 +313,29 @@ def _finite(m: Matrix) -> bool:
     return all(x is not None and math.isfinite(x) for row in m for x in row)
 
 
+def judge_hessian(method: str, matrix, exact, *, wrt: list[str], dtype: str, value: float | None,
+                  step: float | None) -> tuple[float | None, str | None]:
+    """A method's Hessian against the exact one, for one point and for a batch alike: (its largest error,
+    the warning for the entry furthest past its tolerance, or None). Each entry is judged on its own scale
+    (|exact entry|, |f|): a small entry beside a huge one is not excused by the huge one."""
+    import numpy as np
+
+    got = np.array(matrix, dtype=np.float64)
+    ref = np.array(exact, dtype=np.float64)
+    if not (np.all(np.isfinite(got)) and np.all(np.isfinite(ref))):
+        return None, None
+    if not got.size:
+        return 0.0, None
+    err = np.abs(got - ref)
+    scale = np.maximum(1.0, np.maximum(np.abs(ref), abs(value or 0.0)))
+    tol = hessian_tolerance(method, dtype=dtype, scale=scale, step=step if method == "fd" else None)
+    if not np.any(err > tol):
+        return float(err.max()), None
+    i, j = np.unravel_index(int(np.argmax(err / tol)), err.shape)
+    return float(err.max()), (f"{method} and symbolic Hessians disagree at entry ({wrt[i]}, {wrt[j]}): error "
+                              f"{err[i, j]:.3g} is more than {dtype} and the step explain (~{tol[i, j]:.1g})")
+
+
 def _compare(report: HessianReport) -> None:
     pt = point_text(report.point)
     flag_undefined_value(report)
@@ -325,16 +348,17 @@ def _compare(report: HessianReport) -> None:
     if exact is None:
         return
     scale = max([1.0] + [abs(x) for row in exact for x in row if x is not None])
+    if not _finite(exact):
+        return
+    step = min(report.fd_steps.values(), default=None)
     for method in ("tape", "fd"):
         if method not in report.hessian:
             continue
-        err = _max_abs(report.hessian[method], exact) if _finite(report.hessian[method]) else None
+        err, warning = judge_hessian(method, report.hessian[method], exact, wrt=report.variables,
+                                     dtype=report.dtype, value=report.value, step=step)
         report.error[method] = err
-        step = min(report.fd_steps.values(), default=None) if method == "fd" else None
-        tol = hessian_tolerance(method, dtype=report.dtype, scale=scale, step=step)
-        if err is not None and err > tol:
-            report.warnings.append(f"{method} and symbolic Hessians disagree: largest difference {err:.3g} is "
-                                   f"more than {report.dtype} and the step explain (~{tol:.1g})")
+        if warning:
+            report.warnings.append(warning)
     if report.symmetry.get("tape") and report.symmetry["tape"] > hessian_tolerance(
             "tape", dtype=report.dtype, scale=scale):
         report.warnings.append(f"the tape Hessian is not symmetric (max |H - H^T| = {report.symmetry['tape']:.3g})")

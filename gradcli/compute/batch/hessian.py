@@ -8,7 +8,7 @@ from gradcli.compute.analysis import analyse_hessian
 from gradcli.compute.batch import engine
 from gradcli.expression import parse
 from gradcli.methods.fd import MACHINE_EPSILON
-from gradcli.compute.hessian import hessian_tolerance
+from gradcli.compute.hessian import hessian_tolerance, judge_hessian
 from gradcli.methods import symbolic as exact
 from gradcli.methods.fd import fd_hessians
 from gradcli.results import shortest
@@ -104,22 +104,15 @@ class HessianBatch(engine.BatchCore):
         ref = mats.get("symbolic")
         if ref is None or record["value"] is None or not np.all(np.isfinite(ref)):
             return
-        scale = np.maximum(1.0, np.maximum(np.abs(ref), abs(value)))
+        step = None if steps is None else float(np.min(steps))
         for m in ("tape", "fd"):
             if m not in mats or not np.all(np.isfinite(mats[m])):
                 continue
-            err = np.abs(mats[m] - ref)
-            worst = float(err.max()) if err.size else 0.0
+            worst, warning = judge_hessian(m, mats[m], ref, wrt=self.wrt, dtype=self.dtype, value=value, step=step)
             record["error"][m] = worst
             engine.note_error(self, m, worst)
-            step = None if steps is None or m != "fd" else float(np.min(steps))
-            tol = np.vectorize(lambda s: hessian_tolerance(m, dtype=self.dtype, scale=float(s), step=step))(scale) \
-                if err.size else err
-            if err.size and np.any(err > tol):
-                i, j = np.unravel_index(int(np.argmax(err / tol)), err.shape)
-                record["warnings"].append(
-                    f"{m} and symbolic Hessians disagree at entry ({self.wrt[i]}, {self.wrt[j]}): error "
-                    f"{err[i, j]:.3g} is more than {self.dtype} and the step explain (~{tol[i, j]:.1g})")
+            if warning:
+                record["warnings"].append(warning)
 
     def _analyse(self, record: dict, mats: dict, grads: dict, steps) -> None:
         """As the single-point command: the exact matrix when there is one, else the tape's, else fd's."""
