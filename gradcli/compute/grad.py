@@ -7,15 +7,13 @@ import math
 from gradcli.errors import UsageError
 from gradcli.expression.evaluate import PYTHON_FLOAT64, compile_expression
 from gradcli.expression import Expression, parse
-from gradcli.methods.fd import MACHINE_EPSILON, Scheme, check_step, fd_gradient
+from gradcli.methods.fd import MACHINE_EPSILON, SCHEME_ORDER, Scheme, check_step, fd_gradient
 from gradcli.expression.points import Point, check_covers, check_point_fits, parse_point
 from gradcli.results import METHODS, ExpressionGradient, GradientReport, point_text, shortest, value_warning
 from gradcli.methods import symbolic
 from gradcli.methods.worker import BoundedJob, CancelFlag, SymbolicTimeout
 
 DTYPES = ("float64", "float32")
-# Order of the truncation error of each scheme (error ~ h**p).
-_SCHEME_ORDER = {Scheme.central: 2, Scheme.forward: 1, Scheme.backward: 1, Scheme.richardson: 4}
 
 
 def parse_methods(text: str | None, *, allowed=METHODS) -> list[str]:
@@ -199,7 +197,7 @@ def tolerance(method: str, *, dtype: str, scale: float, step: float | None = Non
     eps = MACHINE_EPSILON[dtype]
     if method == "tape":
         return 1e3 * eps * scale
-    p = _SCHEME_ORDER[Scheme(scheme)]
+    p = SCHEME_ORDER[Scheme(scheme).value]
     h = 1.0 if step is None else step  # floats or NumPy arrays (a batch judges every point at once)
     return 100.0 * (h ** p + eps / h) * scale
 

@@ -144,10 +144,6 @@ def formula_text(expr) -> str:
 
 EVALUATION = "float64 evaluation of the exact formula"
 
-# What a derivative is, as a key: ("d", "x") first partial; ("d", "x", "y") second; ("d",) * ... order k
-# of one variable is ("d", "x", "x", ...). The value itself is the key ().
-Key = tuple
-
 
 @dataclass
 class Formulas:

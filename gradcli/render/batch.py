@@ -17,7 +17,6 @@ from gradcli.render.common import number as fmt_value
 from gradcli.render.common import print_diagnostics
 
 TABLE_LIMIT = 40
-METHOD_ORDER = ("symbolic", "tape", "fd")
 
 
 def print_batch_diagnostics(summary_text: str, warnings: list[str], notes: list[str]) -> None:
