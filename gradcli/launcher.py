@@ -34,7 +34,8 @@ def main() -> None:
     # Typer's vendored Click raises these for bad options; their class is reached through a public one.
     click_exception = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
     try:
-        code = app(prog_name="gradcli", standalone_mode=False)
+        args = negative_expressions_as_arguments(sys.argv[1:], app)
+        code = app(args=args, prog_name="gradcli", standalone_mode=False)
     except click_exception as exc:
         if type(exc).__name__ == "NoArgsIsHelpError":  # bare `gradcli` or `gradcli grad`: the help
             exc.show()
@@ -49,13 +50,49 @@ def main() -> None:
 COMMANDS = ("grad", "hessian", "derivative", "descend")
 
 
+def negative_expressions_as_arguments(argv: list[str], app) -> list[str]:
+    """``gradcli grad "-x**2" --at x=1``: an argument that starts with '-' and is none of the command's
+    options is an expression. Click would take it for an unknown option, so the command's arguments are
+    moved, in order, after a ``--``; options (and the values they take) keep their meaning and place."""
+    if not argv or argv[0] not in COMMANDS or any(a in ("-h", "--help") for a in argv):
+        return argv
+    rest, after = argv[1:], []
+    if "--" in rest:
+        cut = rest.index("--")
+        rest, after = rest[:cut], rest[cut + 1:]
+    if not any(a.startswith("-") and not a.startswith("--") and len(a) > 1 for a in rest):
+        return argv  # the common case: no Click command is built here
+    import typer.main
+
+    command = typer.main.get_command(app).commands[argv[0]]
+    options = [p for p in command.params if type(p).__name__.endswith("Option")]
+    names = {n for p in options for n in p.opts + p.secondary_opts}
+    takes_value = {n for p in options if not p.is_flag and not p.count for n in p.opts}
+    kept, arguments, i = [], [], 0
+    while i < len(rest):
+        token = rest[i]
+        name = token.split("=", 1)[0] if token.startswith("--") else token
+        if name in names or token.startswith("--"):  # an option (an unknown --name stays one: Click says so)
+            kept.append(token)
+            if name in takes_value and "=" not in token and i + 1 < len(rest):
+                kept.append(rest[i + 1])
+                i += 1
+        else:
+            arguments.append(token)
+        i += 1
+    if not any(a.startswith("-") for a in arguments):
+        return argv
+    return [argv[0], *kept, "--", *arguments, *after]
+
+
 def _usage_error(exc, argv: list[str]) -> int:
     """Click's usage errors as gradcli's own one-line errors (exit 2)."""
     message = exc.format_message()
     command = argv[0] if argv and argv[0] in COMMANDS else None
     hint = f"see 'gradcli {command} --help'" if command else "see 'gradcli --help'"
-    # gradcli's short options are -m -f -o -n -h: an unknown single-dash one is a negative expression.
-    if message.startswith("No such option: -") and not message.startswith("No such option: --"):
-        hint = "an expression that starts with '-' goes after '--', e.g. gradcli descend --from x=1 -- \"-x**2\""
+    # Expressions that start with '-' are arguments already (negative_expressions_as_arguments); an
+    # unknown single-dash option can only come from an option value Click could not place.
+    if message.startswith("No such option: -") and not message.startswith("No such option: --") and command:
+        hint = f"an expression that starts with '-' can also go after '--', e.g. gradcli {command} ... -- \"-x**2\""
     print(f"gradcli: error: {message} ({hint})", file=sys.stderr)
     return getattr(exc, "exit_code", 2) or 2

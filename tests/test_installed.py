@@ -89,7 +89,6 @@ def test_symbolic_time_bound_leaves_the_column_out():
     (["grad", "x", "--at", "x=1", "--dtype", "float16"], "Invalid value for '--dtype'"),
     (["derivative", "x", "--at", "x=1", "--order", "abc"], "Invalid value for '--order'"),
     (["grad"], "Missing argument"),
-    (["descend", "-10*x**2", "--from", "x=1"], "goes after '--'"),
     (["nonsense"], "No such command 'nonsense'. (see 'gradcli --help')"),
 ])
 def test_option_errors_of_the_installed_command_are_one_line(args, fragment):
@@ -98,3 +97,28 @@ def test_option_errors_of_the_installed_command_are_one_line(args, fragment):
     lines = result.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("gradcli: error: ") and fragment in lines[0], lines
     assert result.stdout == ""
+
+
+def test_an_expression_may_start_with_a_minus():
+    result = run("grad", "-x**2", "--at", "x=3", "-m", "symbolic", "-f", "json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["results"][0]["gradient"]["symbolic"]["x"] == -6.0
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["grad", "-x**2", "--at", "x=1"], ["grad", "--at", "x=1", "--", "-x**2"]),
+    (["grad", "x", "-x", "-m", "fd", "--at=x=1"], ["grad", "-m", "fd", "--at=x=1", "--", "x", "-x"]),
+    (["descend", "--from", "x=1", "-10*x**2", "--lr", "-0.1"],
+     ["descend", "--from", "x=1", "--lr", "-0.1", "--", "-10*x**2"]),
+    (["hessian", "-x*y", "--show-code", "--at", "x=1,y=2"], ["hessian", "--show-code", "--at", "x=1,y=2", "--",
+                                                            "-x*y"]),
+    (["grad", "x**2", "--at", "x=-1"], ["grad", "x**2", "--at", "x=-1"]),  # nothing to move
+    (["grad", "-x", "--help"], ["grad", "-x", "--help"]),
+    (["grad", "--at", "x=1", "--", "-x"], ["grad", "--at", "x=1", "--", "-x"]),
+])
+def test_arguments_that_start_with_a_minus_are_expressions(argv, expected):
+    from gradcli.cli import app
+    from gradcli.launcher import negative_expressions_as_arguments
+
+    assert negative_expressions_as_arguments(argv, app) == expected
+
