@@ -14,6 +14,7 @@ from gradcli.commands.grad import grad
 from gradcli.commands.hessian import hessian
 from gradcli.commands.derivative import derivative
 from gradcli.commands.descend import descend
+from gradcli.commands.eval import eval_value
 
 app = typer.Typer(
     name="gradcli",
@@ -44,3 +45,4 @@ app.command("grad")(grad)
 app.command("hessian")(hessian)
 app.command("derivative")(derivative)
 app.command("descend")(descend)
+app.command("eval")(eval_value)

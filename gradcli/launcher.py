@@ -47,7 +47,7 @@ def main() -> None:
     sys.exit(code if isinstance(code, int) else 0)
 
 
-COMMANDS = ("grad", "hessian", "derivative", "descend")
+COMMANDS = ("grad", "hessian", "derivative", "descend", "eval")
 
 
 def negative_expressions_as_arguments(argv: list[str], app) -> list[str]:
