@@ -15,6 +15,7 @@ from gradcli.commands.hessian import hessian
 from gradcli.commands.derivative import derivative
 from gradcli.commands.descend import descend
 from gradcli.commands.eval import eval_value
+from gradcli.commands.check import check
 
 app = typer.Typer(
     name="gradcli",
@@ -46,3 +47,4 @@ app.command("hessian")(hessian)
 app.command("derivative")(derivative)
 app.command("descend")(descend)
 app.command("eval")(eval_value)
+app.command("check")(check)

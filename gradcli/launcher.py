@@ -47,7 +47,7 @@ def main() -> None:
     sys.exit(code if isinstance(code, int) else 0)
 
 
-COMMANDS = ("grad", "hessian", "derivative", "descend", "eval")
+COMMANDS = ("grad", "hessian", "derivative", "descend", "eval", "check")
 
 
 def negative_expressions_as_arguments(argv: list[str], app) -> list[str]:

@@ -1,0 +1,71 @@
+"""``gradcli check``."""
+
+from __future__ import annotations
+
+import enum
+from typing import Annotated, Optional
+
+import typer
+
+from gradcli.commands.common import AtOption, GridOption, PointsOption, SymbolicTimeoutOption, handle_errors
+
+
+class CheckFormat(str, enum.Enum):
+    text = "text"
+    json = "json"
+
+
+@handle_errors
+def check(
+    expression: Annotated[str, typer.Argument(help="The expression, e.g. \"x**2*y\".", show_default=False)],
+    *,
+    expect: Annotated[list[str], typer.Option(
+        "--expect", "-e", help="VAR=FORMULA: your derivative by VAR (repeatable: --expect x=2*x*y --expect y=x**2).",
+        show_default=False)] = None,
+    order: Annotated[int, typer.Option("--order", "-n", help="Check the N-th derivatives by each VAR.")] = 1,
+    at: AtOption = None,
+    points: PointsOption = None,
+    grid: GridOption = None,
+    box: Annotated[str, typer.Option("--box", help="Without --at/--points/--grid: random points in LOW:HIGH for "
+                                     "every variable (where the expression is defined).")] = "-2:2",
+    samples: Annotated[int, typer.Option("--samples", min=1, max=100_000, help="How many random points.")] = 20,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the random points (same seed, same points).")] = 0,
+    output: Annotated[CheckFormat, typer.Option("--format", "-f", help="text, or json for scripts.")
+                      ] = CheckFormat.text,
+    symbolic_timeout: SymbolicTimeoutOption = 10.0,
+) -> None:
+    """Check hand-derived derivatives against SymPy's exact ones: exit 0 when every --expect matches at
+    every point, 1 with the first counterexample (point, expected, exact, difference).
+
+    gradcli check "x**2*y" --expect x=2*x*y --expect y=x**2
+    """
+    from gradcli.compute.check import check_derivatives
+
+    report = check_derivatives(expression, expect=expect or [], order=order, at=at, points=points, grid=grid,
+                               box=box, samples=samples, seed=seed, symbolic_time_limit=symbolic_timeout)
+    if output is CheckFormat.json:
+        from gradcli.render.common import to_json
+
+        print(to_json(report.to_dict()))
+    else:
+        _print_text(report)
+    from gradcli.commands.common import conclude
+
+    conclude(report)
+
+
+def _print_text(report) -> None:
+    what = "derivative" if report.order == 1 else f"derivative of order {report.order}"
+    c = report.counterexample
+    if c is None and report.points_checked:
+        names = ", ".join(e["variable"] for e in report.expectations)
+        print(f"ok: every expected {what} ({names}) matches the exact one at {report.points_checked} points")
+        return
+    if c is None:
+        return
+    point = ", ".join(f"{k}={v!r}" for k, v in c["point"].items())
+    exact = next(e["exact"] for e in report.expectations if e["variable"] == c["variable"])
+    print(f"mismatch: {what} by {c['variable']} at {point}")
+    print(f"  expected  {c['expected_formula']} = {c['expected'] if c['expected'] is not None else 'undefined'}")
+    print(f"  exact     {exact} = {c['exact']!r}")
+    print(f"  difference {c['difference']!r}" if c["difference"] is not None else "  difference: undefined")

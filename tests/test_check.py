@@ -1,0 +1,70 @@
+"""gradcli check: hand-derived derivatives against SymPy's exact ones."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+
+def test_right_derivatives_pass(invoke):
+    result = invoke("check", "x**2*y", "--expect", "x=2*x*y", "--expect", "y=x**2")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.startswith("ok: every expected derivative (x, y) matches") and "20 points" in result.stdout
+
+
+def test_a_wrong_derivative_gives_the_first_counterexample(invoke):
+    result = invoke("check", "x**2*y", "--expect", "x=2*x", "--expect", "y=x**2", "-f", "json")
+    assert result.exit_code == 1
+    doc = json.loads(result.stdout)
+    c = doc["counterexample"]
+    assert doc["passed"] is False and c["variable"] == "x" and c["expected_formula"] == "2*x"
+    x, y = c["point"]["x"], c["point"]["y"]
+    assert c["exact"] == pytest.approx(2 * x * y) and c["expected"] == pytest.approx(2 * x)
+    assert c["difference"] == pytest.approx(abs(2 * x - 2 * x * y))
+    text = invoke("check", "x**2*y", "--expect", "x=2*x").stdout
+    assert text.startswith("mismatch: derivative by x at x=") and "exact     2*x*y" in text
+
+
+def test_higher_orders_and_commas_inside_calls(invoke):
+    assert invoke("check", "sin(x)", "-n", "2", "--expect", "x=-sin(x)").exit_code == 0
+    assert invoke("check", "atan2(y, x)", "--expect", "x=-y/(x**2+y**2),y=x/(x**2+y**2)").exit_code == 0
+    assert invoke("check", "exp(2*x)", "-n", "3", "--expect", "x=4*exp(2*x)").exit_code == 1
+
+
+def test_points_where_the_expression_is_undefined_are_skipped(invoke):
+    doc = json.loads(invoke("check", "log(x)", "--expect", "x=1/x", "-f", "json").stdout)
+    assert doc["passed"] is True and doc["points_checked"] == 20
+
+
+def test_at_grid_and_points(invoke, tmp_path):
+    assert json.loads(invoke("check", "x*y", "--expect", "x=y", "--at", "x=1,y=2", "-f", "json").stdout
+                      )["points_checked"] == 1
+    assert json.loads(invoke("check", "x*y", "--expect", "x=y", "--grid", "x=0:1:3,y=0:1:3", "-f", "json").stdout
+                      )["points_checked"] == 9
+    path = tmp_path / "p.csv"
+    path.write_text("x,y\n1,2\n3,4\n")
+    result = invoke("check", "x*y", "--expect", "y=x", "--points", str(path), "-f", "json")
+    assert json.loads(result.stdout)["points_checked"] == 2
+
+
+def test_the_same_seed_gives_the_same_points(invoke):
+    one = invoke("check", "x**3", "--expect", "x=x**2", "-f", "json").stdout
+    assert one == invoke("check", "x**3", "--expect", "x=x**2", "-f", "json").stdout
+    assert one != invoke("check", "x**3", "--expect", "x=x**2", "-f", "json", "--seed", "1").stdout
+
+
+@pytest.mark.parametrize("args, words", [
+    (["x*y"], "give at least one --expect"),
+    (["x*y", "--expect", "z=1"], "'z' is not a variable"),
+    (["x*y", "--expect", "x=y*w"], "uses 'w'"),
+    (["x*y", "--expect", "x"], "not of the form VAR=FORMULA"),
+    (["x*y", "--expect", "x=y", "--expect", "x=y"], "given twice"),
+    (["x*y", "--expect", "x=y", "--at", "x=1,y=1", "--grid", "x=0:1:2,y=0:1:2"], "give one of"),
+    (["x*y", "--expect", "x=y", "--box", "2:1"], "--box must be LOW:HIGH"),
+    (["x*y", "--expect", "x=(y"], ""),
+])
+def test_usage_errors(invoke, args, words):
+    result = invoke("check", *args)
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.startswith("gradcli: error:") and words in result.stderr
