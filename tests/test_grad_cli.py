@@ -297,3 +297,11 @@ def test_show_code_survives_clashing_names(invoke, tmp_path, expr, at, expected)
     assert run.returncode == 0, run.stderr
     for line in expected:
         assert line in run.stdout
+
+
+def test_log_with_a_variable_base_at_one_is_undefined_not_an_internal_error(invoke):
+    # log(3, x) = log(3)/log(x): SymPy's evaluation divides by an exact zero at x = 1
+    result = invoke("grad", "log(3, x)", "--at", "x=1", "-m", "symbolic,fd", "-f", "json")
+    assert result.exit_code == 1 and "internal error" not in result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["results"][0]["value"] is None and doc["results"][0]["gradient"]["symbolic"]["x"] is None

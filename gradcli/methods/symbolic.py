@@ -101,7 +101,10 @@ def value_at(expr, subs: dict) -> float | None:
 def _real_float(expr, subs: dict, digits: int) -> float | None:
     import sympy as sp
 
-    v = expr.evalf(digits, subs=subs)
+    try:
+        v = expr.evalf(digits, subs=subs)
+    except ZeroDivisionError:  # mpmath divides by an exact zero (log(3, x) at x = 1): undefined there
+        return None
     if v.has(sp.zoo, sp.nan, sp.oo, -sp.oo) or not v.is_number:
         return None
     re_part, im_part = v.as_real_imag()
