@@ -67,15 +67,20 @@ class JsonlSink:
 
 
 class JsonSink:
-    """One strict JSON document: the header's keys, ``points`` (streamed), ``summary``, warnings, notes."""
+    """One strict JSON document: the header's keys, the records under ``list_key`` (streamed), then the
+    summary's keys (``summary`` and whatever ``split_summary`` takes out of it, e.g. descend's basins),
+    warnings and notes."""
 
-    def __init__(self, out=None):
+    def __init__(self, out=None, *, list_key: str = "points", split_summary=None):
         self.out = out or sys.stdout
         self.first = True
+        self.list_key = list_key
+        self.split_summary = split_summary or (lambda summary: {"summary": summary})
 
     def start(self, header: dict) -> None:
         body = _dumps(header, indent=2)
-        self.out.write(body[:-2] + ',\n  "points": [')  # header without its closing brace, then the list
+        # the header without its closing brace, then the list
+        self.out.write(body[:-2] + f',\n  "{self.list_key}": [')
         self.out.flush()
 
     def write(self, batch) -> None:
@@ -87,7 +92,7 @@ class JsonSink:
         self.out.flush()
 
     def finish(self, summary: dict, summary_text: str, warnings: list[str], notes: list[str]) -> None:
-        tail = {"summary": summary, "warnings": warnings, "notes": notes}
+        tail = {**self.split_summary(summary), "warnings": warnings, "notes": notes}
         body = _dumps(tail, indent=2)
         self.out.write(("\n  ]," if not self.first else "],") + "\n" + body[2:] + "\n")
         self.out.flush()

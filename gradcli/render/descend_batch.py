@@ -17,13 +17,12 @@ sampled starts per optimizer.
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import sys
 from typing import Any
 
-from gradcli.render.batch import CsvSink, JsonlSink, print_batch_diagnostics
+from gradcli.render.batch import CsvSink, JsonlSink, JsonSink, print_batch_diagnostics
 from gradcli.render.common import number
 
 # Starts the table shows (all their optimizers' records).
@@ -76,40 +75,11 @@ def csv_rows(header: dict, record: dict) -> list[list[tuple[str, Any]]]:
     return [row]
 
 
-# ---------------------------------------------------------------------------------------------
-# JSON: one document, streamed
-# ---------------------------------------------------------------------------------------------
-def _dumps(obj: Any, **kw) -> str:
-    return json.dumps(obj, allow_nan=False, **kw)
-
-
-class JsonSink:
-    """The header's keys, ``starts`` (streamed), ``summary``, ``basins``, ``warnings``, ``notes``."""
-
-    def __init__(self, out=None):
-        self.out = out or sys.stdout
-        self.first = True
-
-    def start(self, header: dict) -> None:
-        body = _dumps(header, indent=2)
-        self.out.write(body[:-2] + ',\n  "starts": [')  # the header without its closing brace, then the list
-        self.out.flush()
-
-    def write(self, records: list[dict]) -> None:
-        parts = []
-        for r in records:
-            parts.append(("\n    " if self.first else ",\n    ") + _dumps(r))
-            self.first = False
-        self.out.write("".join(parts))
-        self.out.flush()
-
-    def finish(self, summary: dict, summary_text: str, warnings: list[str], notes: list[str]) -> None:
-        summary = dict(summary)
-        basins = summary.pop("basins")
-        body = _dumps({"summary": summary, "basins": basins, "warnings": warnings, "notes": notes}, indent=2)
-        self.out.write(("\n  ]," if not self.first else "],") + "\n" + body[2:] + "\n")
-        self.out.flush()
-        print_batch_diagnostics(summary_text, warnings, notes)
+def _summary_and_basins(summary: dict) -> dict:
+    """descend's JSON tail: the counts under ``summary``, the basins beside them."""
+    summary = dict(summary)
+    basins = summary.pop("basins")
+    return {"summary": summary, "basins": basins}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -319,7 +289,7 @@ def sink_for(output: str, *, variables: list[str], plot: bool = False):
     if output == "jsonl":
         sink = JsonlSink()
     elif output == "json":
-        sink = JsonSink()
+        sink = JsonSink(list_key="starts", split_summary=_summary_and_basins)
     elif output == "csv":
         sink = CsvSink(csv_rows)
     else:
