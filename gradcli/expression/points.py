@@ -9,7 +9,40 @@ from dataclasses import dataclass
 from gradcli.errors import GradcliError, UsageError
 from gradcli.expression.evaluate import PYTHON_FLOAT64, evaluate
 from gradcli.expression.parser import check_variable_name, parse
-from gradcli.expression.tree import Expression, Node, to_text
+from gradcli.expression.tree import Node, to_text
+
+# Words float() takes for non-finite numbers: refused as values everywhere.
+NON_FINITE_WORDS = ("nan", "inf", "infinity")
+
+
+class NotAConstant(Exception):
+    """Why a text is not a finite constant. ``kind``: "non-finite" (nan/inf, written out or computed),
+    "syntax" (``error`` is the parser's GradcliError) or "variable" (``variable`` names the first one)."""
+
+    def __init__(self, kind: str, *, error: GradcliError | None = None, variable: str | None = None):
+        super().__init__(kind)
+        self.kind, self.error, self.variable = kind, error, variable
+
+
+def read_constant(text: str) -> tuple[Node, float]:
+    """A number or constant expression (``0.1``, ``pi/4``, ``atan2(1,2)``): its tree and its float64 value.
+    The one reader behind --at, --grid's bounds and the cells of --points; raises :class:`NotAConstant`."""
+    if text.strip().lstrip("+-").lower() in NON_FINITE_WORDS:
+        raise NotAConstant("non-finite")
+    try:
+        expr = parse(text)
+    except GradcliError as exc:
+        raise NotAConstant("syntax", error=exc) from None
+    if expr.variables:
+        raise NotAConstant("variable", variable=expr.variables[0])
+    try:
+        value = float(evaluate(expr.tree, {}, PYTHON_FLOAT64))
+    except (ArithmeticError, ValueError):  # PYTHON_FLOAT64 returns inf/nan instead; belt and braces
+        value = math.nan
+    if not math.isfinite(value):
+        raise NotAConstant("non-finite")
+    return expr.tree, value
+
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -76,22 +109,23 @@ def parse_point(specs: list[str] | str | None, *, option: str = "--at", required
             if name in values:
                 raise UsageError(f"{option}: '{name}' is given twice", source=spec, position=offset)
             value_offset = offset + len(piece.partition("=")[0]) + 1
-            if value_text.strip().lstrip("+-").lower() in ("nan", "inf", "infinity"):
-                raise UsageError(f"{option}: value of {name} must be a finite number, not {value_text.strip()}",
-                                 source=spec, position=value_offset)
             try:
-                expr: Expression = parse(value_text)
-            except GradcliError as exc:
-                pos = None if exc.position is None else value_offset + exc.position
-                raise UsageError(f"{option}: value of {name}: {exc.message}", source=spec, position=pos) from None
-            if expr.variables:
-                raise UsageError(f"{option}: value of {name} must be a number or constant expression, "
-                                 f"not one using '{expr.variables[0]}'", source=spec, position=value_offset)
-            value = evaluate(expr.tree, {}, PYTHON_FLOAT64)
-            if not math.isfinite(value):
-                raise UsageError(f"{option}: value of {name} is not a finite number", source=spec, position=value_offset)
-            values[name] = float(value)
-            exact[name] = expr.tree
+                tree, value = read_constant(value_text)
+            except NotAConstant as why:
+                if why.kind == "syntax":
+                    pos = None if why.error.position is None else value_offset + why.error.position
+                    raise UsageError(f"{option}: value of {name}: {why.error.message}", source=spec,
+                                     position=pos) from None
+                if why.kind == "variable":
+                    raise UsageError(f"{option}: value of {name} must be a number or constant expression, "
+                                     f"not one using '{why.variable}'", source=spec, position=value_offset) from None
+                if value_text.strip().lstrip("+-").lower() in NON_FINITE_WORDS:
+                    raise UsageError(f"{option}: value of {name} must be a finite number, not {value_text.strip()}",
+                                     source=spec, position=value_offset) from None
+                raise UsageError(f"{option}: value of {name} is not a finite number", source=spec,
+                                 position=value_offset) from None
+            values[name] = value
+            exact[name] = tree
     if required and not values:
         raise UsageError(f"{option} is required: give a value for every variable, e.g. {option} x=1")
     return Point(values, exact)

@@ -3,15 +3,14 @@
 
 from __future__ import annotations
 
-import math
 import re
 from typing import TYPE_CHECKING, Iterator
 
 from gradcli.expression.sources.messages import show
-from gradcli.expression.sources.numbers import ASCII_SPACE, NON_FINITE_WORDS
+from gradcli.expression.sources.numbers import ASCII_SPACE
 from gradcli.expression.sources.shapes import Needs, PointChunk, PointSource
-from gradcli.errors import GradcliError, UsageError
-from gradcli.expression.points import split_top_level
+from gradcli.errors import UsageError
+from gradcli.expression.points import NON_FINITE_WORDS, NotAConstant, read_constant, split_top_level
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -63,24 +62,20 @@ def _grid_bound(option: str, spec: str, name: str, which: str, text: str, offset
     stripped = text.strip()
     if not stripped:
         raise UsageError(f"{option}: {name}: the {which} is missing", source=spec, position=offset)
-    if stripped.lstrip("+-").lower() in NON_FINITE_WORDS:
-        raise UsageError(f"{option}: {name}: the {which} must be a finite number, not {show(stripped)}",
-                         source=spec, position=offset)
-    from gradcli.expression.evaluate import PYTHON_FLOAT64, evaluate
-    from gradcli.expression.parser import parse
-
     try:
-        expr = parse(text)
-    except GradcliError as exc:
-        pos = offset if exc.position is None else offset + exc.position
-        raise UsageError(f"{option}: {name}: {which}: {exc.message}", source=spec, position=pos) from None
-    if expr.variables:
-        raise UsageError(f"{option}: {name}: the {which} must be a number or constant expression, "
-                         f"not one using '{expr.variables[0]}'", source=spec, position=offset)
-    value = float(evaluate(expr.tree, {}, PYTHON_FLOAT64))
-    if not math.isfinite(value):
-        raise UsageError(f"{option}: {name}: the {which} is not a finite number", source=spec, position=offset)
-    return value
+        return read_constant(text)[1]
+    except NotAConstant as why:
+        if why.kind == "syntax":
+            pos = offset if why.error.position is None else offset + why.error.position
+            raise UsageError(f"{option}: {name}: {which}: {why.error.message}", source=spec, position=pos) from None
+        if why.kind == "variable":
+            raise UsageError(f"{option}: {name}: the {which} must be a number or constant expression, "
+                             f"not one using '{why.variable}'", source=spec, position=offset) from None
+        if stripped.lstrip("+-").lower() in NON_FINITE_WORDS:
+            raise UsageError(f"{option}: {name}: the {which} must be a finite number, not {show(stripped)}",
+                             source=spec, position=offset) from None
+        raise UsageError(f"{option}: {name}: the {which} is not a finite number", source=spec,
+                         position=offset) from None
 
 
 def _grid_count(option: str, spec: str, name: str, text: str, offset: int) -> int:

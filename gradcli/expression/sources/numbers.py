@@ -7,13 +7,11 @@ import math
 import re
 
 from gradcli.expression.sources.messages import short_detail
-from gradcli.errors import GradcliError
 
 # Plain decimal / float text, ASCII digits only ([0-9] never matches other scripts' digits; float()
 # alone would take fullwidth or Arabic-Indic digits, '1_000' and 'infinity').
 _DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
 ASCII_SPACE = " \t\r\n\f\v"
-NON_FINITE_WORDS = ("nan", "inf", "infinity")
 
 
 class NotANumber(Exception):
@@ -42,26 +40,14 @@ def _constant_value(s: str) -> tuple[float, str]:
 
 
 def _read_constant(s: str) -> tuple[float, str]:
-    if s.lstrip("+-").lower() in NON_FINITE_WORDS:
-        return math.nan, "is not a finite number"
-    from gradcli.expression.evaluate import PYTHON_FLOAT64, evaluate
-    from gradcli.expression.parser import parse
+    from gradcli.expression.points import NotAConstant, read_constant
 
     try:
-        expr = parse(s)
-    except GradcliError as exc:
-        if not s:
-            return math.nan, "is not a number"
-        return math.nan, f"is not a number ({short_detail(exc.message)})"
-    if expr.variables:
-        return math.nan, "is not a number"
-    try:
-        value = float(evaluate(expr.tree, {}, PYTHON_FLOAT64))
-    except (ArithmeticError, ValueError):  # PYTHON_FLOAT64 returns inf/nan instead; belt and braces
-        return math.nan, "is not a finite number"
-    if not math.isfinite(value):
-        return math.nan, "is not a finite number"
-    return value, ""
+        return read_constant(s)[1], ""
+    except NotAConstant as why:
+        if why.kind == "syntax":
+            return math.nan, f"is not a number ({short_detail(why.error.message)})" if s else "is not a number"
+        return math.nan, "is not a number" if why.kind == "variable" else "is not a finite number"
 
 
 _cached_constant_value = functools.lru_cache(maxsize=1024)(_read_constant)
