@@ -364,32 +364,45 @@ def _compare(report: HessianReport) -> None:
         report.warnings.append(f"the tape Hessian is not symmetric (max |H - H^T| = {report.symmetry['tape']:.3g})")
 
 
+def best_analysis(matrices: dict, gradients: dict, *, dtype: str, step: float | None):
+    """What the Hessian says, for one point and for a batch alike: the exact matrix when it is finite, else
+    the tape's, else fd's; the gradient likewise. Returns (source, analysis, fd's eigenvalue tolerance when
+    the fd matrix was used, else None), or None when no matrix is finite."""
+    import numpy as np
+
+    def finite(a) -> bool:
+        return a is not None and bool(np.all(np.isfinite(np.asarray(a, dtype=np.float64))))
+
+    source = next((m for m in ("symbolic", "tape", "fd") if finite(matrices.get(m))), None)
+    if source is None:
+        return None
+    matrix = np.asarray(matrices[source], dtype=np.float64).tolist()
+    grad_source = next((g for g in ("symbolic", "tape", "fd") if finite(gradients.get(g))), None)
+    gradient = np.asarray(gradients[grad_source], dtype=np.float64).tolist() if grad_source else None
+    gtol = None
+    if grad_source == "fd":
+        # fd's gradient comes from steps of eps^(1/4): it is only good to about sqrt(eps).
+        gtol = 100 * math.sqrt(MACHINE_EPSILON[dtype])
+    elif grad_source == "tape":
+        gtol = 1e3 * MACHINE_EPSILON[dtype]
+    etol = None
+    if source == "fd":
+        # fd's entries are off by its truncation and rounding, far more than rounding alone.
+        scale = max([1.0] + [abs(x) for row in matrix for x in row])
+        etol = hessian_tolerance("fd", dtype=dtype, scale=scale, step=step)
+    analysis = analyse_hessian(matrix, gradient, dtype="float64" if source == "symbolic" else dtype,
+                               gradient_tolerance=gtol, eigenvalue_tolerance=etol)
+    return source, analysis, etol
+
+
 def _analyse(report: HessianReport) -> None:
     """Analyse the exact matrix when there is one, else the tape's, else fd's."""
-    for source in ("symbolic", "tape", "fd"):
-        m = report.hessian.get(source)
-        if m is None or not _finite(m):
-            continue
-        grad_source = next((g for g in ("symbolic", "tape", "fd") if g in report.gradient
-                            and all(v is not None and math.isfinite(v) for v in report.gradient[g].values())),
-                           None)
-        gradient = list(report.gradient[grad_source].values()) if grad_source else None
-        dtype = "float64" if source == "symbolic" else report.dtype
-        gtol = None
-        if grad_source == "fd":
-            # fd's gradient comes from steps of eps^(1/4): it is only good to about sqrt(eps).
-            gtol = 100 * math.sqrt(MACHINE_EPSILON[report.dtype])
-        elif grad_source == "tape":
-            gtol = 1e3 * MACHINE_EPSILON[report.dtype]
-        etol = None
-        if source == "fd":
-            # fd's entries are off by its truncation and rounding, far more than rounding alone.
-            scale = max([1.0] + [abs(x) for row in m for x in row])
-            etol = hessian_tolerance("fd", dtype=report.dtype, scale=scale,
-                                     step=min(report.fd_steps.values(), default=None))
-            report.notes.append(f"the analysis uses the fd Hessian: eigenvalues within ~{etol:.1g} of zero "
-                                "(its error) are taken as zero")
-        analysis = analyse_hessian(m, gradient, dtype=dtype, gradient_tolerance=gtol, eigenvalue_tolerance=etol)
-        report.analysis = analysis
-        report.analysis_source = source
+    found = best_analysis(report.hessian, {m: list(g.values()) if all(v is not None for v in g.values()) else None
+                                           for m, g in report.gradient.items()},
+                          dtype=report.dtype, step=min(report.fd_steps.values(), default=None))
+    if found is None:
         return
+    report.analysis_source, report.analysis, etol = found
+    if etol is not None:
+        report.notes.append(f"the analysis uses the fd Hessian: eigenvalues within ~{etol:.1g} of zero "
+                            "(its error) are taken as zero")

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import math
 
-from gradcli.compute.analysis import analyse_hessian
 from gradcli.compute.batch import engine
 from gradcli.expression import parse
-from gradcli.methods.fd import MACHINE_EPSILON
-from gradcli.compute.hessian import hessian_tolerance, judge_hessian
+from gradcli.compute.hessian import best_analysis, judge_hessian
 from gradcli.methods import symbolic as exact
 from gradcli.methods.fd import fd_hessians
 from gradcli.results import shortest
@@ -115,26 +112,12 @@ class HessianBatch(engine.BatchCore):
                 record["warnings"].append(warning)
 
     def _analyse(self, record: dict, mats: dict, grads: dict, steps) -> None:
-        """As the single-point command: the exact matrix when there is one, else the tape's, else fd's."""
-        import numpy as np
-
-        for source in ("symbolic", "tape", "fd"):
-            h = mats.get(source)
-            if h is None or not np.all(np.isfinite(h)):
-                continue
-            g = grads.get(source)
-            gradient = g.tolist() if g is not None and np.all(np.isfinite(g)) else None
-            gtol = etol = None
-            dtype = "float64" if source == "symbolic" else self.dtype
-            if source == "fd":
-                gtol = 100 * math.sqrt(MACHINE_EPSILON[self.dtype])
-                scale = max([1.0] + [abs(x) for x in h.ravel().tolist()])
-                etol = hessian_tolerance("fd", dtype=self.dtype, scale=scale,
-                                         step=None if steps is None else float(np.min(steps)))
-            a = analyse_hessian(h.tolist(), gradient, dtype=dtype, gradient_tolerance=gtol, eigenvalue_tolerance=etol)
+        """As the single-point command (:func:`gradcli.compute.hessian.best_analysis`)."""
+        found = best_analysis(mats, grads, dtype=self.dtype, step=None if steps is None else float(min(steps)))
+        if found is not None:
+            source, a, _ = found
             record.update({"analysis_source": source, "eigenvalues": a.eigenvalues, "definiteness": a.definiteness,
                            "critical_point": a.critical_point})
-            return
 
 
 def _key(a: str, b: str, order: list[str] | None = None) -> tuple[str, str]:
