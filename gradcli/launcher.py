@@ -23,7 +23,13 @@ def will_differentiate_symbolically(argv: list[str]) -> bool:
 
 
 def main() -> None:
-    if will_differentiate_symbolically(sys.argv[1:]):
+    sys.exit(run_command(sys.argv[1:]))
+
+
+def run_command(argv: list[str]) -> int:
+    """Run one gradcli command line (``argv`` without the leading ``gradcli``) and return its exit code,
+    without calling ``sys.exit``: the console script and ``gradcli shell`` (a line at a time) share it."""
+    if will_differentiate_symbolically(argv):
         from gradcli.methods.worker import prestart_worker
 
         prestart_worker()
@@ -34,17 +40,17 @@ def main() -> None:
     # Typer's vendored Click raises these for bad options; their class is reached through a public one.
     click_exception = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
     try:
-        args = negative_expressions_as_arguments(sys.argv[1:], app)
+        args = negative_expressions_as_arguments(argv, app)
         code = app(args=args, prog_name="gradcli", standalone_mode=False)
     except click_exception as exc:
         if type(exc).__name__ == "NoArgsIsHelpError":  # bare `gradcli` or `gradcli grad`: the help
             exc.show()
-            sys.exit(exc.exit_code)
-        sys.exit(_usage_error(exc, sys.argv[1:]))
+            return exc.exit_code
+        return _usage_error(exc, argv)
     except typer.Abort:
         print("gradcli: aborted", file=sys.stderr)
-        sys.exit(1)
-    sys.exit(code if isinstance(code, int) else 0)
+        return 1
+    return code if isinstance(code, int) else 0
 
 
 COMMANDS = ("grad", "hessian", "derivative", "descend", "eval", "check")
