@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Annotated, Optional
 
 import typer
+import typer.core
 
 from gradcli import __version__
 from gradcli.commands.grad import grad
@@ -17,12 +18,29 @@ from gradcli.commands.descend import descend
 from gradcli.commands.eval import eval_value
 from gradcli.commands.check import check
 
+
+class _WholeHelpGroup(typer.core.TyperGroup):
+    """The command list with every command's short help whole (Click cuts it to fit one line, with '...')."""
+
+    def format_commands(self, ctx, formatter) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(limit=10_000)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
 app = typer.Typer(
+    cls=_WholeHelpGroup,
     name="gradcli",
     help="Differentiate a function at a point three ways (finite differences, TensorFlow's GradientTape, "
     "SymPy) and see the error of each.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
+    rich_markup_mode=None,  # plain help: compact at 80 columns, examples kept as written, rich not imported
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -42,9 +60,10 @@ def _root(
     """gradcli: derivatives three ways, side by side."""
 
 
-app.command("grad")(grad)
-app.command("hessian")(hessian)
-app.command("derivative")(derivative)
-app.command("descend")(descend)
-app.command("eval")(eval_value)
-app.command("check")(check)
+# Short help written out: a docstring's first sentence is too long for one line at 80 columns.
+app.command("grad", short_help="The gradient: SymPy, GradientTape and fd, side by side.")(grad)
+app.command("hessian", short_help="The Hessian three ways, and what it says at the point.")(hessian)
+app.command("derivative", short_help="The first N derivatives of a one-variable function.")(derivative)
+app.command("descend", short_help="Gradient descent: the guide's loop and Keras optimizers.")(descend)
+app.command("eval", short_help="The value alone, for scripts.")(eval_value)
+app.command("check", short_help="Check hand-derived derivatives against exact ones.")(check)

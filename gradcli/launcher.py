@@ -17,7 +17,7 @@ def will_differentiate_symbolically(argv: list[str]) -> bool:
     for i, a in enumerate(argv):
         value = a.split("=", 1)[1] if a.startswith("--method=") else (
             argv[i + 1] if a in ("--method", "-m") and i + 1 < len(argv) else None)
-        if value is not None and "symbolic" not in value and value.strip() != "all":
+        if value is not None and "symbolic" not in value.lower() and value.strip().lower() != "all":
             return False
     return True
 
@@ -33,6 +33,7 @@ def run_command(argv: list[str]) -> int:
         from gradcli.methods.worker import prestart_worker
 
         prestart_worker()
+    choose_completion_shell(sys.argv[1:])
     import typer
 
     from gradcli.cli import app
@@ -51,6 +52,21 @@ def run_command(argv: list[str]) -> int:
         print("gradcli: aborted", file=sys.stderr)
         return 1
     return code if isinstance(code, int) else 0
+
+
+COMPLETION_SHELLS = ("bash", "zsh", "fish", "powershell", "pwsh")
+
+
+def choose_completion_shell(argv: list[str]) -> None:
+    """``--show-completion zsh`` / ``--install-completion fish``: the named shell, not the one running.
+
+    Typer's options detect the shell and take no value; with this variable set (Typer's own switch) they
+    take the shell's name instead. Without a name they keep detecting it."""
+    if len(argv) >= 2 and argv[0] in ("--show-completion", "--install-completion") \
+            and argv[1].lower() in COMPLETION_SHELLS:
+        import os
+
+        os.environ["_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION"] = "1"
 
 
 COMMANDS = ("grad", "hessian", "derivative", "descend", "eval", "check")

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from gradcli.commands.common import AtOption, GridOption, PointsOption, SymbolicTimeoutOption, handle_errors
+from gradcli.commands.common import GridOption, PointsOption, SymbolicTimeoutOption, at_option, handle_errors
 
 
 class CheckFormat(str, enum.Enum):
@@ -17,27 +17,34 @@ class CheckFormat(str, enum.Enum):
 
 @handle_errors
 def check(
-    expression: Annotated[str, typer.Argument(help="The expression, e.g. \"x**2*y\".", show_default=False)],
+    expression: Annotated[str, typer.Argument(metavar="EXPR", help="The expression, e.g. \"x**2*y\".",
+                                              show_default=False)],
     *,
     expect: Annotated[list[str], typer.Option(
-        "--expect", "-e", help="VAR=FORMULA: your derivative by VAR (repeatable: --expect x=2*x*y --expect y=x**2).",
+        "--expect", "-e", metavar="X=FORMULA", help="Your derivative by X (repeatable).",
         show_default=False)] = None,
-    order: Annotated[int, typer.Option("--order", "-n", help="Check the N-th derivatives by each VAR.")] = 1,
-    at: AtOption = None,
+    order: Annotated[int, typer.Option("--order", "-n", metavar="N", help="Check the N-th derivatives.")] = 1,
+    at: at_option("else --points/--grid, else random points in --box") = None,
     points: PointsOption = None,
     grid: GridOption = None,
-    box: Annotated[str, typer.Option("--box", help="Without --at/--points/--grid: random points in LOW:HIGH for "
-                                     "every variable (where the expression is defined).")] = "-2:2",
-    samples: Annotated[int, typer.Option("--samples", min=1, max=100_000, help="How many random points.")] = 20,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the random points (same seed, same points).")] = 0,
-    output: Annotated[CheckFormat, typer.Option("--format", "-f", help="text, or json for scripts.")
-                      ] = CheckFormat.text,
+    box: Annotated[str, typer.Option("--box", metavar="LOW:HIGH",
+                                     help="Else: random points (where defined) in this box.")] = "-2:2",
+    samples: Annotated[int, typer.Option("--samples", min=1, max=100_000, metavar="N",
+                                         help="How many random points.")] = 20,
+    seed: Annotated[int, typer.Option("--seed", metavar="N", help="Seed of the random points.")] = 0,
+    output: Annotated[CheckFormat, typer.Option("--format", "-f", case_sensitive=False, metavar="FORMAT",
+                                                help="text, or json for scripts.")] = CheckFormat.text,
     symbolic_timeout: SymbolicTimeoutOption = 10.0,
 ) -> None:
     """Check hand-derived derivatives against SymPy's exact ones: exit 0 when every --expect matches at
     every point, 1 with the first counterexample (point, expected, exact, difference).
 
-    gradcli check "x**2*y" --expect x=2*x*y --expect y=x**2
+    Examples:
+
+    \b
+      gradcli check "x**2*y" --expect x=2*x*y --expect y=x**2
+      gradcli check "sin(x)" -e x=-sin(x) -n 2 --at x=1
+      gradcli check "log(x)" -e x=1/x --box 0.1:5 -f json
     """
     from gradcli.compute.check import check_derivatives
 

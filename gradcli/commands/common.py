@@ -26,24 +26,35 @@ class DType(str, enum.Enum):
     float32 = "float32"
 
 
-AtOption = Annotated[
-    Optional[list[str]],
-    typer.Option("--at", help="The point: name=value pairs, comma-separated (x1=2,x2=3; x=pi/4). Repeatable."),
-]
+AT_HELP = "The point, e.g. x1=2,x2=3 or x=pi/4 (repeatable)."
+
+
+def at_option(requirement: str):
+    """``--at`` with what it is needed for (Click's own [required] cannot say "unless")."""
+    return Annotated[Optional[list[str]], typer.Option(
+        "--at", metavar="X=V,...", help=f"{AT_HELP}  [{requirement}]", show_default=False)]
+
+
+AtOption = at_option("required unless --points/--grid")
 FormatOption = Annotated[OutputFormat, typer.Option(
-    "--format", "-f", help="table for people; json, jsonl (a record per point) or csv for scripts.")]
+    "--format", "-f", case_sensitive=False, metavar="FORMAT",
+    help="table, json, jsonl (per point) or csv.")]
 PointsOption = Annotated[Optional[str], typer.Option(
-    "--points", help="Many points: a CSV file with a header of variable names, or JSON Lines; '-' reads "
-    "standard input. Other columns pass through to every record.", show_default=False)]
+    "--points", metavar="FILE|-", help="Many points: CSV (header: variable names) or JSON Lines; "
+    "'-': stdin.", show_default=False)]
 GridOption = Annotated[Optional[str], typer.Option(
-    "--grid", help="Many points: x=-2:2:41,y=-1:3:41 (start:stop:count, inclusive), every combination.",
+    "--grid", metavar="X=A:B:N,...", help="Many points: every combination, e.g. x=-2:2:41,y=-1:3:41.",
     show_default=False)]
 BatchSizeOption = Annotated[int, typer.Option(
-    "--batch-size", min=1, max=1_000_000, help="Points computed together (records are written per batch).")]
-DTypeOption = Annotated[DType, typer.Option("--dtype", help="Floating-point type of the tape and fd computations.")]
+    "--batch-size", min=1, max=1_000_000, metavar="N", help="Points computed together.")]
+DTypeOption = Annotated[DType, typer.Option(
+    "--dtype", case_sensitive=False, metavar="DTYPE", help="float64 or float32.")]
 ShowCodeOption = Annotated[
-    bool, typer.Option("--show-code", help="Print a runnable TensorFlow program that reproduces the tape column.")
+    bool, typer.Option("--show-code", help="Print the TensorFlow program of the tape column.")
 ]
+METHOD_HELP = "Any of symbolic,tape,fd (comma-separated)."
+
+
 def seconds_option(value: float | None) -> float | None:
     """A time bound: finite (NaN passes Click's range check, infinity overflows the thread's timer)."""
     if value is not None and not math.isfinite(value):
@@ -52,9 +63,8 @@ def seconds_option(value: float | None) -> float | None:
 
 
 SymbolicTimeoutOption = Annotated[
-    float, typer.Option("--symbolic-timeout", min=0.1, max=86_400.0, callback=seconds_option,
-                        help="Seconds gradcli waits for SymPy, counted from its start (it runs alongside the "
-                        "other methods); past that its column is left out with a note.")
+    float, typer.Option("--symbolic-timeout", min=0.1, max=86_400.0, callback=seconds_option, metavar="SECONDS",
+                        help="Wait this long for SymPy at most.")
 ]
 
 

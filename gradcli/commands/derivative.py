@@ -6,27 +6,30 @@ from typing import Annotated, Optional
 
 import typer
 
-from gradcli.commands.common import (AtOption, BatchSizeOption, DType, DTypeOption, FormatOption, GridOption,
-                                     OutputFormat, PointsOption, ShowCodeOption, SymbolicTimeoutOption, conclude,
-                                     emit, handle_errors, refuse_show_code_for_many, run_many)
+from gradcli.commands.common import (METHOD_HELP, AtOption, BatchSizeOption, DType, DTypeOption, FormatOption,
+                                     GridOption, OutputFormat, PointsOption, ShowCodeOption, SymbolicTimeoutOption,
+                                     conclude, emit, handle_errors, refuse_show_code_for_many, run_many)
+from gradcli.commands.completion import complete_methods
 
 
 @handle_errors
 def derivative(
-    expression: Annotated[str, typer.Argument(help="The expression, e.g. \"sin(x)\".", show_default=False)],
+    expression: Annotated[str, typer.Argument(metavar="EXPR", help="The expression, e.g. \"sin(x)\".",
+                                              show_default=False)],
     *,
     at: AtOption = None,
     points: PointsOption = None,
     grid: GridOption = None,
-    order: Annotated[int, typer.Option("--order", "-n", help="Derivatives 1..N (N up to 10).")] = 1,
+    order: Annotated[int, typer.Option("--order", "-n", metavar="N", help="Derivatives 1..N (N up to 10).")] = 1,
     wrt: Annotated[Optional[str], typer.Option(
-        "--wrt", help="The variable, when --at gives several (the others are held fixed).")] = None,
+        "--wrt", metavar="X", help="The variable, when there are several (others fixed).")] = None,
     method: Annotated[str, typer.Option(
-        "--method", "-m", help="Comma-separated subset of symbolic,tape,fd.")] = "symbolic,tape,fd",
+        "--method", "-m", metavar="METHODS", help=METHOD_HELP, autocompletion=complete_methods)
+    ] = "symbolic,tape,fd",
     eps: Annotated[Optional[float], typer.Option(
-        "--eps", help="Fixed fd step for every order (default: eps^(1/(k+accuracy))*max(1,|x|); shown).")] = None,
+        "--eps", metavar="H", help="Fixed fd step for every order (default: per order).")] = None,
     accuracy: Annotated[int, typer.Option(
-        "--accuracy", help="fd stencil accuracy order: 2, 4, 6 or 8 (error ~ h^accuracy).")] = 8,
+        "--accuracy", metavar="P", help="fd stencil order: 2, 4, 6 or 8 (error ~ h^P).")] = 8,
     dtype: DTypeOption = DType.float64,
     output: FormatOption = OutputFormat.table,
     formulas: Annotated[bool, typer.Option("--formulas", help="Show SymPy's formula for each order.")] = False,
@@ -34,7 +37,15 @@ def derivative(
     symbolic_timeout: SymbolicTimeoutOption = 10.0,
     batch_size: BatchSizeOption = 4096,
 ) -> None:
-    """The first N derivatives of a one-variable function: SymPy, nested GradientTapes and fd stencils."""
+    """The first N derivatives of a one-variable function: SymPy, nested GradientTapes and fd stencils.
+
+    Examples:
+
+    \b
+      gradcli derivative "sin(x)" --at x=1 -n 4
+      gradcli derivative "exp(x)*cos(x)" --at x=0.5 -n 3 --formulas
+      gradcli derivative "x**3" --grid x=-1:1:5 -f csv
+    """
     if show_code:  # the program only: checked like a computation, but nothing is computed
         refuse_show_code_for_many(points, grid)
         from gradcli.compute.derivative import prepare_derivatives

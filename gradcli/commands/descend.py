@@ -9,8 +9,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from gradcli.commands.common import (DType, DTypeOption, FormatOption, GridOption, OutputFormat, PointsOption,
-                                     conclude, emit, finish, handle_errors, refuse_show_code_for_many)
+from gradcli.commands.common import (DType, DTypeOption, OutputFormat, conclude, emit, finish, handle_errors,
+                                     refuse_show_code_for_many)
+from gradcli.commands.completion import complete_optimizers
 
 # Runs allowed at least this many steps get a progress bar (on a terminal); shorter ones end too soon to need one.
 PROGRESS_MIN_STEPS = 50_000
@@ -18,62 +19,60 @@ PROGRESS_MIN_STEPS = 50_000
 PLOT_POINTS = 500
 # Rows a CSV trajectory gets at most when --every does not say.
 CSV_MAX_ROWS = 100_000
+# Rows a run's kept trajectory has at most, whatever --every and --steps (memory independent of the steps).
+TRAJECTORY_MAX_ROWS = 100_000
 
 
 @handle_errors
 def descend(
-    expression: Annotated[str, typer.Argument(help="The function to minimise, e.g. \"3*x**2+2*x-1\".",
+    expression: Annotated[str, typer.Argument(metavar="EXPR", help="The function to minimise, e.g. \"x**2+y**2\".",
                                               show_default=False)],
     *,
     start: Annotated[Optional[list[str]], typer.Option(
-        "--from", help="Start point: name=value pairs (x=0,y=1). Variables left out start at 0 (and a note says "
-                       "so). Repeatable.")] = None,
-    points: PointsOption = None,
-    grid: GridOption = None,
+        "--from", metavar="X=V,...", help="Start point (variables left out start at 0).")] = None,
+    points: Annotated[Optional[str], typer.Option(
+        "--points", metavar="FILE|-", help="Many starts: CSV or JSON Lines ('-': stdin).")] = None,
+    grid: Annotated[Optional[str], typer.Option(
+        "--grid", metavar="X=A:B:N,...", help="Many starts: every combination.")] = None,
     optimizer: Annotated[str, typer.Option(
-        "--optimizer", "-o",
-        help="One or a comma-separated list (they race from the same start): manual (the guide's "
-             "x.assign_sub(lr * dz_dx) loop), sgd, momentum, nesterov, adam, adamw, rmsprop, adagrad, adadelta, "
-             "adamax, nadam, lion, ftrl (Keras 3's optimizers), or all.")] = "manual",
-    lr: Annotated[float, typer.Option("--lr", help="Learning rate (the guide's 0.1 by default); must be > 0.")] = 0.1,
-    steps: Annotated[int, typer.Option("--steps", help="At most this many steps; a run stops sooner once "
-                                                         "converged, diverged or unbounded.")] = 1000,
+        "--optimizer", "-o", metavar="OPT[:LR],...", autocompletion=complete_optimizers,
+        help="manual (the guide's loop), sgd, momentum, nesterov, adam, adamw, rmsprop, adagrad, adadelta, "
+             "adamax, nadam, lion, ftrl, or all; several race.")] = "manual",
+    lr: Annotated[float, typer.Option("--lr", metavar="LR", help="Learning rate of optimizers without :LR.")
+                  ] = 0.1,
+    steps: Annotated[int, typer.Option("--steps", metavar="N", help="At most this many steps.")] = 1000,
     tol: Annotated[Optional[float], typer.Option(
-        "--tol", help="Converged when the gradient norm falls below this (default 1e-10 in float64, 1e-6 in "
-                      "float32); 0 runs every step.")] = None,
-    maximize: Annotated[bool, typer.Option("--maximize", help="Climb instead: descend on -f, report f.")] = False,
+        "--tol", metavar="G", help="Converged below this gradient norm (default 1e-10, float32 1e-6).")] = None,
+    maximize: Annotated[bool, typer.Option("--maximize", help="Climb instead: descend on -f.")] = False,
     momentum: Annotated[Optional[float], typer.Option(
-        "--momentum", help="Momentum of the momentum and nesterov optimizers (default 0.9).")] = None,
+        "--momentum", metavar="M", help="Of momentum and nesterov (default 0.9).")] = None,
     every: Annotated[Optional[int], typer.Option(
-        "--every", help="Show (table, JSON 'history') the trajectory every K steps.")] = None,
+        "--every", metavar="K", help=f"Keep the trajectory every K steps (at most {TRAJECTORY_MAX_ROWS:,} "
+        "rows per run: thinned evenly).")] = None,
     plot: Annotated[bool, typer.Option(
-        "--plot", help="Plot f against the step in the terminal, one line per optimizer (on stdout; on stderr "
-                       "with --format json or csv). With --points/--grid (two variables): the starts in the "
-                       "plane, marked by where they ended.")] = False,
+        "--plot", help="Plot f by step (on stderr with -f json/csv).")] = False,
     dtype: DTypeOption = DType.float64,
-    output: FormatOption = OutputFormat.table,
+    output: Annotated[OutputFormat, typer.Option(
+        "--format", "-f", case_sensitive=False, metavar="FORMAT",
+        help="table, json, jsonl or csv (a row per run; with --every the trajectory).")] = OutputFormat.table,
     show_code: Annotated[bool, typer.Option(
-        "--show-code", help="Print the runnable TensorFlow program (hand-written loop or Keras optimizer loop) "
-                            "instead of running it.")] = False,
+        "--show-code", help="Print the TensorFlow program; run nothing.")] = False,
     stationary_timeout: Annotated[float, typer.Option(
-        "--stationary-timeout", min=0.0,
-        help="Seconds SymPy may take to solve grad f = 0 for the nearest stationary point (0: skip). With "
-             "--points/--grid, past it (or when SymPy finds none) the basins come from the end points.")] = 2.0,
+        "--stationary-timeout", min=0.0, metavar="SECONDS",
+        help="SymPy's time to solve grad f = 0 (0: skip).")] = 2.0,
     batch_size: Annotated[int, typer.Option(
-        "--batch-size", min=1, max=100_000,
-        help="With --points/--grid: starts run together in one compiled loop (records are written per "
-             "batch).")] = 1024,
+        "--batch-size", min=1, max=100_000, metavar="N", help="Starts run together (--points/--grid).")] = 1024,
 ) -> None:
-    """Gradient descent from a start point, the guide's hand-written loop and Keras optimizers, compiled.
+    """Gradient descent: the guide's hand-written loop and Keras optimizers, compiled; a diverged or
+    unbounded run exits 1. Many starts (--points/--grid): a record per start and optimizer, or (table)
+    the basins where they ended.
 
-    Statuses: converged, max_steps, oscillating, diverged, unbounded (the last two exit 1).
+    Examples:
 
-    Many starts (--points FILE|- or --grid x=-5:5:21,y=-5:5:21; every variable comes from them): all of
-    a batch in one compiled loop per optimizer, a record per start and optimizer (jsonl, csv, json) or
-    where the starts ended (table: the basins of SymPy's stationary points, or, when SymPy gives none
-    within --stationary-timeout, of the converged end points grouped). Exits 1 if any start
-    diverged or went unbounded (f not finite at its start point included), as one start does.
-    --every and --show-code are for one start.
+    \b
+      gradcli descend "3*x**2+2*x-1" --from x=0 -o manual,sgd --steps 100
+      gradcli descend "(1-x)**2+100*(y-x**2)**2" --from x=-1.2,y=1 -o adam:0.01
+      gradcli descend "x**2+3*y**2" -o sgd:0.1,adam:0.05 -f csv --every 10
     """
     from gradcli.compute.descend import check_stationary_time_limit, plan_descent, run_plan
 

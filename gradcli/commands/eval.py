@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from gradcli.commands.common import AtOption, DType, DTypeOption, conclude, handle_errors
+from gradcli.commands.common import DType, DTypeOption, at_option, conclude, handle_errors
 
 
 class ValueFormat(str, enum.Enum):
@@ -17,17 +17,24 @@ class ValueFormat(str, enum.Enum):
 
 @handle_errors
 def eval_value(
-    expression: Annotated[str, typer.Argument(help="The expression, e.g. \"x**2 + sin(y)\".", show_default=False)],
+    expression: Annotated[str, typer.Argument(metavar="EXPR", help="The expression, e.g. \"x**2 + sin(y)\".",
+                                              show_default=False)],
     *,
-    at: AtOption = None,
+    at: at_option("required when EXPR has variables") = None,
     dtype: DTypeOption = DType.float64,
     output: Annotated[ValueFormat, typer.Option(
-        "--format", "-f", help="plain: the number alone (for scripts); json: with the point and dtype.")
+        "--format", "-f", case_sensitive=False, metavar="FORMAT",
+        help="plain: the number alone; json: with the point and dtype.")
     ] = ValueFormat.plain,
 ) -> None:
     """The value alone, computed operation by operation in the dtype (no SymPy, no TensorFlow).
 
-    gradcli eval "x**2 + sin(y)" --at x=2,y=0    prints 4.0
+    Examples:
+
+    \b
+      gradcli eval "x**2 + sin(y)" --at x=2,y=0       prints 4.0
+      gradcli eval "exp(x)" --at x=1 --dtype float32  prints 2.7182817
+      gradcli eval "log(x)" --at x=2 -f json
     """
     from gradcli.compute.value import compute_value
 

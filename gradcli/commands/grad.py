@@ -6,27 +6,31 @@ from typing import Annotated, Optional
 
 import typer
 
-from gradcli.commands.common import (AtOption, BatchSizeOption, DType, DTypeOption, FormatOption, GridOption,
-                                     OutputFormat, PointsOption, ShowCodeOption, SymbolicTimeoutOption, conclude,
-                                     emit, handle_errors, refuse_show_code_for_many, run_many)
+from gradcli.commands.common import (METHOD_HELP, AtOption, BatchSizeOption, DType, DTypeOption, FormatOption,
+                                     GridOption, OutputFormat, PointsOption, ShowCodeOption, SymbolicTimeoutOption,
+                                     conclude, emit, handle_errors, refuse_show_code_for_many, run_many)
+from gradcli.commands.completion import complete_methods
 from gradcli.methods.fd import Scheme
 
 
 @handle_errors
 def grad(
-    expressions: Annotated[list[str], typer.Argument(help="One or more expressions, e.g. \"(x1+5)*x2**2\".",
-                                                     show_default=False)],
+    expressions: Annotated[list[str], typer.Argument(
+        metavar="EXPR...", help="One or more expressions, e.g. \"(x1+5)*x2**2\".", show_default=False)],
     *,
     at: AtOption = None,
     points: PointsOption = None,
     grid: GridOption = None,
     wrt: Annotated[Optional[str], typer.Option(
-        "--wrt", help="Differentiate by these variables only (comma-separated); the others are unwatched constants.")] = None,
+        "--wrt", metavar="X,...", help="Only these variables (the others are unwatched constants).")] = None,
     method: Annotated[str, typer.Option(
-        "--method", "-m", help="Comma-separated subset of symbolic,tape,fd.")] = "symbolic,tape,fd",
-    scheme: Annotated[Scheme, typer.Option("--scheme", help="Finite-difference formula.")] = Scheme.central,
+        "--method", "-m", metavar="METHODS", help=METHOD_HELP, autocompletion=complete_methods)
+    ] = "symbolic,tape,fd",
+    scheme: Annotated[Scheme, typer.Option(
+        "--scheme", case_sensitive=False, metavar="SCHEME",
+        help="fd formula: central, forward, backward or richardson.")] = Scheme.central,
     eps: Annotated[Optional[float], typer.Option(
-        "--eps", help="Fixed finite-difference step (default: follows dtype and scheme, and is shown).")] = None,
+        "--eps", metavar="H", help="Fixed fd step (default: from dtype and scheme).")] = None,
     dtype: DTypeOption = DType.float64,
     output: FormatOption = OutputFormat.table,
     show_code: ShowCodeOption = False,
@@ -35,7 +39,14 @@ def grad(
 ) -> None:
     """The gradient at a point: SymPy's exact value, TensorFlow's GradientTape and finite differences.
 
-    Several expressions give one row each (the Jacobian) and the sum the tape returns for several targets.
+    Several expressions: the Jacobian, and the sum the tape returns for several targets.
+
+    Examples:
+
+    \b
+      gradcli grad "(x1+5)*x2**2" --at x1=2,x2=3
+      gradcli grad "3*x" "x**2" --at x=5 -m tape,fd
+      gradcli grad "x**2*y" --grid x=-1:1:5,y=0:1:3 -f csv
     """
     if show_code:  # the program only: nothing is computed
         refuse_show_code_for_many(points, grid)

@@ -6,33 +6,43 @@ from typing import Annotated, Optional
 
 import typer
 
-from gradcli.commands.common import (AtOption, BatchSizeOption, DType, DTypeOption, FormatOption, GridOption,
-                                     OutputFormat, PointsOption, ShowCodeOption, SymbolicTimeoutOption, conclude,
-                                     emit, handle_errors, refuse_show_code_for_many, run_many)
+from gradcli.commands.common import (METHOD_HELP, AtOption, BatchSizeOption, DType, DTypeOption, FormatOption,
+                                     GridOption, OutputFormat, PointsOption, ShowCodeOption, SymbolicTimeoutOption,
+                                     conclude, emit, handle_errors, refuse_show_code_for_many, run_many)
+from gradcli.commands.completion import complete_methods
 
 
 @handle_errors
 def hessian(
-    expression: Annotated[str, typer.Argument(help="The expression, e.g. \"(x1+5)*x2**2\".", show_default=False)],
+    expression: Annotated[str, typer.Argument(
+        metavar="EXPR", help="The expression, e.g. \"(x1+5)*x2**2\".", show_default=False)],
     *,
     at: AtOption = None,
     points: PointsOption = None,
     grid: GridOption = None,
     wrt: Annotated[Optional[str], typer.Option(
-        "--wrt", help="The Hessian in these variables only (comma-separated); the others are held fixed.")] = None,
+        "--wrt", metavar="X,...", help="Only these variables (the others held fixed).")] = None,
     method: Annotated[str, typer.Option(
-        "--method", "-m", help="Comma-separated subset of symbolic,tape,fd.")] = "symbolic,tape,fd",
+        "--method", "-m", metavar="METHODS", help=METHOD_HELP, autocompletion=complete_methods)
+    ] = "symbolic,tape,fd",
     eps: Annotated[Optional[float], typer.Option(
-        "--eps", help="Fixed second-difference step (default: eps^(1/4)*max(1,|x|) for the dtype; shown).")] = None,
+        "--eps", metavar="H", help="Fixed fd step (default: eps^(1/4)*max(1,|x|)).")] = None,
     dtype: DTypeOption = DType.float64,
     output: FormatOption = OutputFormat.table,
-    formulas: Annotated[bool, typer.Option("--formulas", help="Show SymPy's second-derivative formulas.")] = False,
+    formulas: Annotated[bool, typer.Option("--formulas", help="Show SymPy's formulas.")] = False,
     show_code: ShowCodeOption = False,
     symbolic_timeout: SymbolicTimeoutOption = 10.0,
     batch_size: BatchSizeOption = 4096,
 ) -> None:
     """The Hessian at a point three ways (nested GradientTapes, finite differences, SymPy), and what it
     says there: eigenvalues, definiteness, the kind of critical point, condition number, 2/lambda_max.
+
+    Examples:
+
+    \b
+      gradcli hessian "(x1+5)*x2**2" --at x1=2,x2=3
+      gradcli hessian "x**2-y**2" --at x=0,y=0 --formulas
+      gradcli hessian "x**3*y" --points pts.csv -f jsonl
     """
     if show_code:  # the program only: checked like a computation, but nothing is computed
         refuse_show_code_for_many(points, grid)

@@ -18,7 +18,7 @@ DTYPES = ("float64", "float32")
 
 def parse_methods(text: str | None, *, allowed=METHODS) -> list[str]:
     """``symbolic,tape,fd`` (any subset, any order; ``all``) -> the methods in canonical order."""
-    if text is None or text.strip() == "all":
+    if text is None or text.strip().lower() == "all":
         return list(allowed)
     if not text.strip():
         raise UsageError(f"--method is empty: name one or more of {', '.join(allowed)}")
