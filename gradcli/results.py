@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 METHODS = ("symbolic", "tape", "fd")
+# grad and derivative --order 1 also take the complex step (gradcli.methods.complex_step)
+FIRST_ORDER_METHODS = (*METHODS, "complex")
 
 
 def finite_or_none(x: float | None) -> float | None:
@@ -72,9 +74,10 @@ class ExpressionGradient:
     gradient: dict[str, dict[str, float | None]] = field(default_factory=dict)
     error: dict[str, dict[str, float | None]] = field(default_factory=dict)
     unconnected: list[str] = field(default_factory=list)
+    complex_error_estimate: dict[str, float | None] = field(default_factory=dict)  # the complex step's estimate
 
     def to_dict(self) -> dict:
-        return {
+        doc = {
             "expression": self.expression,
             "value": self.value,
             "formula": self.formula,
@@ -82,6 +85,9 @@ class ExpressionGradient:
             "error": self.error,
             "unconnected": self.unconnected,
         }
+        if "complex" in self.gradient:
+            doc["complex_error_estimate"] = self.complex_error_estimate
+        return doc
 
 
 @dataclass
@@ -96,6 +102,7 @@ class GradientReport:
     results: list[ExpressionGradient]
     fd_scheme: str | None = None
     fd_steps: dict[str, float] = field(default_factory=dict)
+    complex_step: float | None = None  # h in Im f(x + ih) / h, when the complex step ran
     sum: dict[str, dict[str, float | None]] | None = None
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -111,6 +118,7 @@ class GradientReport:
             "wrt": self.wrt,
             "methods": self.methods,
             "fd": None if self.fd_scheme is None else {"scheme": self.fd_scheme, "step": self.fd_steps},
+            **({} if self.complex_step is None else {"complex": {"step": self.complex_step}}),
             "results": [r.to_dict() for r in self.results],
         }
         if self.sum is not None:

@@ -29,7 +29,8 @@ from gradcli.compute.grad import check_dtype, check_eps, parse_methods
 # Seconds the nested tapes may take (each order re-records every lower one): see gradcli.methods.tape.
 from gradcli.methods.tape import TAPE_TIME_BUDGET
 from gradcli.expression.points import Point, check_covers, check_point_fits, parse_point
-from gradcli.results import METHODS, clean, flag_undefined_value, point_text, shortest
+from gradcli.compute.complex_column import add_complex_derivative, refuse_higher_orders
+from gradcli.results import FIRST_ORDER_METHODS, METHODS, clean, flag_undefined_value, point_text, shortest
 from gradcli.methods.worker import BoundedJob, CancelFlag, SymbolicTimeout
 
 MAX_ORDER = 10
@@ -48,6 +49,8 @@ class DerivativeRow:
     fd_step: float | None = None
     fd_accuracy: int | None = None
     fd_points: int | None = None
+    complex: float | None = None  # order 1 only (gradcli.compute.complex_column)
+    complex_error_estimate: float | None = None
 
     def to_dict(self, methods: list[str], with_formula: bool) -> dict:
         doc: dict[str, Any] = {"order": self.order}
@@ -63,6 +66,8 @@ class DerivativeRow:
             doc["fd_step"] = self.fd_step
             doc["fd_accuracy"] = self.fd_accuracy
             doc["fd_points"] = self.fd_points
+        if "complex" in methods:
+            doc["complex"], doc["complex_error_estimate"] = self.complex, self.complex_error_estimate
         return doc
 
 
@@ -241,7 +246,8 @@ def prepare_derivatives(expression: str, *, at: list[str] | str, order: int = 1,
     check_covers(point, expr.variables)
     variable = resolve_variable(wrt, point, expr)
     order = check_order(order)
-    chosen = parse_methods(methods) if not isinstance(methods, list) else list(methods)
+    chosen = parse_methods(methods, allowed=FIRST_ORDER_METHODS) if not isinstance(methods, list) else list(methods)
+    refuse_higher_orders(chosen, order)
     dtype = check_dtype(dtype)
     check_point_fits(point, dtype)
     eps = check_eps(eps)
@@ -263,6 +269,8 @@ def compute_derivatives(expression: str, *, at: list[str] | str, order: int = 1,
                                 accuracy=accuracy, formulas=formulas)
     expr, point, variable, order, chosen = setup.expr, setup.point, setup.variable, setup.order, setup.methods
     dtype, eps = setup.dtype, setup.eps
+    complex_step = "complex" in chosen  # added after the other columns are judged (complex_column)
+    chosen = [m for m in chosen if m != "complex"]
 
     # SymPy first, before anything imports TensorFlow (see gradcli.methods.worker.BoundedJob).
     job = (start_symbolic_derivatives(expr.tree, point, variable, order, time_limit=symbolic_time_limit)
@@ -296,6 +304,8 @@ def compute_derivatives(expression: str, *, at: list[str] | str, order: int = 1,
             if sym_value is not None:
                 report.value = sym_value
     _compare(report)
+    if complex_step:
+        add_complex_derivative(report, expr.tree, point, variable, dtype)
     return report
 
 

@@ -9,7 +9,7 @@ from gradcli.expression.evaluate import PYTHON_FLOAT64, compile_expression
 from gradcli.expression import Expression, parse
 from gradcli.methods.fd import MACHINE_EPSILON, SCHEME_ORDER, Scheme, check_step, fd_gradient
 from gradcli.expression.points import Point, check_covers, check_point_fits, parse_point
-from gradcli.results import METHODS, ExpressionGradient, GradientReport, point_text, shortest, value_warning
+from gradcli.results import FIRST_ORDER_METHODS, METHODS, ExpressionGradient, GradientReport, point_text, shortest, value_warning
 from gradcli.methods import symbolic
 from gradcli.methods.worker import BoundedJob, CancelFlag, SymbolicTimeout
 
@@ -25,6 +25,9 @@ def parse_methods(text: str | None, *, allowed=METHODS) -> list[str]:
     chosen = []
     for part in text.split(","):
         name = part.strip().lower()
+        if name == "complex" and name not in allowed:
+            raise UsageError("--method complex (the complex step) gives first derivatives only: use it with "
+                             "grad or derivative --order 1 at one point (--at)")
         if name not in allowed:
             raise UsageError(f"--method: unknown method '{part.strip()}' (choose from {', '.join(allowed)})")
         chosen.append(name)
@@ -77,7 +80,7 @@ def plan_gradient(expressions: list[str], *, at: list[str] | str, wrt: str | Non
     variables = resolve_wrt(wrt, point)
     dtype = check_dtype(dtype)
     check_point_fits(point, dtype)
-    chosen = parse_methods(methods) if not isinstance(methods, list) else methods
+    chosen = parse_methods(methods, allowed=FIRST_ORDER_METHODS) if not isinstance(methods, list) else methods
     eps = check_eps(eps)
     if "fd" in chosen:
         check_step(eps, point.values, variables, dtype)
@@ -92,7 +95,7 @@ def compute_gradient(expressions: list[str], *, at: list[str] | str, wrt: str | 
     """Everything ``gradcli grad`` shows, as a :class:`GradientReport`."""
     exprs, point, variables, dtype = plan_gradient(expressions, at=at, wrt=wrt, dtype=dtype, methods=methods,
                                                    scheme=scheme, eps=eps)
-    chosen = parse_methods(methods) if not isinstance(methods, list) else methods
+    chosen = parse_methods(methods, allowed=FIRST_ORDER_METHODS) if not isinstance(methods, list) else methods
     scheme = Scheme(scheme)
 
     report = GradientReport(
@@ -129,6 +132,10 @@ def compute_gradient(expressions: list[str], *, at: list[str] | str, wrt: str | 
     if report.sum:
         report.sum = {m: report.sum[m] for m in METHODS if m in report.sum}
     _errors_and_warnings(report, exprs, point, scheme, eps)
+    if "complex" in chosen:  # judged on its own estimate (gradcli.compute.complex_column)
+        from gradcli.compute.complex_column import add_complex_gradient
+
+        add_complex_gradient(report, exprs, point, variables, dtype)
     return report
 
 

@@ -6,6 +6,8 @@ the parser accepts, and how each backend computes it. The backends are derived f
 - ``python``: plain Python float64 with IEEE results (inf/nan, never an exception), for
   :data:`gradcli.expression.evaluate.PYTHON_FLOAT64` (constant folding, the float64 finite differences);
 - ``numpy``: :func:`gradcli.expression.evaluate.numpy_backend` (float32/float64, scalars or arrays);
+- ``complex``: the complex-step backend (:mod:`gradcli.methods.complex_step`): ``None`` where the NumPy
+  implementation is already right on complex arguments, else a factory like ``numpy``'s;
 - ``tf``: :func:`gradcli.methods.tf_runtime.tf_backend` (the ``GradientTape`` column);
 - ``tf_code``: the source template ``--show-code`` writes (:func:`gradcli.programs.common.tf_code`);
 - ``sympy``: :func:`gradcli.methods.symbolic.to_sympy` (the exact column);
@@ -53,6 +55,8 @@ class Function:
     sympy_class: str | None  # type(expr).__name__ of the SymPy call; None where SymPy rewrites it
     # Points inside the domain (one tuple of arguments each) where the parity test compares backends.
     points: tuple[tuple[float, ...], ...] = ((-1.3,), (0.4,), (2.2,))
+    # Complex step: None where ``numpy`` is analytic on complex arguments as it is, else factory(np, t).
+    complex: Lazy | None = None
 
 
 @dataclass(frozen=True)
@@ -157,6 +161,77 @@ def _tf_log_over(constant: float):
     return make
 
 
+# ---------------------------------------------------------------------------------------------
+# Complex step (f(x + ih) with h ~ 1e-200): where NumPy's complex function is not the analytic
+# continuation the complex step needs, or has no complex version. Each returns a factory(np, t), t the
+# complex scalar type. Where the function has no derivative at the point (a kink, a branch point, a
+# branch cut), the imaginary part is NaN: the complex-step column then says "not analytic".
+# ---------------------------------------------------------------------------------------------
+def _cx_nan_imag(np, t, z, where):
+    """``z`` with a NaN imaginary part where ``where`` holds."""
+    return np.where(where, np.real(z) + t(complex(0.0, _NAN)), z)
+
+
+def _cx_branch_points(numpy_name: str, *edges: float):
+    """NumPy's complex ``numpy_name``, undifferentiable where Re z is one of ``edges`` (sqrt at 0, asin at 1)."""
+    def make(np, t):
+        fn = getattr(np, numpy_name)
+
+        def f(z):
+            re = np.real(z)
+            return _cx_nan_imag(np, t, fn(z), np.any([re == e for e in edges], axis=0))
+        return f
+    return make
+
+
+def _cx_abs(np, t):
+    # |z| is not analytic; -z and z are, on either side of the kink.
+    def f(z):
+        re = np.real(z)
+        return _cx_nan_imag(np, t, np.where(re < 0, -z, z), re == 0)
+    return f
+
+
+def _cx_atan2(np, t):
+    # atan2(y, x) continued analytically from each half plane; undifferentiable on the cut (x < 0, y = 0)
+    # and at the origin.
+    pi, half_pi = t(math.pi), t(math.pi / 2)
+
+    def f(y, x):
+        yr, xr = np.real(y), np.real(x)
+        with np.errstate(all="ignore"):
+            right = np.arctan(y / x)
+            left = right + np.where(yr >= 0, pi, -pi)
+            vertical = np.where(yr > 0, half_pi, -half_pi) - np.arctan(x / y)
+        out = np.where(xr > 0, right, np.where(xr < 0, left, vertical))
+        return _cx_nan_imag(np, t, out, (yr == 0) & (xr <= 0))
+    return f
+
+
+def _cx_first_order(value: Lazy, derivative: Callable):
+    """f(a + ib) = f(a) + i b f'(a) + O(b^2): for functions NumPy has no complex version of. With the
+    complex step's b (~1e-200 times a derivative) the O(b^2) term is far below the dtype's rounding."""
+    def make(np, t):
+        real = type(t(0).real)
+        v = value(np, real)
+        d = derivative(np)
+
+        def f(z):
+            a, b = np.real(z), np.imag(z)
+            return np.asarray(v(a)).astype(t) + (b * d(a)).astype(t) * t(1j)
+        return f
+    return make
+
+
+def _d_erf(np):
+    return lambda a: 2.0 / math.sqrt(math.pi) * np.exp(-a * a)
+
+
+def _d_sigmoid(np):
+    # s(a) (1 - s(a)) = s(a) s(-a): no cancellation in 1 - s for large a
+    return lambda a: np.exp(-np.logaddexp(0, -a)) * np.exp(-np.logaddexp(0, a))
+
+
 def _sp_log(sp, x, b=None):
     return sp.log(x) if b is None else sp.log(x, b)
 
@@ -176,8 +251,10 @@ TABLE: tuple[Function, ...] = (
              lambda tf, const: lambda x: 1 / tf.sin(x), "1 / tf.sin({0})", "csc", "csc"),
     Function("cot", (1,), lambda x: py_div(1.0, _py_tan(x)), lambda np, t: lambda x: 1 / np.tan(x),
              lambda tf, const: lambda x: 1 / tf.tan(x), "1 / tf.tan({0})", "cot", "cot"),
-    Function("asin", (1,), py_unary(math.asin), "arcsin", "asin", "tf.asin({0})", "asin", "asin", _UNIT),
-    Function("acos", (1,), py_unary(math.acos), "arccos", "acos", "tf.acos({0})", "acos", "acos", _UNIT),
+    Function("asin", (1,), py_unary(math.asin), "arcsin", "asin", "tf.asin({0})", "asin", "asin", _UNIT,
+             complex=_cx_branch_points("arcsin", -1.0, 1.0)),
+    Function("acos", (1,), py_unary(math.acos), "arccos", "acos", "tf.acos({0})", "acos", "acos", _UNIT,
+             complex=_cx_branch_points("arccos", -1.0, 1.0)),
     Function("atan", (1,), py_unary(math.atan), "arctan", "atan", "tf.atan({0})", "atan", "atan"),
     Function("sinh", (1,), py_unary(math.sinh, on_overflow=lambda x: math.copysign(_INF, x)), "sinh", "sinh",
              "tf.sinh({0})", "sinh", "sinh"),
@@ -185,7 +262,7 @@ TABLE: tuple[Function, ...] = (
     Function("tanh", (1,), py_unary(math.tanh), "tanh", "tanh", "tf.tanh({0})", "tanh", "tanh"),
     Function("asinh", (1,), py_unary(math.asinh), "arcsinh", "asinh", "tf.asinh({0})", "asinh", "asinh"),
     Function("acosh", (1,), py_unary(math.acosh), "arccosh", "acosh", "tf.acosh({0})", "acosh", "acosh",
-             ((1.2,), (2.5,), (40.0,))),
+             ((1.2,), (2.5,), (40.0,)), complex=_cx_branch_points("arccosh", 1.0)),
     Function("atanh", (1,), py_unary(math.atanh, on_domain=_atanh_domain), "arctanh", "atanh", "tf.atanh({0})",
              "atanh", "atanh", _UNIT),
     Function("exp", (1,), py_unary(math.exp), "exp", "exp", "tf.exp({0})", "exp", "exp"),
@@ -196,13 +273,15 @@ TABLE: tuple[Function, ...] = (
     Function("log10", (1,), py_unary(math.log10, on_domain=_log_domain), "log10", _tf_log_over(_LN10),
              "tf.math.log({0}) / math.log(10)", lambda sp, x: sp.log(x, 10), None, ((0.4,), (3.0,), (1000.0,))),
     Function("sqrt", (1,), py_unary(math.sqrt), "sqrt", "sqrt", "tf.sqrt({0})", "sqrt", None,
-             ((0.4,), (2.0,), (1e6 + 1,))),
-    Function("abs", (1,), abs, "abs", "abs", "tf.abs({0})", "Abs", "Abs"),
+             ((0.4,), (2.0,), (1e6 + 1,)), complex=_cx_branch_points("sqrt", 0.0)),
+    Function("abs", (1,), abs, "abs", "abs", "tf.abs({0})", "Abs", "Abs", complex=_cx_abs),
     Function("atan2", (2,), math.atan2, "arctan2", "math.atan2", "tf.math.atan2({0}, {1})", "atan2", "atan2",
-             ((1.0, 2.0), (-0.5, 0.25), (3.0, -1.5), (-2.0, -7.0))),
-    Function("erf", (1,), _py_erf, _np_erf, "math.erf", "tf.math.erf({0})", "erf", "erf"),
+             ((1.0, 2.0), (-0.5, 0.25), (3.0, -1.5), (-2.0, -7.0)), complex=_cx_atan2),
+    Function("erf", (1,), _py_erf, _np_erf, "math.erf", "tf.math.erf({0})", "erf", "erf",
+             complex=_cx_first_order(_np_erf, _d_erf)),
     Function("sigmoid", (1,), _py_sigmoid, _np_sigmoid, "math.sigmoid", "tf.math.sigmoid({0})",
-             lambda sp, x: 1 / (1 + sp.exp(-x)), None, ((-3.5,), (-0.2,), (0.4,), (6.0,))),
+             lambda sp, x: 1 / (1 + sp.exp(-x)), None, ((-3.5,), (-0.2,), (0.4,), (6.0,)),
+             complex=_cx_first_order(_np_sigmoid, _d_sigmoid)),
 )
 
 ALIASES: tuple[Alias, ...] = (
@@ -242,6 +321,12 @@ def numpy_functions(np, t) -> dict[str, Callable[..., Any]]:
     return {f.name: _attribute(np, f.numpy) if isinstance(f.numpy, str) else f.numpy(np, t) for f in TABLE}
 
 
+def complex_functions(np, t) -> dict[str, Callable[..., Any]]:
+    """name -> complex-step implementation; ``t`` is the complex scalar type (``np.complex64``/``complex128``)."""
+    numpy = numpy_functions(np, t)
+    return {f.name: numpy[f.name] if f.complex is None else f.complex(np, t) for f in TABLE}
+
+
 def tf_functions(tf, const: Callable[[float], Any]) -> dict[str, Callable[..., Any]]:
     """name -> TensorFlow implementation; ``const`` makes a tensor of the backend's dtype."""
     return {f.name: _attribute(tf, f.tf) if isinstance(f.tf, str) else f.tf(tf, const) for f in TABLE}
@@ -274,6 +359,7 @@ __all__ = [
     "TABLE",
     "Alias",
     "Function",
+    "complex_functions",
     "numpy_functions",
     "py_div",
     "py_unary",

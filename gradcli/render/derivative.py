@@ -5,7 +5,7 @@ from __future__ import annotations
 from gradcli.compute.derivative import DerivativeReport
 from gradcli.render.common import error, number, stdout_console, to_csv, to_json
 
-_LABEL = {"symbolic": "exact (SymPy)", "tape": "tape (nested)", "fd": "fd (stencil)"}
+_LABEL = {"symbolic": "exact (SymPy)", "tape": "tape (nested)", "fd": "fd (stencil)", "complex": "complex step"}
 
 
 def derivative_json(report: DerivativeReport) -> str:
@@ -18,6 +18,10 @@ def derivative_csv(report: DerivativeReport) -> str:
     rows = [[r.order, r.formula, r.symbolic, r.tape if "tape" in report.methods else None, r.error.get("tape"),
              r.fd if "fd" in report.methods else None, r.error.get("fd"), r.fd_step, r.fd_points,
              "yes" if r.structural else ""] for r in report.derivatives]
+    if "complex" in report.methods:  # the complex step's columns are there only when it ran
+        header += ["complex", "complex_error", "complex_error_estimate"]
+        rows = [row + [r.complex, r.error.get("complex"), r.complex_error_estimate]
+                for row, r in zip(rows, report.derivatives)]
     return to_csv(header, rows)
 
 
@@ -27,7 +31,7 @@ def derivative_table(report: DerivativeReport) -> None:
     console = stdout_console()
     point = ", ".join(f"{k} = {number(v)}" for k, v in report.point.items())
     console.print(f"[bold]point[/bold]  {point}    [bold]dtype[/bold]  {report.dtype}")
-    methods = [m for m in ("symbolic", "tape", "fd") if m in report.methods]
+    methods = [m for m in ("symbolic", "tape", "fd", "complex") if m in report.methods]
     table = Table(title=f"derivatives of {report.expression} by {report.variable}   (value {number(report.value)})",
                   title_justify="left")
     table.add_column("order", justify="right", style="bold")

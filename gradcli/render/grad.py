@@ -7,7 +7,7 @@ from rich.table import Table
 from gradcli.render.common import error, number, stdout_console, to_csv, to_json
 from gradcli.results import GradientReport
 
-_LABEL = {"symbolic": "exact (SymPy)", "tape": "tape (TF)", "fd": "fd"}
+_LABEL = {"symbolic": "exact (SymPy)", "tape": "tape (TF)", "fd": "fd", "complex": "complex step"}
 
 
 def grad_json(report: GradientReport) -> str:
@@ -27,12 +27,23 @@ def grad_csv(report: GradientReport) -> str:
                 r.gradient.get("fd", {}).get(v), r.error.get("fd", {}).get(v),
                 report.fd_steps.get(v) if "fd" in r.gradient else None,
                 "yes" if v in r.unconnected else "",
-            ])
+            ] + _complex_cells(report, r, v))
     if report.sum:
         for v in report.wrt:
             rows.append(["sum", v, None, report.sum.get("symbolic", {}).get(v), report.sum.get("tape", {}).get(v),
-                         None, report.sum.get("fd", {}).get(v), None, None, ""])
+                         None, report.sum.get("fd", {}).get(v), None, None, ""]
+                        + ([report.sum.get("complex", {}).get(v), None, None] if report.complex_step else []))
+    if report.complex_step:
+        header += ["complex", "complex_error", "complex_error_estimate"]
     return to_csv(header, rows)
+
+
+def _complex_cells(report: GradientReport, r, v: str) -> list:
+    """The complex step's CSV cells (the columns are there only when it ran)."""
+    if report.complex_step is None:
+        return []
+    return [r.gradient.get("complex", {}).get(v), r.error.get("complex", {}).get(v),
+            r.complex_error_estimate.get(v)]
 
 
 def grad_table(report: GradientReport) -> None:
@@ -42,7 +53,9 @@ def grad_table(report: GradientReport) -> None:
     if report.fd_scheme:
         steps = ", ".join(f"h({k}) = {v:.3g}" for k, v in report.fd_steps.items())
         console.print(f"[bold]fd[/bold]     {report.fd_scheme} differences, {steps}")
-    methods = [m for m in ("symbolic", "tape", "fd") if m in report.methods]
+    if report.complex_step:
+        console.print(f"[bold]complex[/bold] step Im f(x + ih)/h, h = {report.complex_step:.2g}")
+    methods = [m for m in ("symbolic", "tape", "fd", "complex") if m in report.methods]
     for r in report.results:
         table = Table(title=f"gradient of {r.expression}   (value {number(r.value)})", title_justify="left")
         table.add_column("variable", style="bold")

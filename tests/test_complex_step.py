@@ -1,0 +1,162 @@
+"""The complex step (issue 8, item 7): against the independent mpmath oracle, never a number where the
+expression is not analytic, and its place in grad / derivative."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from gradcli.expression import parse
+from gradcli.expression.functions import TABLE
+from gradcli.methods.complex_step import COMPLEX_STEP, complex_gradient, complex_gradients
+from tests.oracle import Undefined, oracle_gradient
+from tests.strategies import points, smooth_expressions
+
+
+def in_dtype(point: dict[str, float], dtype: str) -> dict[str, float]:
+    """The point as the dtype holds it: the oracle is asked about the same binary numbers."""
+    return {k: float(np.float64(v).astype(dtype)) for k, v in point.items()}
+
+
+def check_against_oracle(expr: str, point: dict[str, float], dtype: str) -> None:
+    typed = in_dtype(point, dtype)
+    try:
+        exact = oracle_gradient(expr, typed)
+    except Undefined:
+        return
+    derivs, estimates, not_analytic = complex_gradient(parse(expr).tree, typed, list(typed), dtype=dtype)
+    assert not not_analytic
+    for v in typed:
+        # 1e-100: mpmath.diff's own residue where the exact derivative is 0
+        err = abs(derivs[v] - float(exact[v]))
+        assert err <= estimates[v] + 1e-100, (expr, typed, v, derivs[v], float(exact[v]), estimates[v])
+        # "a few ulps": the estimate itself stays small next to the derivative's terms
+        assert estimates[v] <= 1e3 * np.finfo(dtype).eps * max(1.0, abs(float(exact[v])), 1e3)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(expr=smooth_expressions(), point=points, dtype=st.sampled_from(["float64", "float32"]))
+def test_random_smooth_expressions_within_the_estimate(expr, point, dtype):
+    variables = parse(expr).variables
+    check_against_oracle(expr, {v: point[v] for v in variables}, dtype)
+
+
+def _table_cases():
+    for f in TABLE:
+        for args in f.points:
+            if len(args) == 1:
+                yield f"{f.name}(x)", {"x": args[0]}
+            else:  # each argument in turn is the variable
+                yield f"{f.name}(x, {args[1]!r})", {"x": args[0]}
+                yield f"{f.name}({args[0]!r}, x)", {"x": args[1]}
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("expr, point", list(_table_cases()))
+def test_every_function_of_the_table(expr, point, dtype):
+    check_against_oracle(expr, point, dtype)
+
+
+@pytest.mark.parametrize("expr, point", [
+    ("x**20", {"x": -1.1}),  # integer powers of a negative base: multiplied, not exp(n log z)
+    ("x**-3 + x**2.5", {"x": 1.5}),
+    ("x**x", {"x": 2.0}),
+    ("1/(x - 2)", {"x": 2.0000001}),
+    ("exp(20*x) - 20*x", {"x": 1e-3}),  # terms of 20 cancelling
+    ("sin(x) - tanh(x)", {"x": 1e-3}),
+    ("(x1+5)*x2**2", {"x1": 2.0, "x2": 3.0}),
+    ("log(3, x)", {"x": 2.0}),
+    ("atan2(y, x)", {"y": 1.0, "x": -2.0}),  # left half plane, off the cut
+    ("abs(x - 1)", {"x": 3.0}),  # away from the kink
+])
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_hand_written_cases(expr, point, dtype):
+    check_against_oracle(expr, point, dtype)
+
+
+def test_no_cancellation_where_fd_loses_every_digit():
+    # issue 8: 1e8 + sin(x) in float32: fd gives 0.0, exact 0.5403
+    derivs, estimates, _ = complex_gradient(parse("1e8 + sin(x)").tree, {"x": 1.0}, ["x"], dtype="float32")
+    assert derivs["x"] == float(np.float32(math.cos(1.0)))
+    assert estimates["x"] < 1e-6
+
+
+@pytest.mark.parametrize("expr, point", [
+    ("abs(x - 1)", {"x": 1.0}), ("sqrt(x)", {"x": 0.0}), ("asin(x)", {"x": 1.0}), ("acosh(x)", {"x": 1.0}),
+    ("atan2(y, x)", {"y": 0.0, "x": -2.0}), ("atan2(y, x)", {"y": 0.0, "x": 0.0}), ("x**0.5 + 1", {"x": 0.0}),
+])
+def test_not_analytic_gives_no_number(expr, point):
+    derivs, estimates, not_analytic = complex_gradient(parse(expr).tree, point, list(point), dtype="float64")
+    assert not_analytic and all(math.isnan(derivs[v]) for v in not_analytic)
+
+
+def test_a_batch_equals_its_points_one_by_one():
+    tree = parse("sin(x)*exp(y) + x**3/y").tree
+    xs, ys = np.linspace(-2, 2, 7), np.linspace(0.5, 3, 7)
+    batch = complex_gradients(tree, {"x": xs, "y": ys}, ["x", "y"], dtype="float32")
+    for k in range(len(xs)):
+        one = complex_gradients(tree, {"x": xs[k:k + 1], "y": ys[k:k + 1]}, ["x", "y"], dtype="float32")
+        assert np.array_equal(one.values[0], batch.values[k])
+    assert batch.step == COMPLEX_STEP["float32"]
+
+
+# ---------------------------------------------------------------------------------------------
+# the CLI
+# ---------------------------------------------------------------------------------------------
+def test_grad_json_has_the_column_and_its_estimate(invoke_json):
+    doc = invoke_json("grad", "(x1+5)*x2**2", "--at", "x1=2,x2=3", "-m", "symbolic,complex")
+    assert doc["methods"] == ["symbolic", "complex"] and doc["complex"]["step"] == COMPLEX_STEP["float64"]
+    r = doc["results"][0]
+    assert r["gradient"]["complex"] == {"x1": 9.0, "x2": 42.0}
+    assert r["error"]["complex"] == {"x1": 0.0, "x2": 0.0}
+    assert 0 < r["complex_error_estimate"]["x2"] < 1e-12
+    assert doc["warnings"] == []
+
+
+def test_grad_table_and_csv(invoke):
+    table = invoke("grad", "3*x**2 + 2*x - 1", "--at", "x=1", "-m", "symbolic,fd,complex")
+    assert table.exit_code == 0 and "complex step" in table.stdout and "h = 1.3e-200" in table.stdout
+    csv = invoke("grad", "x**2", "sqrt(x)", "--at", "x=4", "-m", "symbolic,complex", "-f", "csv")
+    lines = csv.stdout.splitlines()
+    assert lines[0].endswith(",complex,complex_error,complex_error_estimate")
+    assert lines[1].split(",")[-3:-1] == ["8.0", "0.0"] and lines[3].startswith("sum,x,")
+
+
+def test_a_kink_is_a_note_not_a_number(invoke_json, invoke):
+    doc = invoke_json("grad", "abs(x - 1)", "--at", "x=1", "-m", "symbolic,complex")
+    assert doc["results"][0]["gradient"]["complex"] == {"x": None}
+    assert any("not analytic" in n and "abs" in n for n in doc["notes"])
+    result = invoke("derivative", "atan2(y, x)", "--at", "x=-2,y=0", "--wrt", "y", "-m", "complex")
+    assert result.exit_code == 0 and "not analytic" in result.stderr and "atan2" in result.stderr
+
+
+def test_derivative_order_one(invoke_json):
+    doc = invoke_json("derivative", "sin(x)", "--at", "x=1", "-m", "symbolic,complex", "--dtype", "float32")
+    row = doc["derivatives"][0]
+    assert row["complex"] == float(str(np.float32(math.cos(1.0))))  # float32 digits: 0.5403023
+    assert row["complex_error_estimate"] > 0 and doc["warnings"] == []
+
+
+@pytest.mark.parametrize("args", [
+    ["derivative", "sin(x)", "--at", "x=1", "--order", "2", "-m", "complex"],
+    ["hessian", "x**2*y", "--at", "x=1,y=2", "-m", "complex"],
+    ["grad", "x**2", "--points", "x\n1\n2\n", "-m", "complex"],
+])
+def test_complex_step_where_it_does_not_apply_is_a_usage_error(invoke, args):
+    result = invoke(*args)
+    assert result.exit_code == 2 and "complex" in result.stderr and "first derivatives" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_complex_step_does_not_import_tensorflow():
+    code = ("import sys; from gradcli.cli import app; from typer.testing import CliRunner; "
+            "r = CliRunner().invoke(app, ['grad', 'sin(x)*y', '--at', 'x=1,y=2', '-m', 'complex,fd', '-f', 'json']); "
+            "assert r.exit_code == 0, r.output; assert 'tensorflow' not in sys.modules; print('ok')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "ok", out.stderr
