@@ -10,7 +10,8 @@ from __future__ import annotations
 import csv
 import json
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from gradcli.render.common import error as fmt_error
 from gradcli.render.common import number as fmt_value
@@ -144,17 +145,15 @@ class TableSink:
                 self.kept.append(self.row(self.header, r))
 
     def finish(self, summary: dict, summary_text: str, warnings: list[str], notes: list[str]) -> None:
-        from rich.table import Table
-
         from gradcli.render.common import stdout_console
+        from gradcli.render.layout import Column, FittedTable, print_table
 
-        table = Table(title=self.title(self.header), title_justify="left")
-        if self.kept:
-            for name, _ in self.kept[0]:
-                table.add_column(name, justify="left" if name in ("status",) else "right")
-            for row in self.kept:
-                table.add_row(*[v for _, v in row])
-        stdout_console().print(table)
+        columns = [Column(name, "left" if name == "status" else "right") for name, _ in self.kept[:1][0]] \
+            if self.kept else []
+        table = FittedTable(columns, title=self.title(self.header))
+        for row in self.kept:
+            table.add_row(*[v for _, v in row])
+        print_table(stdout_console(), table)
         if self.count > len(self.kept):
             notes = [f"the table shows the first {len(self.kept)} of {self.count} points: "
                      "use --format jsonl or csv for every point"] + notes

@@ -53,12 +53,17 @@ def _csv_cell(v: Any) -> Any:
 
 
 def stdout_console() -> Console:
-    # Wide enough for long formulas when piped; a terminal keeps its own width.
-    return Console(file=sys.stdout, highlight=False, width=None if sys.stdout.isatty() else 160)
+    # COLUMNS or the terminal's width; when piped, wide enough for long formulas. Tables printed through
+    # gradcli.render.layout fit whatever width this is without cutting anything.
+    from gradcli.render.layout import terminal_width
+
+    return Console(file=sys.stdout, highlight=False, width=terminal_width(sys.stdout, default=160))
 
 
 def stderr_console() -> Console:
-    return Console(file=sys.stderr, highlight=False, width=None if sys.stderr.isatty() else 160)
+    from gradcli.render.layout import terminal_width
+
+    return Console(file=sys.stderr, highlight=False, width=terminal_width(sys.stderr, default=160))
 
 
 def print_diagnostics(warnings: list[str], notes: list[str]) -> None:

@@ -4,6 +4,14 @@ from __future__ import annotations
 
 from gradcli.compute.derivative import DerivativeReport
 from gradcli.render.common import error, number, stdout_console, to_csv, to_json
+from gradcli.render.layout import (
+    FORMULA,
+    SECONDARY,
+    Column,
+    FittedTable,
+    print_line,
+    print_table,
+)
 
 _LABEL = {"symbolic": "exact (SymPy)", "tape": "tape (nested)", "fd": "fd (stencil)", "complex": "complex step"}
 
@@ -26,23 +34,21 @@ def derivative_csv(report: DerivativeReport) -> str:
 
 
 def derivative_table(report: DerivativeReport) -> None:
-    from rich.table import Table
-
     console = stdout_console()
     point = ", ".join(f"{k} = {number(v)}" for k, v in report.point.items())
-    console.print(f"[bold]point[/bold]  {point}    [bold]dtype[/bold]  {report.dtype}")
+    print_line(console, f"[bold]point[/bold]  {point}    [bold]dtype[/bold]  {report.dtype}")
     methods = [m for m in ("symbolic", "tape", "fd", "complex") if m in report.methods]
-    table = Table(title=f"derivatives of {report.expression} by {report.variable}   (value {number(report.value)})",
-                  title_justify="left")
-    table.add_column("order", justify="right", style="bold")
+    columns = [Column("order", style="bold")]
     if report.formulas:
-        table.add_column("formula", overflow="fold")
+        columns.append(Column("formula", "left", role=FORMULA))
     for m in methods:
-        table.add_column(_LABEL[m], justify="right")
+        columns.append(Column(_LABEL[m]))
         if m != "symbolic" and "symbolic" in methods:
-            table.add_column(f"{m} error", justify="right")
+            columns.append(Column(f"{m} error", role=SECONDARY, under=_LABEL[m]))
     if "fd" in methods:
-        table.add_column("fd step (points)", justify="right")
+        columns.append(Column("fd step (points)"))
+    table = FittedTable(columns, title=f"derivatives of {report.expression} by {report.variable}   "
+                                       f"(value {number(report.value)})")
     for r in report.derivatives:
         row = [str(r.order)]
         if report.formulas:
@@ -57,7 +63,7 @@ def derivative_table(report: DerivativeReport) -> None:
         if "fd" in methods:
             row.append(f"{r.fd_step:.3g} ({r.fd_points})" if r.fd_step is not None else "-")
         table.add_row(*row)
-    console.print(table)
+    print_table(console, table)
     if any(r.structural for r in report.derivatives) and "tape" in methods:
-        console.print("* structural zero: the tape returned None (the derivative below does not depend on "
-                      f"{report.variable}); shown as 0")
+        print_line(console, "* structural zero: the tape returned None (the derivative below does not depend on "
+                            f"{report.variable}); shown as 0", markup=False)

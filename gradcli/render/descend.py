@@ -5,8 +5,19 @@ from __future__ import annotations
 import math
 import sys
 
+from rich.markup import escape
+from rich.text import Text
+
 from gradcli.compute.descend import DescentReport, DescentRun
 from gradcli.render.common import number, stdout_console, to_csv, to_json
+from gradcli.render.layout import (
+    FORMULA,
+    SECONDARY,
+    Column,
+    FittedTable,
+    print_line,
+    print_table,
+)
 
 _STATUS_STYLE = {"converged": "green", "max_steps": "yellow", "oscillating": "yellow", "diverged": "red",
                  "unbounded": "red"}
@@ -39,48 +50,42 @@ def _stationary_cell(run: DescentRun) -> str:
 
 
 def descend_table(report: DescentReport) -> None:
-    from rich.table import Table
-
     console = stdout_console()
     start = ", ".join(f"{k} = {number(v)}" for k, v in report.start.items())
     goal = "maximise" if report.maximize else "minimise"
-    console.print(f"[bold]{goal}[/bold]  {report.expression}    [bold]from[/bold]  {start}    "
-                  f"[bold]dtype[/bold]  {report.dtype}")
-    console.print(f"[bold]lr[/bold]  {report.learning_rate:g}    [bold]steps[/bold]  at most {report.max_steps}    "
-                  f"[bold]tol[/bold]  |grad| < {report.tol:g}")
-    table = Table(title="gradient descent", title_justify="left")
-    table.add_column("optimizer", style="bold")
-    table.add_column("status")
-    table.add_column("steps", justify="right")
-    for v in report.variables:
-        table.add_column(v, justify="right")
-    table.add_column("f", justify="right")
-    table.add_column("|grad f|", justify="right")
+    print_line(console, f"[bold]{goal}[/bold]  {escape(report.expression)}    [bold]from[/bold]  {start}    "
+                        f"[bold]dtype[/bold]  {report.dtype}")
+    print_line(console, f"[bold]lr[/bold]  {report.learning_rate:g}    [bold]steps[/bold]  at most "
+                        f"{report.max_steps}    [bold]tol[/bold]  |grad| < {report.tol:g}")
+    print_table(console, _race_table(report))
+    if report.every is not None:
+        for run in report.runs:
+            traj = FittedTable([Column("step"), *[Column(v) for v in report.variables], Column("f"),
+                                Column("|grad f|")], title=f"{run.optimizer}: every {report.every} steps")
+            for h in run.history:
+                traj.add_row(str(h.step), *[number(h.point.get(v)) for v in report.variables], number(h.value),
+                             _short(h.gradient_norm))
+            print_table(console, traj)
+
+
+def _race_table(report: DescentReport) -> FittedTable:
+    """A row per optimizer: how it ended, where, and (when SymPy found them) the nearest stationary point."""
+    # Narrow terminals: the status under the optimizer, |grad f| under f, the time under the steps.
+    columns = [Column("optimizer", "left", "bold"), Column("status", "left", role=SECONDARY, under="optimizer"),
+               Column("steps"), *[Column(v) for v in report.variables], Column("f"),
+               Column("|grad f|", role=SECONDARY, under="f")]
     if report.stationary_points is not None:
-        table.add_column("nearest stationary point (SymPy)", overflow="fold")
-    table.add_column("time", justify="right")
+        columns.append(Column("nearest stationary point (SymPy)", "left", role=FORMULA))
+    columns.append(Column("time", role=SECONDARY, under="steps"))
+    table = FittedTable(columns, title="gradient descent")
     for run in report.runs:
-        style = _STATUS_STYLE.get(run.status, "")
-        row = [run.optimizer, f"[{style}]{run.status}[/{style}]", str(run.steps),
-               *[number(run.final.get(v)) for v in report.variables], number(run.value),
-               _short(run.gradient_norm)]
+        row = [run.optimizer, Text(run.status, style=_STATUS_STYLE.get(run.status, "")), str(run.steps),
+               *[number(run.final.get(v)) for v in report.variables], number(run.value), _short(run.gradient_norm)]
         if report.stationary_points is not None:
             row.append(_stationary_cell(run))
         row.append(f"{run.seconds:.2f} s")
         table.add_row(*row)
-    console.print(table)
-    if report.every is not None:
-        for run in report.runs:
-            traj = Table(title=f"{run.optimizer}: every {report.every} steps", title_justify="left")
-            traj.add_column("step", justify="right")
-            for v in report.variables:
-                traj.add_column(v, justify="right")
-            traj.add_column("f", justify="right")
-            traj.add_column("|grad f|", justify="right")
-            for h in run.history:
-                traj.add_row(str(h.step), *[number(h.point.get(v)) for v in report.variables], number(h.value),
-                             _short(h.gradient_norm))
-            console.print(traj)
+    return table
 
 
 def _short(x: float | None) -> str:
@@ -90,38 +95,40 @@ def _short(x: float | None) -> str:
 
 
 def descend_plot(report: DescentReport, *, file=None) -> None:
-    """f against the step, one line per optimizer, drawn with plotext (colour only on a terminal)."""
+    """f against the step, one line per optimizer, drawn with plotext at the terminal's width; the title
+    above it and the legend under it, so no step is hidden."""
     import plotext as plt
 
+    from gradcli.render import terminal_plot as tp
+
     file = file or sys.stdout
-    fig = plt.figure
-    fig.clear()
     series = [[(h.step, h.value) for h in run.history if h.value is not None and math.isfinite(h.value)]
               for run in report.runs]
     values = [v for points in series for _, v in points]
+    if not values:
+        print("gradcli: note: nothing to plot (no finite values recorded)", file=sys.stderr)
+        return
     # Descent shrinks f by orders of magnitude: on a linear axis everything after the first steps is flat.
-    log_scale = bool(values) and min(values) > 0 and max(values) / min(values) > 1e3
-    drawn = 0
+    log_scale = min(values) > 0 and max(values) / min(values) > 1e3
+    fig = plt.figure
+    fig.clear()
+    markers = tp.markers(file, _MARKERS)
+    legend = []
     for i, (run, points) in enumerate(zip(report.runs, series)):
         if not points:
             continue
+        marker = markers[i % len(markers)]
         ys = [math.log10(v) if log_scale else v for _, v in points]
-        signal = fig.signal([p[0] for p in points], ys, marker=_MARKERS[i % len(_MARKERS)])
-        signal.label(f"{run.optimizer} ({run.status})")
+        signal = fig.signal([p[0] for p in points], ys, marker=marker)
         signal.lines()
         fig.draw(signal)
-        drawn += 1
-    if not drawn:
-        print("gradcli: note: nothing to plot (no finite values recorded)", file=sys.stderr)
-        return
-    fig.title(f"f = {report.expression}")
+        legend.append((marker, f"{run.optimizer} ({run.status})"))
+    width = tp.plot_width(file)
+    ticks = tp.integer_ticks(max(step for points in series for step, _ in points), width)
+    fig.ruler("x").ticks(ticks, [str(t) for t in ticks])
     fig.label("step", axis="x")
     if log_scale:
         fig.label("log10 f", axis="y")
-    width, height = 80, 20
-    if file.isatty():
-        import shutil
-
-        width = max(40, min(shutil.get_terminal_size().columns, 120))
-    fig.plot_size(width, height)
-    print(fig.build().string(colorless=not file.isatty()), file=file)
+    tp.print_title(f"f = {report.expression}", file=file, width=width)
+    tp.print_figure(fig, file=file, width=width, height=20)
+    tp.print_legend(legend, file=file, width=width)

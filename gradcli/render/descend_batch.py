@@ -17,7 +17,6 @@ sampled starts per optimizer.
 
 from __future__ import annotations
 
-import os
 import random
 import sys
 from typing import Any
@@ -102,19 +101,22 @@ class TableSink:
                 self.kept.append(r)
 
     def finish(self, summary: dict, summary_text: str, warnings: list[str], notes: list[str]) -> None:
+        from rich.markup import escape
+
         from gradcli.render.common import stdout_console
+        from gradcli.render.layout import print_line, print_table
 
         console = stdout_console()
         h = self.header
         goal = "maximise" if h["maximize"] else "minimise"
-        console.print(f"[bold]{goal}[/bold]  {h['expression']}    [bold]from[/bold]  {summary['starts']} starts    "
-                      f"[bold]dtype[/bold]  {h['dtype']}")
-        console.print(f"[bold]lr[/bold]  {h['learning_rate']:g}    [bold]steps[/bold]  at most {h['max_steps']}    "
-                      f"[bold]tol[/bold]  |grad| < {h['tol']:g}")
+        print_line(console, f"[bold]{goal}[/bold]  {escape(h['expression'])}    [bold]from[/bold]  {summary['starts']} "
+                            f"starts    [bold]dtype[/bold]  {h['dtype']}")
+        print_line(console, f"[bold]lr[/bold]  {h['learning_rate']:g}    [bold]steps[/bold]  at most "
+                            f"{h['max_steps']}    [bold]tol[/bold]  |grad| < {h['tol']:g}")
         for name, basin in summary["basins"].items():
-            console.print(_basins_table(name, basin, h["variables"], h.get("basins_from") == "end points"))
+            print_table(console, _basins_table(name, basin, h["variables"], h.get("basins_from") == "end points"))
         if self.kept:
-            console.print(_starts_table(self.kept, h, min(self.starts, TABLE_STARTS)))
+            print_table(console, _starts_table(self.kept, h, min(self.starts, TABLE_STARTS)))
         if self.starts > TABLE_STARTS:
             notes = [f"the table shows the first {TABLE_STARTS} of {self.starts} starts: use --format jsonl or csv "
                      "for every start"] + notes
@@ -123,15 +125,13 @@ class TableSink:
 
 def _basins_table(name: str, basin: dict, names: list[str], from_end_points: bool):
     """Where one optimizer's starts ended: a row per stationary point or basin, then elsewhere, diverged."""
-    from rich.table import Table
+    from rich.text import Text
+
+    from gradcli.render.layout import Column, FittedTable
 
     how = " (basins of the end points, not SymPy's stationary points)" if from_end_points else ""
-    table = Table(title=f"{name}: where the {basin['starts']} starts ended{how}", title_justify="left")
-    table.add_column("ended at", style="bold")
-    for v in names:
-        table.add_column(v, justify="right")
-    table.add_column("f", justify="right")
-    table.add_column("starts", justify="right")
+    table = FittedTable([Column("ended at", "left", "bold"), *[Column(v) for v in names], Column("f"),
+                         Column("starts")], title=f"{name}: where the {basin['starts']} starts ended{how}")
     for s in basin["stationary_points"] + basin.get("basins", []):
         table.add_row(s.get("kind") or "stationary point", *[number(s["point"].get(v)) for v in names],
                       number(s.get("value")), str(s["starts"]))
@@ -139,37 +139,31 @@ def _basins_table(name: str, basin: dict, names: list[str], from_end_points: boo
         elsewhere = "elsewhere (not converged)" if from_end_points else "elsewhere"
         table.add_row(elsewhere, *["" for _ in names], "", str(basin["elsewhere"]))
     if basin["diverged"]:
-        table.add_row("[red]diverged or unbounded[/red]", *["" for _ in names], "", str(basin["diverged"]))
+        table.add_row(Text("diverged or unbounded", style="red"), *["" for _ in names], "", str(basin["diverged"]))
     return table
 
 
 def _starts_table(kept: list[dict], header: dict, shown: int):
     """The first starts: a row per start and optimizer."""
-    from rich.table import Table
+    from rich.text import Text
+
+    from gradcli.render.layout import FORMULA, SECONDARY, Column, FittedTable
 
     names = header["variables"]
     several = len(header["optimizers"]) > 1
-    table = Table(title=f"the first {shown} starts", title_justify="left")
     fields = list(kept[0].get("fields", {}))
-    for f in fields:
-        table.add_column(f)
-    for v in names:
-        table.add_column(f"{v} (start)", justify="right")
+    columns = [Column(f, "left") for f in fields] + [Column(f"{v} (start)") for v in names]
     if several:
-        table.add_column("optimizer", style="bold")
-    table.add_column("status")
-    table.add_column("steps", justify="right")
-    for v in names:
-        table.add_column(v, justify="right")
-    table.add_column("f", justify="right")
-    table.add_column("ended at", overflow="fold")
+        columns.append(Column("optimizer", "left", "bold"))
+    columns += [Column("status", "left", role=SECONDARY, under="optimizer" if several else "steps"),
+                Column("steps"), *[Column(v) for v in names], Column("f"), Column("ended at", "left", role=FORMULA)]
+    table = FittedTable(columns, title=f"the first {shown} starts")
     for r in kept:
-        style = _STATUS_STYLE.get(r["status"], "")
         row = [str(r.get("fields", {}).get(f, "")) for f in fields]
         row += [number(r["start"][v]) for v in names]
         if several:
             row.append(r["optimizer"])
-        row += [f"[{style}]{r['status']}[/{style}]", str(r["steps"])]
+        row += [Text(r["status"], style=_STATUS_STYLE.get(r["status"], "")), str(r["steps"])]
         row += [number(r["final"].get(v)) for v in names]
         row += [number(r["value"]), _ended_at(r)]
         table.add_row(*row)
@@ -216,23 +210,20 @@ class PlotSink:
         plot_starts(self.header, summary, self.samples, self.seen, file=self.file)
 
 
-def _colorless(file) -> bool:
-    return not file.isatty() or bool(os.environ.get("NO_COLOR"))
-
-
 def plot_starts(header: dict, summary: dict, samples: dict, seen: dict, *, file) -> None:
+    """Per optimizer, the starts in the plane marked by where they ended: the title above the plot and the
+    legend under it, at the terminal's width, in its encoding and (only on a terminal) in colour."""
     import plotext as plt
+
+    from gradcli.render import terminal_plot as tp
 
     a, b = header["variables"]
     if not any(samples.values()):
         print("gradcli: note: nothing to plot (no starts)", file=sys.stderr)
         return
-    markers, labels = _basin_markers(header, summary)
-    width, height = 80, 24
-    if file.isatty():
-        import shutil
-
-        width = max(40, min(shutil.get_terminal_size().columns, 120))
+    symbols = tp.markers(file, _MARKERS)
+    markers, labels = _basin_markers(header, summary, symbols)
+    width = tp.plot_width(file)
     for name, kept in samples.items():
         fig = plt.figure
         fig.clear()
@@ -240,22 +231,19 @@ def plot_starts(header: dict, summary: dict, samples: dict, seen: dict, *, file)
         for x, y, key in kept:
             by_key.setdefault(key, []).append((x, y))
         for key, pts in by_key.items():
-            marker = markers.setdefault(key, _MARKERS[len(markers) % len(_MARKERS)])
+            marker = markers.setdefault(key, symbols[len(markers) % len(symbols)])
             fig.draw(fig.signal([p[0] for p in pts], [p[1] for p in pts], marker=marker))
         sampled = f", {len(kept)} of {seen[name]} drawn" if seen[name] > len(kept) else ""
-        fig.title(f"{name}: the starts, marked by where they ended{sampled}")
         fig.label(a, axis="x")
         fig.label(b, axis="y")
-        fig.plot_size(width, height)
-        print(fig.build().string(colorless=_colorless(file)), file=file)
+        tp.print_title(f"{name}: the starts, marked by where they ended{sampled}", file=file, width=width)
+        tp.print_figure(fig, file=file, width=width, height=24)
         reached = _starts_per_key(summary["basins"][name])
-        for key, marker in markers.items():
-            if reached.get(key):
-                n = reached[key]
-                print(f"  {marker}  {labels.get(key, key)}: {n} start{'s' if n != 1 else ''}", file=file)
+        tp.print_legend([(marker, f"{labels.get(key, key)}: {reached[key]} start{'s' if reached[key] != 1 else ''}")
+                         for key, marker in markers.items() if reached.get(key)], file=file, width=width)
 
 
-def _basin_markers(header: dict, summary: dict) -> tuple[dict[str, str], dict[str, str]]:
+def _basin_markers(header: dict, summary: dict, symbols: list[str]) -> tuple[dict[str, str], dict[str, str]]:
     """One marker per basin key, the same in every optimizer's plot (stationary points in SymPy's order,
     basins of end points in the order they were found), and a label for each."""
     from gradcli.compute.descend.batch_records import stationary_key
@@ -266,7 +254,7 @@ def _basin_markers(header: dict, summary: dict) -> tuple[dict[str, str], dict[st
     markers: dict[str, str] = {}
     labels: dict[str, str] = {}
     for key, s in places:
-        markers.setdefault(key, _MARKERS[len(markers) % len(_MARKERS)])
+        markers.setdefault(key, symbols[len(markers) % len(symbols)])
         labels[key] = stationary_label(s)
     elsewhere = "not converged" if header.get("basins_from") == "end points" else "no stationary point reached"
     markers["elsewhere"], labels["elsewhere"] = _ELSEWHERE_MARKER, f"elsewhere ({elsewhere})"

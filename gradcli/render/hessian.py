@@ -2,8 +2,18 @@
 
 from __future__ import annotations
 
+from rich.markup import escape
+
 from gradcli.compute.hessian import HessianReport
 from gradcli.render.common import error, number, stdout_console, to_csv, to_json
+from gradcli.render.layout import (
+    FORMULA,
+    Column,
+    FittedTable,
+    print_line,
+    print_side_by_side,
+    print_table,
+)
 
 _LABEL = {"symbolic": "exact (SymPy)", "tape": "tape (TF)", "fd": "fd"}
 # Larger matrices are not drawn: n columns of 17-digit numbers do not fit a terminal.
@@ -34,71 +44,69 @@ def hessian_csv(report: HessianReport) -> str:
 
 
 def hessian_table(report: HessianReport) -> None:
-    from rich.columns import Columns
-    from rich.table import Table
-
     console = stdout_console()
     point = ", ".join(f"{k} = {number(v)}" for k, v in report.point.items())
-    console.print(f"[bold]hessian of[/bold] {report.expression}   [bold]value[/bold] {number(report.value)}")
-    console.print(f"[bold]point[/bold]  {point}    [bold]dtype[/bold]  {report.dtype}")
+    print_line(console, f"[bold]hessian of[/bold] {escape(report.expression)}   [bold]value[/bold] {number(report.value)}")
+    print_line(console, f"[bold]point[/bold]  {point}    [bold]dtype[/bold]  {report.dtype}")
     if report.tape_mode:
-        console.print(f"[bold]tape[/bold]   {report.tape_mode}")
+        print_line(console, f"[bold]tape[/bold]   {escape(report.tape_mode)}")
     if report.fd_steps:
         steps = ", ".join(f"h({k}) = {v:.3g}" for k, v in report.fd_steps.items())
-        console.print(f"[bold]fd[/bold]     central second differences, {steps}")
+        print_line(console, f"[bold]fd[/bold]     central second differences, {steps}")
     names = report.variables
     n = len(names)
     structural = set(report.structural_zeros)
     if n <= TABLE_MAX:
-        tables = []
-        for m, matrix in report.hessian.items():
-            table = Table(title=_LABEL[m], title_justify="left")
-            table.add_column("", style="bold")
-            for v in names:
-                table.add_column(v, justify="right")
-            for i, vi in enumerate(names):
-                cells = []
-                for j, vj in enumerate(names):
-                    cell = number(matrix[i][j])
-                    if m == "tape" and (vi, vj) in structural:
-                        cell += " *"
-                    cells.append(cell)
-                table.add_row(vi, *cells)
-            tables.append(table)
-        console.print(Columns(tables, padding=(0, 2)))
+        print_side_by_side(console, [_matrix_table(report, m, matrix, structural) for m, matrix in report.hessian.items()])
         if structural and "tape" in report.hessian:
-            console.print("* structural zero: the tape returned None (the gradient entry does not depend "
-                          "on that variable); shown as 0")
+            print_line(console, "* structural zero: the tape returned None (the gradient entry does not depend "
+                                "on that variable); shown as 0", markup=False)
     else:
-        console.print(f"({n} x {n}: the matrices are in --format json or csv)")
+        print_line(console, f"({n} x {n}: the matrices are in --format json or csv)", markup=False)
     if "symbolic" in report.hessian and report.formulas:
-        formulas = Table(title="exact second derivatives", title_justify="left")
-        formulas.add_column("entry", style="bold")
-        formulas.add_column("formula", overflow="fold")
+        formulas = FittedTable([Column("entry", "left", "bold"), Column("formula", "left", role=FORMULA)],
+                               title="exact second derivatives")
         for i in range(n):
             for j in range(i, n):
                 formulas.add_row(f"d2/d{names[i]}d{names[j]}", report.formulas[i][j])
-        console.print(formulas)
+        print_table(console, formulas)
 
-    summary = Table(title="each method", title_justify="left")
-    summary.add_column("method", style="bold")
-    summary.add_column("max |H - exact|", justify="right")
-    summary.add_column("max |H - H^T|", justify="right")
+    summary = FittedTable([Column("method", "left", "bold"), Column("max |H - exact|"), Column("max |H - H^T|")],
+                          title="each method")
     for m in report.hessian:
         summary.add_row(_LABEL[m], "-" if m == "symbolic" else error(report.error.get(m)),
                         error(report.symmetry.get(m)))
-    console.print(summary)
+    print_table(console, summary)
+    _print_analysis(console, report)
 
+
+def _matrix_table(report: HessianReport, method: str, matrix, structural: set) -> FittedTable:
+    names = report.variables
+    table = FittedTable([Column("", "left", "bold")] + [Column(v) for v in names], title=_LABEL[method])
+    for i, vi in enumerate(names):
+        cells = []
+        for j, vj in enumerate(names):
+            cell = number(matrix[i][j])
+            if method == "tape" and (vi, vj) in structural:
+                cell += " *"
+            cells.append(cell)
+        table.add_row(vi, *cells)
+    return table
+
+
+def _print_analysis(console, report: HessianReport) -> None:
     a = report.analysis
     if a is None:
-        console.print("[bold]analysis[/bold]  none: no finite Hessian")
+        print_line(console, "[bold]analysis[/bold]  none: no finite Hessian")
         return
-    console.print(f"[bold]analysis[/bold] (of the {report.analysis_source} matrix)")
+    print_line(console, f"[bold]analysis[/bold] (of the {report.analysis_source} matrix)")
     eig = ", ".join(number(x) for x in a.eigenvalues)
-    console.print(f"  eigenvalues         {eig}")
-    console.print(f"  definiteness        {a.definiteness}")
-    console.print(f"  critical point      {a.critical_point or 'no (the gradient is not zero here)'}")
-    console.print(f"  condition number    {'infinite (an eigenvalue is zero)' if a.condition_number is None else number(a.condition_number)}")
+    condition = "infinite (an eigenvalue is zero)" if a.condition_number is None else number(a.condition_number)
     lr = a.max_stable_learning_rate
-    console.print(f"  max stable lr       {'none (no positive curvature)' if lr is None else number(lr)}"
-                  + ("   (2/lambda_max: plain gradient descent diverges above it near here)" if lr else ""))
+    lines = [("eigenvalues", eig), ("definiteness", a.definiteness),
+             ("critical point", a.critical_point or "no (the gradient is not zero here)"),
+             ("condition number", condition),
+             ("max stable lr", ("none (no positive curvature)" if lr is None else number(lr))
+              + ("   (2/lambda_max: plain gradient descent diverges above it near here)" if lr else ""))]
+    for name, text in lines:
+        print_line(console, f"  {name:<18}  {text}", indent=4, markup=False)
