@@ -306,12 +306,12 @@ def test_json_schema(invoke_json):
     assert doc["stationary_points"][0]["kind"] == "minimum"
 
 
-def test_csv_is_the_trajectory(invoke):
+def test_csv_with_every_is_the_trajectory(invoke):
     result = invoke("descend", BOOTH, "--from", "x=0,y=0", "-o", "sgd,adam", "--lr", "0.05", "--steps", "50",
-                    "--format", "csv", *NO_SYMPY)
+                    "--every", "1", "--format", "csv", *NO_SYMPY)
     assert result.exit_code == 0, result.stderr
     rows = list(csv.DictReader(io.StringIO(result.stdout)))
-    assert list(rows[0]) == ["optimizer", "step", "x", "y", "value", "gradient_norm", "status"]
+    assert list(rows[0]) == ["optimizer", "learning_rate", "step", "x", "y", "value", "gradient_norm", "status"]
     sgd = [r for r in rows if r["optimizer"] == "sgd"]
     assert [int(r["step"]) for r in sgd] == list(range(51))
     assert float(sgd[0]["value"]) == 74.0  # f(0, 0) = 49 + 25

@@ -12,15 +12,12 @@ import typer
 from gradcli.commands.common import (DType, DTypeOption, OutputFormat, conclude, emit, finish, handle_errors,
                                      refuse_show_code_for_many)
 from gradcli.commands.completion import complete_optimizers
+from gradcli.compute.descend.options import TRAJECTORY_MAX_ROWS
 
 # Runs allowed at least this many steps get a progress bar (on a terminal); shorter ones end too soon to need one.
 PROGRESS_MIN_STEPS = 50_000
 # Points a --plot line gets when --every does not say (runs that converge early have fewer).
 PLOT_POINTS = 500
-# Rows a CSV trajectory gets at most when --every does not say.
-CSV_MAX_ROWS = 100_000
-# Rows a run's kept trajectory has at most, whatever --every and --steps (memory independent of the steps).
-TRAJECTORY_MAX_ROWS = 100_000
 
 
 @handle_errors
@@ -92,18 +89,17 @@ def descend(
         print(show_code_descend(plan), end="")
         return
     record_every = None
-    if plan.every is None and output is OutputFormat.csv:
-        record_every = max(1, math.ceil(plan.steps / CSV_MAX_ROWS))
-    elif plan.every is None and plot:
+    if plan.every is None and plot:
         record_every = max(1, math.ceil(plan.steps / PLOT_POINTS))
     with _progress(plan.steps) as progress_factory:
         report = run_plan(plan, record_every=record_every, stationary_time_limit=stationary_timeout,
                           progress_factory=progress_factory)
-    if record_every is not None and record_every > 1 and output is OutputFormat.csv:
-        report.notes.append(f"the CSV trajectory has every {record_every}th step (--every sets it)")
     from gradcli.render import descend as render
+    from gradcli.render.descend_csv import descend_summary_csv, descend_trajectory_csv
 
-    emit(output, json=lambda: render.descend_json(report), csv=lambda: render.descend_csv(report),
+    # CSV: a row per run (the summary), or with --every the trajectory (gradcli.render.descend_csv).
+    csv = descend_summary_csv if plan.every is None else descend_trajectory_csv
+    emit(output, json=lambda: render.descend_json(report), csv=lambda: csv(report),
          table=lambda: render.descend_table(report))
     if plot:
         from gradcli.render.descend import descend_plot

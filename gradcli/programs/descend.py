@@ -48,7 +48,7 @@ def _preamble(name: str, plan: DescentPlan, names: dict[str, str], exact: bool) 
     lines.append("import tensorflow as tf")
     if name != "manual":
         lines.append("import keras")
-    lines += ["", f"DTYPE = tf.{plan.dtype}", f"learning_rate = {plan.lr!r}", f"max_steps = {plan.steps}",
+    lines += ["", f"DTYPE = tf.{plan.dtype}", f"learning_rate = {plan.rate(name)!r}", f"max_steps = {plan.steps}",
               f"tol = {plan.tol!r}  # stop when the gradient norm falls below this"]
     lines += [f"{names[v]} = tf.Variable({plan.start[v]!r}, dtype=DTYPE)" for v in plan.names]
     return lines

@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from gradcli.compute.descend import DescentReport, DescentRun
-from gradcli.render.common import number, stdout_console, to_csv, to_json
+from gradcli.render.common import number, stdout_console, to_json
 from gradcli.render.layout import (
     FORMULA,
     SECONDARY,
@@ -29,17 +29,6 @@ def descend_json(report: DescentReport) -> str:
     return to_json(report.to_dict())
 
 
-def descend_csv(report: DescentReport) -> str:
-    """The trajectory: one row per recorded step per optimizer (every step unless --every says otherwise)."""
-    header = ["optimizer", "step", *report.variables, "value", "gradient_norm", "status"]
-    rows = []
-    for run in report.runs:
-        for h in run.history:
-            rows.append([run.optimizer, h.step, *[h.point.get(v) for v in report.variables], h.value,
-                         h.gradient_norm, run.status if h is run.history[-1] else ""])
-    return to_csv(header, rows)
-
-
 def _stationary_cell(run: DescentRun) -> str:
     s = run.nearest_stationary
     if s is None:
@@ -55,7 +44,9 @@ def descend_table(report: DescentReport) -> None:
     goal = "maximise" if report.maximize else "minimise"
     print_line(console, f"[bold]{goal}[/bold]  {escape(report.expression)}    [bold]from[/bold]  {start}    "
                         f"[bold]dtype[/bold]  {report.dtype}")
-    print_line(console, f"[bold]lr[/bold]  {report.learning_rate:g}    [bold]steps[/bold]  at most "
+    rates = {run.learning_rate for run in report.runs}
+    lr = f"{report.learning_rate:g}" if rates <= {report.learning_rate} else "per optimizer"
+    print_line(console, f"[bold]lr[/bold]  {lr}    [bold]steps[/bold]  at most "
                         f"{report.max_steps}    [bold]tol[/bold]  |grad| < {report.tol:g}")
     print_table(console, _race_table(report))
     if report.every is not None:
@@ -78,8 +69,10 @@ def _race_table(report: DescentReport) -> FittedTable:
         columns.append(Column("nearest stationary point (SymPy)", "left", role=FORMULA))
     columns.append(Column("time", role=SECONDARY, under="steps"))
     table = FittedTable(columns, title="gradient descent")
+    per_optimizer_rates = len({run.learning_rate for run in report.runs}) > 1  # -o sgd:0.1,adam:0.01
     for run in report.runs:
-        row = [run.optimizer, Text(run.status, style=_STATUS_STYLE.get(run.status, "")), str(run.steps),
+        name = f"{run.optimizer} lr={run.learning_rate:g}" if per_optimizer_rates else run.optimizer
+        row = [name, Text(run.status, style=_STATUS_STYLE.get(run.status, "")), str(run.steps),
                *[number(run.final.get(v)) for v in report.variables], number(run.value), _short(run.gradient_norm)]
         if report.stationary_points is not None:
             row.append(_stationary_cell(run))

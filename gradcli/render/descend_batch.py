@@ -62,7 +62,8 @@ def csv_rows(header: dict, record: dict) -> list[list[tuple[str, Any]]]:
     row += [(v, record["start"][v]) for v in names]
     if "line" in record:  # files: the line each start came from (a grid has none)
         row.append(("line", record["line"]))
-    row += [("optimizer", record["optimizer"]), ("status", record["status"]), ("steps", record["steps"])]
+    row += [("optimizer", record["optimizer"]), ("learning_rate", record.get("learning_rate")),
+            ("status", record["status"]), ("steps", record["steps"])]
     row += [(f"final_{v}", record["final"].get(v)) for v in names]
     row += [("value", record["value"]), ("gradient_norm", record["gradient_norm"])]
     s = record.get("stationary_point") or {}

@@ -38,8 +38,8 @@ from gradcli.compute.descend.advice import _advise, _classify_end
 from gradcli.compute.descend.loop import run_descent
 from gradcli.compute.descend.optimizers import _CAST_HYPERPARAMETERS, make_optimizer, optimizer_hyperparameters  # noqa: F401
 from gradcli.compute.descend.options import (
-    DEFAULT_LEARNING_RATE, DEFAULT_STATIONARY_TIME_LIMIT, DEFAULT_STEPS, OPTIMIZERS, DescentPlan,
-    check_options, check_stationary_time_limit, parse_optimizers, plan_notes, start_point,
+    DEFAULT_LEARNING_RATE, DEFAULT_STATIONARY_TIME_LIMIT, DEFAULT_STEPS, OPTIMIZERS, TRAJECTORY_MAX_ROWS, DescentPlan,
+    check_options, check_stationary_time_limit, parse_optimizer_rates, plan_notes, start_point,
 )
 from gradcli.compute.descend.results import STATUSES, DescentReport, DescentRun
 from gradcli.compute.descend.stationary import _nearest, start_stationary_points
@@ -61,7 +61,7 @@ def plan_descent(expression: str, *, start: list[str] | str | None = None, optim
                  every: int | None = None) -> DescentPlan:
     """Check every option (usage errors, exit 2) before anything is computed."""
     dtype = check_dtype(dtype)
-    names_opt = parse_optimizers(optimizers)
+    chosen = parse_optimizer_rates(optimizers)
     momentum_given = momentum is not None
     lr, steps, tol, every, momentum = check_options(lr=lr, steps=steps, tol=tol, every=every, momentum=momentum,
                                                     dtype=dtype)
@@ -69,8 +69,8 @@ def plan_descent(expression: str, *, start: list[str] | str | None = None, optim
     if not expr.variables:
         raise UsageError(f"{expr.text} has no variables: there is nothing to descend on")
     point, defaulted = start_point(expr, start, dtype)
-    return DescentPlan(expr, list(point), point, defaulted, names_opt, lr, steps, tol, momentum, momentum_given,
-                       every, dtype, maximize)
+    return DescentPlan(expr, list(point), point, defaulted, list(chosen), lr, steps, tol, momentum, momentum_given,
+                       every, dtype, maximize, rates={k: v for k, v in chosen.items() if v is not None})
 
 
 def compute_descent(expression: str, *, start: list[str] | str | None = None, optimizers: str | None = "manual",
@@ -143,10 +143,14 @@ def _race(plan: DescentPlan, report: DescentReport, *, record_every, jit, progre
     step_every = plan.every or record_every
     for name in plan.optimizers:
         progress = progress_factory(name, plan.steps) if progress_factory else None
-        run = run_descent(expr.tree, names, point, optimizer=name, lr=plan.lr, momentum=plan.momentum,
+        run = run_descent(expr.tree, names, point, optimizer=name, lr=plan.rate(name), momentum=plan.momentum,
                           dtype=plan.dtype, tol=plan.tol, maximize=maximize, max_steps=plan.steps, every=step_every,
                           jit=jit, progress=progress)
         report.runs.append(run)
+        spacing = run.history[1].step - run.history[0].step if len(run.history) > 2 else None
+        if plan.every is not None and spacing is not None and spacing > plan.every:
+            report.notes.append(f"{name}: the trajectory keeps every {spacing} steps, not every {plan.every} "
+                                f"(at most {TRAJECTORY_MAX_ROWS:,} rows per run)")
 
     for run in report.runs:
         if run.status == "diverged" and run.steps > 0:

@@ -172,7 +172,7 @@ class DescentBatch:
         for attempt in (self.jit, False):
             runner = self._runners.get(name)
             if runner is None or runner.size != size or runner.jit != attempt:
-                runner = BatchRunner(self.expression.tree, self.variables, size, optimizer=name, lr=plan.lr,
+                runner = BatchRunner(self.expression.tree, self.variables, size, optimizer=name, lr=plan.rate(name),
                                      momentum=plan.momentum, dtype=plan.dtype, tol=plan.tol,
                                      maximize=plan.maximize, max_steps=plan.steps, jit=attempt)
                 self._runners[name] = runner

@@ -45,7 +45,7 @@ class StartRecords:
         plan, dtype = self.plan, self.plan.dtype
         code, k = int(rows.codes[i]), int(rows.steps[i])
         run = DescentRun(
-            optimizer=name, learning_rate=plan.lr, status=STATUS_NAME[code], steps=k,
+            optimizer=name, learning_rate=plan.rate(name), status=STATUS_NAME[code], steps=k,
             final={v: shortest(float(rows.final[i, j]), dtype) for j, v in enumerate(self.names)},
             value=shortest(float(rows.value[i]), dtype), gradient_norm=shortest(float(rows.gnorm[i]), dtype),
             message="", compiled=rows.compiled)
@@ -59,7 +59,7 @@ class StartRecords:
         if self.stationary and run.status not in FAILED_STATUSES:
             reached = stationary_reached(self.stationary, run.final)
         record.update({
-            "optimizer": name, "status": run.status, "steps": run.steps, "final": run.final, "value": run.value,
+            "optimizer": name, "learning_rate": run.learning_rate, "status": run.status, "steps": run.steps, "final": run.final, "value": run.value,
             "gradient_norm": run.gradient_norm,
             "stationary_point": None if reached is None else reached.to_dict(),
             "basin": None,  # set by EndPointBasins.assign, when the basins come from the end points

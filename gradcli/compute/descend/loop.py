@@ -17,6 +17,7 @@ from gradcli.compute.descend.results import DescentRun, HistoryRow
 from gradcli.compute.descend.rules import (
     CONVERGED, DIVERGED, MAX_STEPS, PAUSED, RUNNING, STALL_STEPS, STALLED, STATUS_NAME, UNBOUNDED, VALUE_BOUND, WINDOW,
 )
+from gradcli.compute.descend.trajectory import Trajectory
 from gradcli.compute.descend.verdicts import _explain_stop
 from gradcli.expression.evaluate import compile_expression
 from gradcli.results import shortest
@@ -224,16 +225,17 @@ def _run(tree, names, start, *, optimizer, lr, momentum, dtype, tol, maximize, m
                      maximize=maximize, max_steps=max_steps, every=every, jit=jit)
     chunk = _chunk_steps(max_steps, every, progress)
     k, stall, moved = 0, 0, False
-    history: list[HistoryRow] = []
+    trajectory = Trajectory(every or max_steps + 1)  # bounded: thinned evenly past TRAJECTORY_MAX_ROWS rows
     while True:
         k_out, status, stall_out, moved_out, rows = runner.run_chunk(k, min(k + chunk, max_steps), stall, moved)
-        history += runner.rows(int(rows.numpy()))
         k, stall, moved = int(k_out.numpy()), int(stall_out.numpy()), bool(moved_out.numpy())
         status = int(status.numpy())
+        trajectory.add(runner.rows(int(rows.numpy())), last=status != PAUSED)
         if progress is not None:
             progress(k, max_steps)
         if status != PAUSED:
             break
+    history = trajectory.rows
     last = history[-1]
     run = DescentRun(
         optimizer=optimizer, learning_rate=lr, status=STATUS_NAME[status], steps=k, final=last.point,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gradcli.errors import UsageError
 from gradcli.expression import Expression
@@ -24,6 +24,9 @@ DEFAULT_STATIONARY_TIME_LIMIT = 2.0
 MAX_STEP_COUNT = 10**15
 # Largest --stationary-timeout (s): the waits below it must fit the OS's timeouts (~24 days).
 MAX_STATIONARY_TIME_LIMIT = 1e6
+# Rows a run's kept trajectory has at most (--every, a plot, a CSV trajectory): past it the kept steps are
+# thinned evenly, so memory does not grow with --steps.
+TRAJECTORY_MAX_ROWS = 100_000
 
 
 @dataclass
@@ -43,6 +46,11 @@ class DescentPlan:
     every: int | None
     dtype: str
     maximize: bool
+    # Learning rates given per optimizer (-o sgd:0.1,adam:0.01); the others take ``lr``.
+    rates: dict[str, float] = field(default_factory=dict)
+
+    def rate(self, optimizer: str) -> float:
+        return self.rates.get(optimizer, self.lr)
 
 
 def plan_notes(plan: DescentPlan) -> list[str]:
@@ -55,24 +63,36 @@ def plan_notes(plan: DescentPlan) -> list[str]:
     return notes
 
 
-def parse_optimizers(text: str | None) -> list[str]:
-    """``sgd,adam`` -> ["sgd", "adam"] (in the order given); ``all`` -> every optimizer."""
+def parse_optimizer_rates(text: str | None) -> dict[str, float | None]:
+    """``sgd:0.1,adam`` -> {"sgd": 0.1, "adam": None} (in the order given; None: the --lr default);
+    ``all`` or ``all:LR`` -> every optimizer. Names in any case."""
     if text is None:
-        return ["manual"]
+        return {"manual": None}
     if not text.strip():
         raise UsageError("--optimizer is empty: name one or more, e.g. --optimizer manual,sgd")
-    if text.strip().lower() == "all":
-        return list(OPTIMIZERS)
-    chosen: list[str] = []
+    chosen: dict[str, float | None] = {}
     for part in text.split(","):
-        name = part.strip().lower()
-        if name not in OPTIMIZERS:
-            raise UsageError(f"--optimizer: unknown optimizer '{part.strip()}' (choose from {', '.join(OPTIMIZERS)}, "
+        name, colon, rate_text = (s.strip() for s in part.partition(":"))
+        rate = _rate(name, rate_text) if colon else None
+        if name.lower() == "all" and "," not in text:
+            return dict.fromkeys(OPTIMIZERS, rate)
+        if name.lower() not in OPTIMIZERS:
+            raise UsageError(f"--optimizer: unknown optimizer '{name}' (choose from {', '.join(OPTIMIZERS)}, "
                              "or all)")
-        if name in chosen:
-            raise UsageError(f"--optimizer: '{name}' is given twice")
-        chosen.append(name)
+        if name.lower() in chosen:
+            raise UsageError(f"--optimizer: '{name.lower()}' is given twice")
+        chosen[name.lower()] = rate
     return chosen
+
+
+def _rate(name: str, text: str) -> float:
+    """The LR of ``-o NAME:LR``: a positive finite number."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise UsageError(f"--optimizer {name}:{text}: the learning rate after ':' must be a number, "
+                         f"e.g. {name}:0.01") from None
+    return _positive(f"--optimizer {name}:LR", value)
 
 
 def _positive(name: str, value: float) -> float:

@@ -1,0 +1,107 @@
+"""gradcli in scripts (issue 9, item 7): a learning rate per optimizer, descend's CSV (a row per run; the
+trajectory with --every), a kept trajectory bounded whatever the step count (issue 10, item 3), and the
+CSV point columns of grad, hessian and derivative."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gradcli.compute.descend import plan_descent
+from gradcli.compute.descend.options import OPTIMIZERS, parse_optimizer_rates
+from gradcli.compute.descend.results import HistoryRow
+from gradcli.compute.descend.trajectory import Trajectory
+from gradcli.errors import UsageError
+
+NO_SYMPY = ("--stationary-timeout", "0")
+
+
+def read_csv(text: str) -> list[dict]:
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+# ---------------------------------------------------------------------------------------------
+# -o NAME:LR
+# ---------------------------------------------------------------------------------------------
+def test_optimizer_rates_parse_in_order_and_any_case():
+    assert parse_optimizer_rates("SGD:0.1,adam:1e-2,Manual") == {"sgd": 0.1, "adam": 0.01, "manual": None}
+    assert parse_optimizer_rates("all:0.5") == dict.fromkeys(OPTIMIZERS, 0.5)
+    plan = plan_descent("x**2", optimizers="sgd:0.3,adam", lr=0.02)
+    assert plan.optimizers == ["sgd", "adam"]
+    assert (plan.rate("sgd"), plan.rate("adam")) == (0.3, 0.02)
+
+
+@pytest.mark.parametrize("spec, message", [("sgd:", "must be a number"), ("sgd:abc", "must be a number"),
+                                           ("sgd:0", "positive finite"), ("sgd:nan", "positive finite"),
+                                           ("sgd:0.1,SGD:0.2", "given twice"), ("bogus:0.1", "unknown optimizer")])
+def test_bad_optimizer_rates_are_usage_errors(spec, message):
+    with pytest.raises(UsageError, match=message):
+        parse_optimizer_rates(spec)
+
+
+def test_rates_per_optimizer_reach_the_runs_the_json_and_the_program(invoke, invoke_json):
+    doc = invoke_json("descend", "x**2+3*y**2", "--from", "x=1,y=1", "-o", "sgd:0.1,manual", "--lr", "0.05",
+                      "--steps", "30", *NO_SYMPY)
+    assert doc["learning_rate"] == 0.05
+    assert [(r["optimizer"], r["learning_rate"]) for r in doc["runs"]] == [("sgd", 0.1), ("manual", 0.05)]
+    # sgd at 0.1 takes the same steps as the hand-written loop at 0.1 (bit-identical in float64), not 0.05.
+    again = invoke_json("descend", "x**2+3*y**2", "--from", "x=1,y=1", "-o", "manual:0.1", "--steps", "30",
+                        *NO_SYMPY)
+    assert again["runs"][0]["final"] == doc["runs"][0]["final"]
+    program = invoke("descend", "x**2", "-o", "adam:0.003", "--show-code").stdout
+    assert "learning_rate = 0.003" in program
+
+
+# ---------------------------------------------------------------------------------------------
+# descend -f csv
+# ---------------------------------------------------------------------------------------------
+def test_descend_csv_is_a_row_per_run_without_every(invoke):
+    result = invoke("descend", "(x-1)**2+(y+2)**2", "--from", "x=0,y=0", "-o", "sgd:0.2,adam:0.1", "--steps",
+                    "2000", "-f", "csv", *NO_SYMPY)
+    assert result.exit_code == 0, result.stderr
+    rows = read_csv(result.stdout)
+    assert [r["optimizer"] for r in rows] == ["sgd", "adam"]
+    assert list(rows[0])[:8] == ["x", "y", "optimizer", "learning_rate", "status", "steps", "final_x", "final_y"]
+    assert {"value", "gradient_norm", "end_point_kind", "stationary_kind", "message", "seconds"} <= set(rows[0])
+    assert [r["learning_rate"] for r in rows] == ["0.2", "0.1"]
+    assert rows[0]["x"] == "0.0" and rows[0]["status"] == "converged"
+    assert float(rows[0]["final_x"]) == pytest.approx(1) and float(rows[0]["final_y"]) == pytest.approx(-2)
+
+
+# ---------------------------------------------------------------------------------------------
+# The kept trajectory: bounded, evenly thinned, first and last step kept
+# ---------------------------------------------------------------------------------------------
+def _rows(steps) -> list[HistoryRow]:
+    return [HistoryRow(s, {"x": float(s)}, 0.0, 0.0) for s in steps]
+
+
+@settings(max_examples=60, deadline=None)
+@given(every=st.integers(1, 7), chunks=st.integers(1, 40), per_chunk=st.integers(1, 50),
+       max_rows=st.integers(2, 64), tail=st.integers(0, 6))
+def test_trajectory_is_bounded_even_and_keeps_both_ends(every, chunks, per_chunk, max_rows, tail):
+    t = Trajectory(every, max_rows=max_rows)
+    step = 0
+    for c in range(chunks):
+        recorded = list(range(step, step + per_chunk * every, every))
+        step += per_chunk * every
+        last = c == chunks - 1
+        t.add(_rows(recorded + ([step - every + tail] if last and tail else [])), last=last)
+    kept = [r.step for r in t.rows]
+    assert len(kept) <= max_rows
+    assert kept[0] == 0 and kept == sorted(set(kept))
+    body = kept[:-1] if len(kept) > 1 else kept
+    assert all(b - a == t.spacing for a, b in zip(body, body[1:]))  # evenly spaced before the last
+    assert t.spacing % every == 0
+    final = step - every + tail if tail else step - every
+    assert kept[-1] == final
+
+
+def test_trajectory_below_the_bound_is_every_recorded_row():
+    t = Trajectory(10, max_rows=100)
+    t.add(_rows(range(0, 500, 10)), last=False)
+    t.add(_rows([500, 503]), last=True)
+    assert [r.step for r in t.rows] == [*range(0, 510, 10), 503] and t.spacing == 10
