@@ -74,6 +74,9 @@ class ExpressionGradient:
     gradient: dict[str, dict[str, float | None]] = field(default_factory=dict)
     error: dict[str, dict[str, float | None]] = field(default_factory=dict)
     unconnected: list[str] = field(default_factory=list)
+    fd_error_estimate: dict[str, float | None] = field(default_factory=dict)  # fd's own error estimate
+    one_sided: dict[str, dict[str, float]] = field(default_factory=dict)  # kinks: {var: {"left", "right"}}
+    point_shift: dict[str, float] = field(default_factory=dict)  # exact derivative's move, typed -> dtype point
     complex_error_estimate: dict[str, float | None] = field(default_factory=dict)  # the complex step's estimate
 
     def to_dict(self) -> dict:
@@ -85,6 +88,10 @@ class ExpressionGradient:
             "error": self.error,
             "unconnected": self.unconnected,
         }
+        if "fd" in self.gradient:
+            doc["fd_error_estimate"] = self.fd_error_estimate
+        if self.one_sided:
+            doc["one_sided"] = self.one_sided
         if "complex" in self.gradient:
             doc["complex_error_estimate"] = self.complex_error_estimate
         return doc

@@ -7,7 +7,8 @@ import math
 from gradcli.errors import UsageError
 from gradcli.expression.evaluate import PYTHON_FLOAT64, compile_expression
 from gradcli.expression import Expression, parse
-from gradcli.methods.fd import MACHINE_EPSILON, SCHEME_ORDER, Scheme, check_step, fd_gradient
+from gradcli.methods.fd import MACHINE_EPSILON, Scheme, _one, check_step, fd_gradients
+from gradcli.methods.fd_notes import fd_line_notes
 from gradcli.expression.points import Point, check_covers, check_point_fits, parse_point
 from gradcli.results import FIRST_ORDER_METHODS, METHODS, ExpressionGradient, GradientReport, point_text, shortest, value_warning
 from gradcli.methods import symbolic
@@ -118,10 +119,13 @@ def compute_gradient(expressions: list[str], *, at: list[str] | str, wrt: str | 
             report.sum = report.sum or {}
             report.sum["tape"] = {k: shortest(v, dtype) for k, v in summed.items()}
     if "fd" in chosen:
+        check_step(eps, point.values, variables, dtype)
         for e, r in zip(exprs, report.results):
-            derivs, steps = fd_gradient(e.tree, point.values, variables, scheme=scheme, dtype=dtype, eps=eps)
-            r.gradient["fd"] = {k: shortest(v, dtype) for k, v in derivs.items()}
-            report.fd_steps = steps
+            fd = fd_gradients(e.tree, _one(point.values), variables, scheme=scheme.value, dtype=dtype, eps=eps)
+            r.gradient["fd"] = {k: shortest(v, dtype) for k, v in zip(variables, fd.values[0].tolist())}
+            r.fd_error_estimate = dict(zip(variables, fd.estimates[0].tolist()))
+            report.fd_steps = dict(zip(variables, fd.steps[0].tolist()))
+            _fd_notes(report, e.text, fd, variables, point, explicit_step=eps is not None)
         if len(exprs) > 1:
             report.sum = report.sum or {}
             report.sum["fd"] = _sum_rows([r.gradient["fd"] for r in report.results], variables)
@@ -196,49 +200,79 @@ def _symbolic_column(job: BoundedJob, report: GradientReport, variables, count: 
 
 def tolerance(method: str, *, dtype: str, scale: float, step: float | None = None,
               scheme: Scheme = Scheme.central) -> float:
-    """How far a method may be from the exact value before gradcli calls it a disagreement.
-
-    tape: a few hundred roundings of the dtype. fd: truncation h**p plus rounding eps/h, with a
-    safety factor, since the derivatives that set the constants are unknown.
-    """
-    eps = MACHINE_EPSILON[dtype]
-    if method == "tape":
-        return 1e3 * eps * scale
-    p = SCHEME_ORDER[Scheme(scheme).value]
-    h = 1.0 if step is None else step  # floats or NumPy arrays (a batch judges every point at once)
-    return 100.0 * (h ** p + eps / h) * scale
+    """How far the tape may be from the exact value before gradcli calls it a disagreement: a few hundred
+    roundings of the dtype. (fd is judged against its own estimate: :func:`fd_tolerance`.)"""
+    return 1e3 * MACHINE_EPSILON[dtype] * scale
 
 
-def judge_gradients(values, columns: dict, x, steps, *, dtype: str, scheme: str):
+def fd_tolerance(estimate, reference):
+    """fd against an exact value: its own error estimate plus the float64 rounding of the exact value."""
+    import numpy as np
+
+    return estimate + 4 * MACHINE_EPSILON["float64"] * np.abs(reference)
+
+
+def judge_gradients(values, columns: dict, x, steps, *, dtype: str, scheme: str, estimates=None, shift=None):
     """Every point at once, for one point and for a batch alike: (error per method [T, P, n], where it is
-    more than the dtype and the step explain [T, P, n]), against the symbolic column.
+    more than the method's tolerance [T, P, n], that tolerance), against the symbolic column.
 
-    ``values`` [T, P] (NaN where undefined), ``columns`` {method: [T, P, n]}, ``x`` [P, n], ``steps`` [P, n]
-    (fd's) or None. An error is NaN where either side is not finite: nothing is compared there.
+    ``values`` [T, P] (NaN where undefined), ``columns`` {method: [T, P, n]}, ``x`` [P, n], ``estimates``
+    [T, P, n] (fd's error estimates), ``shift`` [T, P, n] or None: how far the exact derivative moves
+    between the typed point and the dtype's (added to every tolerance: the rounding of the point is no
+    method's error). An error is NaN where either side is not finite: nothing is compared there.
     """
     import numpy as np
 
     ref = columns.get("symbolic")
     if ref is None:
-        return {}, {}
+        return {}, {}, {}
     scale = np.maximum(np.maximum(1.0, np.abs(values)[..., None]), np.maximum(np.abs(ref), np.abs(x)[None]))
-    errors, disagree = {}, {}
+    errors, disagree, tolerances = {}, {}, {}
     with np.errstate(invalid="ignore", over="ignore"):  # inf/NaN are judged by the callers, not warned about
         for m in ("tape", "fd"):
             if m not in columns:
                 continue
             err = np.abs(columns[m] - ref)
-            tol = tolerance(m, dtype=dtype, scale=scale, step=None if m != "fd" else steps[None], scheme=scheme)
-            errors[m], disagree[m] = err, err > tol
-    return errors, disagree
+            if m == "fd" and estimates is not None:
+                tol = fd_tolerance(estimates, ref)
+            else:
+                tol = tolerance(m, dtype=dtype, scale=scale)
+            if shift is not None:
+                tol = tol + shift
+            errors[m], disagree[m], tolerances[m] = err, err > tol, tol
+    return errors, disagree, tolerances
 
 
-def disagreement(method: str, text: str, variable: str, error: float, *, dtype: str, scale: float,
-                 step: float | None, scheme: str) -> str:
-    """The warning for a method further from the exact value than its dtype and step explain."""
-    tol = tolerance(method, dtype=dtype, scale=scale, step=step, scheme=scheme)
+def cross_check(values, columns: dict, x, estimates, *, dtype: str):
+    """Without the exact column: tape against fd, within fd's estimate plus the tape's rounding. Returns
+    (|tape - fd|, where it is more [T, P, n], that tolerance, fd suspect [T, P, n]) or None. fd is the
+    suspect where its own estimate is large (more than sqrt(eps) of the value), otherwise the tape."""
+    import numpy as np
+
+    if "symbolic" in columns or "tape" not in columns or "fd" not in columns or estimates is None:
+        return None
+    tape, fd = columns["tape"], columns["fd"]
+    scale = np.maximum(np.maximum(1.0, np.abs(values)[..., None]), np.maximum(np.abs(tape), np.abs(x)[None]))
+    with np.errstate(invalid="ignore", over="ignore"):
+        gap = np.abs(tape - fd)
+        tol = estimates + tolerance("tape", dtype=dtype, scale=scale)
+        fd_suspect = estimates > MACHINE_EPSILON[dtype] ** 0.5 * np.maximum(1.0, np.abs(fd))
+        return gap, gap > tol, tol, fd_suspect
+
+
+def cross_disagreement(text: str, variable: str, gap: float, tol: float, fd_suspect: bool, *, dtype: str) -> str:
+    """The warning for tape and fd apart by more than fd's estimate (no exact value to settle it)."""
+    suspect = ("fd is suspect (its own error estimate is large)" if fd_suspect
+               else "the tape is suspect (fd's estimate is small)")
+    return (f"tape and fd disagree on d({text})/d{variable}: |tape - fd| = {gap:.3g} is more than fd's "
+            f"estimate and {dtype}'s rounding explain (~{tol:.1g}); no exact value to settle it: {suspect}")
+
+
+def disagreement(method: str, text: str, variable: str, error: float, *, dtype: str, tol: float) -> str:
+    """The warning for a method further from the exact value than its tolerance (fd: its own estimate)."""
+    why = "fd's own error estimate" if method == "fd" else f"{dtype} explains"
     return (f"{method} and symbolic disagree on d({text})/d{variable}: error {error:.3g} is more than "
-            f"{dtype} and the step explain (~{tol:.1g})")
+            f"{why} (~{tol:.1g})")
 
 
 def _errors_and_warnings(report: GradientReport, exprs, point: Point, scheme: Scheme, eps) -> None:
@@ -258,7 +292,11 @@ def _errors_and_warnings(report: GradientReport, exprs, point: Point, scheme: Sc
         values = np.array([[nan if r.value is None else r.value]])
         x = np.array([[point.values[v] for v in wrt]])
         steps = np.array([[report.fd_steps.get(v, nan) for v in wrt]]) if report.fd_steps else None
-        errors, disagree = judge_gradients(values, columns, x, steps, dtype=report.dtype, scheme=scheme)
+        estimates = np.array([[[r.fd_error_estimate.get(v, nan) for v in wrt]]]) if r.fd_error_estimate else None
+        shift = np.array([[[r.point_shift.get(v, 0.0) for v in wrt]]]) if r.point_shift else None
+        errors, disagree, tols = judge_gradients(values, columns, x, steps, dtype=report.dtype, scheme=scheme,
+                                                 estimates=estimates, shift=shift)
+        cross = cross_check(values, columns, x, estimates, dtype=report.dtype)
         for m, err in errors.items():
             r.error[m] = {v: (float(err[0, 0, j]) if math.isfinite(err[0, 0, j]) else None)
                           for j, v in enumerate(wrt)}
@@ -273,9 +311,26 @@ def _errors_and_warnings(report: GradientReport, exprs, point: Point, scheme: Sc
                 continue
             for m, d in disagree.items():
                 if d[0, 0, j]:
-                    scale = max(1.0, abs(r.value), abs(r.gradient["symbolic"][v]), abs(point.values[v]))
                     report.warnings.append(disagreement(m, e.text, v, float(errors[m][0, 0, j]), dtype=report.dtype,
-                                                        scale=scale, step=report.fd_steps.get(v), scheme=scheme))
+                                                        tol=float(tols[m][0, 0, j])))
+            if cross is not None and cross[1][0, 0, j]:
+                report.warnings.append(cross_disagreement(e.text, v, float(cross[0][0, 0, j]), float(cross[2][0, 0, j]),
+                                                          bool(cross[3][0, 0, j]), dtype=report.dtype))
+
+
+def _fd_notes(report: GradientReport, text: str, fd, variables, point: Point, *, explicit_step: bool) -> None:
+    """Adapted steps, one-sided stencils, kinks and unresolvable values, in words (see methods.fd_notes)."""
+    r = next(r for r in report.results if r.expression == text and "fd" in r.gradient)
+    for j, v in enumerate(variables):
+        warnings, notes, kink = fd_line_notes(f"d({text})/d{v}", point_text(point.values), dtype=report.dtype,
+                                              value=float(fd.values[0, j]), estimate=float(fd.estimates[0, j]),
+                                              step=float(fd.steps[0, j]), how=int(fd.how[0, j]),
+                                              kink=bool(fd.kinks[0, j]), left=float(fd.left[0, j]),
+                                              right=float(fd.right[0, j]), explicit_step=explicit_step)
+        report.warnings += warnings
+        report.notes += notes
+        if kink:
+            r.one_sided[v] = kink
 
 
 def _show(x: float | None) -> str:

@@ -25,6 +25,7 @@ from typing import Mapping
 from gradcli.errors import UsageError
 from gradcli.expression.evaluate import compile_expression, numpy_backend
 from gradcli.expression import Node
+from gradcli.methods import fd_error
 
 MACHINE_EPSILON = {"float64": 2.220446049250313e-16, "float32": 1.1920928955078125e-07}
 
@@ -113,59 +114,152 @@ class FdGradients:
     values: object  # [P, n] float64
     steps: object  # [P, n] float64: the step taken per point and variable
     scheme: str
+    estimates: object = None  # [P, n]: the error estimate of each value (see gradcli.methods.fd_error)
+    left: object = None  # [P, n]: one-sided derivatives (two-sided schemes), for kinks
+    right: object = None
+    kinks: object = None  # [P, n] bool: the one-sided derivatives differ beyond their estimates
+    how: object = None  # [P, n] int: 0 the default step, fd_error.ADAPTED, fd_error.ONE_SIDED
 
 
-# (offset multiples of h in the stencil, combination) for each scheme; the combination is written
-# exactly like the one-dimensional formula so that a single point gives the textbook digits.
-_OFFSETS = {"central": (1.0, -1.0), "forward": (1.0, 0.0), "backward": (0.0, -1.0),
-            "richardson": (1.0, -1.0, 0.5, -0.5)}
+# Offsets (multiples of h) each scheme evaluates: its formula at h, at 2h (the estimate) and, for the two-sided
+# schemes, f(x) for the one-sided derivatives (kinks).
+_OFFSETS = {"central": (1.0, -1.0, 2.0, -2.0, 0.0), "forward": (1.0, 0.0, 2.0), "backward": (0.0, -1.0, -2.0),
+            "richardson": (1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 0.0)}
+_WEIGHT_SUM = {"central": 1.0, "forward": 2.0, "backward": 2.0, "richardson": 3.0}
+# |weight| of each f value in the scheme's formula, times h: what each value's own rounding error costs
+_WEIGHTS = {"central": {1.0: 0.5, -1.0: 0.5}, "forward": {1.0: 1.0, 0.0: 1.0}, "backward": {0.0: 1.0, -1.0: 1.0},
+            "richardson": {0.5: 4 / 3, -0.5: 4 / 3, 1.0: 1 / 6, -1.0: 1 / 6}}
 
 
-def _combine(scheme: str, f, h):
+def _combine(scheme: str, F, h, s=1.0):
+    """The scheme's formula at step s*h from ``F(m)`` = f(x + m h); written exactly like the textbook
+    formula so that s = 1 gives the textbook digits (the guide's 7.999999999999119)."""
     if scheme == "central":
-        return (f[0] - f[1]) / (2 * h)
+        return (F(s) - F(-s)) / (2 * (s * h))
     if scheme == "forward":
-        return (f[0] - f[1]) / h
+        return (F(s) - F(0.0)) / (s * h)
     if scheme == "backward":
-        return (f[0] - f[1]) / h
+        return (F(0.0) - F(-s)) / (s * h)
     # Richardson: central differences at h and h/2 combined to cancel the h^2 term (error O(h^4)).
-    d1 = (f[0] - f[1]) / (2 * h)
-    half = h / 2
-    d2 = (f[2] - f[3]) / (2 * half)
+    d1 = (F(s) - F(-s)) / (2 * (s * h))
+    half = s * h / 2
+    d2 = (F(s / 2) - F(-s / 2)) / (2 * half)
     return d2 + (d2 - d1) / 3
+
+
+def _along(tree: Node, env: dict, variable: str, h, offsets, dtype: str) -> tuple[dict, dict]:
+    """f at x + m h for every offset m (one call over all of them), and the rounding error each of those
+    values carries, measured against the same points in a wider type: ({m: [Q]}, {m: [Q]})."""
+    np = _np()
+    t = np.dtype(dtype).type
+    q = len(h)
+    stacked = {k: np.tile(v, len(offsets)) for k, v in env.items() if k != variable}
+    stacked[variable] = np.concatenate([env[variable] + t(m) * h for m in offsets])
+    fx = _evaluate(tree, stacked, dtype, (len(offsets) * q,))
+    rounding = fd_error.measured_rounding(tree, stacked, fx, dtype)
+    return (dict(zip(offsets, fx.reshape(len(offsets), q))), dict(zip(offsets, rounding.reshape(len(offsets), q))))
+
+
+def _taken_steps(x64, h_default, factor: float, dtype: str):
+    """factor times the default step, as the step x + h really takes in the dtype."""
+    np = _np()
+    if factor == 1.0:
+        return h_default
+    t = np.dtype(dtype).type
+    xt = x64.astype(t)
+    requested = (h_default.astype(np.float64) * factor).astype(t)
+    h = (xt + requested) - xt
+    return np.where(h == 0, requested, h)
+
+
+def _sided(dtype: str, F, E, h):
+    """Second-order one-sided derivatives from f(x), f(x +- h), f(x +- 2h), with their estimates (the
+    first-order ones' distance, and the values' measured rounding) together: (left, right, estimate)."""
+    np = _np()
+    right = (-3 * F(0.0) + 4 * F(1.0) - F(2.0)) / (2 * h)
+    left = (3 * F(0.0) - 4 * F(-1.0) + F(-2.0)) / (2 * h)
+    fmax = np.maximum.reduce([np.abs(F(m)) for m in (0.0, 1.0, -1.0, 2.0, -2.0)])
+    measured = (3 * E(0.0) + 2 * (E(1.0) + E(-1.0)) + 0.5 * (E(2.0) + E(-2.0))) / h
+    est = np.abs(right - (F(1.0) - F(0.0)) / h) + np.abs(left - (F(0.0) - F(-1.0)) / h) \
+        + fd_error.rounding(dtype, fmax, 8.0, h, 1, measured)
+    return left, right, est
+
+
+def _gradient_line(tree, env, variable, x64, h, scheme: str, dtype: str) -> fd_error.LineResult:
+    """One variable's partial derivatives at Q points, step h [Q] in dtype, with the estimate."""
+    np = _np()
+    f, e = _along(tree, env, variable, h, _OFFSETS[scheme], dtype)
+
+    def F(m):
+        return f[m]
+
+    value = _combine(scheme, F, h)
+    wide = _combine(scheme, F, h, 2.0)
+    fmax = np.maximum.reduce([np.abs(v) for v in f.values()])
+    measured = sum(w * e[m] for m, w in _WEIGHTS[scheme].items()) / h
+    estimate = fd_error.truncation(value, wide, SCHEME_ORDER[scheme]) + fd_error.rounding(
+        dtype, fmax, _WEIGHT_SUM[scheme], h, 1, measured)
+    finite = np.all(np.isfinite(np.stack(list(f.values()))), axis=0)
+    r = fd_error.LineResult(value.astype(np.float64), estimate.astype(np.float64), h.astype(np.float64), finite)
+    if scheme in ("central", "richardson"):  # two-sided: the one-sided derivatives show kinks
+        left, right, est = _sided(dtype, F, lambda m: e[m], h)
+        r.left, r.right, r.sided_estimate = (a.astype(np.float64) for a in (left, right, est))
+    return r
+
+
+def _one_sided_line(tree, env, variable, x64, h, dtype: str) -> fd_error.LineResult:
+    """Second-order forward and backward derivatives; each point keeps the finite one with the smaller estimate."""
+    np = _np()
+    f, e = _along(tree, env, variable, h, (0.0, 1.0, 2.0, -1.0, -2.0), dtype)
+    left, right, _ = _sided(dtype, lambda m: f[m], lambda m: e[m], h)
+    out = []
+    for sign, d in ((1.0, right), (-1.0, left)):
+        first = (f[sign] - f[0.0]) / (sign * h)
+        fmax = np.maximum.reduce([np.abs(f[m * sign]) for m in (0.0, 1.0, 2.0)])
+        measured = (1.5 * e[0.0] + 2 * e[sign] + 0.5 * e[2 * sign]) / h
+        est = fd_error.TRUNCATION_SAFETY * np.abs(d - first) + fd_error.rounding(dtype, fmax, 4.0, h, 1, measured)
+        finite = np.isfinite(f[0.0]) & np.isfinite(f[sign]) & np.isfinite(f[2 * sign])
+        out.append((d, np.where(finite, est, np.nan), finite))
+    use_right = ~(out[1][1] < out[0][1])
+    pick = [np.where(use_right, a, b) for a, b in zip(out[0], out[1])]
+    return fd_error.LineResult(pick[0].astype(np.float64), pick[1].astype(np.float64), h.astype(np.float64),
+                               pick[2])
 
 
 def fd_gradients(tree: Node, points: Mapping[str, object], wrt: list[str], *, scheme: str = "central",
                  dtype: str = "float64", eps: float | None = None) -> FdGradients:
-    """Partial derivatives at every point by ``scheme``; all stencil points in one call."""
+    """Partial derivatives at every point by ``scheme``, with error estimates; each variable's stencil
+    points in one call. Without ``eps``, suspicious points get adapted steps (see :mod:`fd_error`)."""
     np = _np()
     env = _typed_env(points, dtype)
     p = len(next(iter(env.values()))) if env else 1
-    offsets = _OFFSETS[scheme]
-    s = len(offsets)
-    h = {v: steps(points[v], dtype, STEP_POWER[scheme], eps) for v in wrt}
-    # rows (variable i, offset j): the point with x_i moved by offset_j * h_i; flattened to one axis.
-    stacked = {}
+    out = {name: np.empty((p, len(wrt)), dtype=dtype_) for name, dtype_ in
+           (("values", np.float64), ("steps", np.float64), ("estimates", np.float64), ("left", np.float64),
+            ("right", np.float64), ("kinks", bool), ("how", int))}
     with np.errstate(all="ignore"):
-        for name, x in env.items():
-            rows = []
-            for v in wrt:
-                for m in offsets:
-                    if name != v or m == 0.0:
-                        rows.append(x)
-                    elif m == 0.5 or m == -0.5:
-                        rows.append(x + h[v] / 2 if m > 0 else x - h[v] / 2)
-                    else:
-                        rows.append(x + h[v] if m > 0 else x - h[v])
-            stacked[name] = np.concatenate(rows) if rows else x
-        total = len(wrt) * s * p
-        fx = _evaluate(tree, stacked, dtype, (total,)).reshape(len(wrt), s, p)
-        values = np.empty((p, len(wrt)), dtype=np.float64)
-        step_out = np.empty((p, len(wrt)), dtype=np.float64)
+        centre = _evaluate(tree, env, dtype, (p,)) if wrt else None
         for i, v in enumerate(wrt):
-            values[:, i] = _combine(scheme, fx[i], h[v]).astype(np.float64)
-            step_out[:, i] = h[v]
-    return FdGradients(values, step_out, scheme)
+            x64 = np.asarray(points[v], dtype=np.float64)
+            h0 = steps(x64, dtype, STEP_POWER[scheme], eps)
+            r = _gradient_line(tree, env, v, x64, h0, scheme, dtype)
+            if eps is None:
+                def at(index, factor, one_sided=False):
+                    sub = {k: a[index] for k, a in env.items()}
+                    h = _taken_steps(x64[index], h0[index], factor, dtype)
+                    if one_sided:
+                        return _one_sided_line(tree, sub, v, x64[index], h, dtype)
+                    return _gradient_line(tree, sub, v, x64[index], h, scheme, dtype)
+
+                r = fd_error.adapt(at, r, x64, dtype, SCHEME_ORDER[scheme], 1, np.isfinite(centre),
+                                   one_sided=lambda index, factor: at(index, factor, True))
+            out["values"][:, i], out["steps"][:, i], out["estimates"][:, i] = r.value, r.step, r.estimate
+            out["left"][:, i] = np.nan if r.left is None else r.left
+            out["right"][:, i] = np.nan if r.right is None else r.right
+            # a kink where the one-sided derivatives differ and no step got a stencil clear of it
+            out["kinks"][:, i] = fd_error.kink(r) & ((r.how == 0) if r.how is not None else True)
+            out["how"][:, i] = 0 if r.how is None else r.how
+    return FdGradients(out["values"], out["steps"], scheme, out["estimates"], out["left"], out["right"],
+                       out["kinks"], out["how"])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -177,24 +271,26 @@ class FdHessians:
     gradients: object  # [P, n]: central first differences from the same stencil (step eps^(1/4): rough)
     matrices: object  # [P, n, n]
     steps: object  # [P, n]
+    estimates: object = None  # [P, n, n]: each entry's error estimate (the same differences at 2h)
 
 
-def _hessian_offsets(n: int):
-    """Stencil offsets in units of the steps: the centre, +-e_i, then the four corners of each pair."""
+def _hessian_offsets(n: int, scale: float = 1.0, centre: bool = True):
+    """Stencil offsets in units of the steps: the centre, +-e_i, then the four corners of each pair
+    (times ``scale``: the same stencil at 2h, for the estimate, follows without its centre)."""
     np = _np()
-    offsets = [np.zeros(n)]
+    offsets = [np.zeros(n)] if centre else []
     for i in range(n):
         for s in (1, -1):
             e = np.zeros(n)
-            e[i] = s
+            e[i] = s * scale
             offsets.append(e)
     for i in range(n):
         for j in range(i + 1, n):
             for si, sj in ((1, 1), (1, -1), (-1, 1), (-1, -1)):
                 e = np.zeros(n)
-                e[i], e[j] = si, sj
+                e[i], e[j] = si * scale, sj * scale
                 offsets.append(e)
-    return np.array(offsets)
+    return np.array(offsets).reshape(-1, n)
 
 
 def fd_hessians(tree: Node, points: Mapping[str, object], wrt: list[str], *, dtype: str = "float64",
@@ -211,126 +307,53 @@ def fd_hessians(tree: Node, points: Mapping[str, object], wrt: list[str], *, dty
     p = len(next(iter(env.values()))) if env else 1
     h = np.stack([steps(points[v], dtype, SECOND_DIFFERENCE_POWER, eps) for v in wrt], axis=1) if n else \
         np.zeros((p, 0), dtype=t)
-    offsets = _hessian_offsets(n).astype(t)  # [S, n]
+    offsets = np.concatenate([_hessian_offsets(n), _hessian_offsets(n, 2.0, centre=False)]).astype(t)  # [S, n]
     count = len(offsets)
     with np.errstate(all="ignore"):
         stacked = {k: np.tile(x, count) for k, x in env.items() if k not in wrt}
         for c, v in enumerate(wrt):
             # [S, P]: x + offset * h, in dtype
             stacked[v] = (env[v][None, :] + offsets[:, c:c + 1] * h[None, :, c]).reshape(-1)
-        fx = _evaluate(tree, stacked, dtype, (count * p,)).reshape(count, p)
+        fx = _evaluate(tree, stacked, dtype, (count * p,))
+        measured_f = fd_error.measured_rounding(tree, stacked, fx, dtype).reshape(count, p)
+        fx = fx.reshape(count, p)
         f0 = fx[0]
+        half = 1 + 2 * n + 2 * n * (n - 1)  # the stencil at h; the one at 2h follows (without the centre)
         gradients = np.empty((p, n), dtype=np.float64)
-        matrices = np.empty((p, n, n), dtype=np.float64)
         for i in range(n):
-            fp, fm = fx[1 + 2 * i], fx[2 + 2 * i]
-            gradients[:, i] = (fp - fm) / (2 * h[:, i])
-            matrices[:, i, i] = (fp - 2 * f0 + fm) / (h[:, i] * h[:, i])
-        k = 1 + 2 * n
-        for i in range(n):
-            for j in range(i + 1, n):
-                pp, pm, mp, mm = fx[k], fx[k + 1], fx[k + 2], fx[k + 3]
-                k += 4
-                mixed = (pp - pm - mp + mm) / (4 * h[:, i] * h[:, j])
-                matrices[:, i, j] = matrices[:, j, i] = mixed
-    return FdHessians(f0.astype(np.float64), gradients, matrices, h.astype(np.float64))
+            gradients[:, i] = (fx[1 + 2 * i] - fx[2 + 2 * i]) / (2 * h[:, i])
+        matrices = _second_differences(fx[:half], f0, h, n)
+        wide = _second_differences(np.concatenate([fx[:1], fx[half:]]), f0, 2 * h, n)
+        fmax = np.max(np.abs(fx), axis=0)[:, None, None]
+        hh = h[:, :, None] * h[:, None, :]
+        weights = np.where(np.eye(n, dtype=bool), 4.0, 1.0)[None]
+        # each value's measured rounding, through the |weights| of the entry's own formula
+        measured = np.abs(_second_differences(measured_f[:half], -measured_f[0], h, n, absolute=True))
+        estimates = fd_error.truncation(matrices, wide, 2) + fd_error.rounding(dtype, fmax, weights, hh ** 0.5, 2,
+                                                                              measured)
+    return FdHessians(f0.astype(np.float64), gradients, matrices, h.astype(np.float64),
+                      estimates.astype(np.float64))
 
 
-# ---------------------------------------------------------------------------------------------
-# k-th derivatives
-# ---------------------------------------------------------------------------------------------
-@lru_cache(maxsize=None)
-def central_coefficients(order: int, accuracy: int) -> tuple[tuple[int, ...], tuple[Fraction, ...]]:
-    """Offsets -p..p and exact weights w with sum w_m f(x + m h) / h^order = f^(order)(x) + O(h^accuracy).
+def _second_differences(fx, f0, h, n: int, absolute: bool = False):
+    """[P, n, n] from the rows of one stencil (centre, +-e_i, then the corners of each pair) at steps h [P, n].
 
-    Solves the Taylor conditions sum w_m m^j = order! [j == order], j = 0..2p, in fractions.
-    """
-    p = (order + 1) // 2 - 1 + accuracy // 2
-    offsets = list(range(-p, p + 1))
-    size = len(offsets)
-    rows = [[Fraction(m) ** j for m in offsets] + [Fraction(math.factorial(order) if j == order else 0)]
-            for j in range(size)]
-    for c in range(size):  # Gauss-Jordan; the Vandermonde system is non-singular
-        pivot = next(r for r in range(c, size) if rows[r][c] != 0)
-        rows[c], rows[pivot] = rows[pivot], rows[c]
-        for r in range(size):
-            if r != c and rows[r][c] != 0:
-                factor = rows[r][c] / rows[c][c]
-                rows[r] = [a - factor * b for a, b in zip(rows[r], rows[c])]
-    weights = tuple(rows[i][size] / rows[i][i] for i in range(size))
-    return tuple(offsets), weights
-
-
-@dataclass
-class FdDerivatives:
-    values: object  # [P, order]
-    steps: object  # [P, order]
-    accuracy: object  # [P, order] int: the stencil's accuracy order actually used at each point
-    points: object  # [P, order] int: its number of points
-    value: object  # [P]: f at the point
-
-
-def fd_derivatives(tree: Node, points: Mapping[str, object], variable: str, order: int, *,
-                   dtype: str = "float64", eps: float | None = None,
-                   accuracy: int = DEFAULT_ACCURACY) -> FdDerivatives:
-    """Derivatives 1..order by central stencils of accuracy ``accuracy`` (error ~h^accuracy).
-
-    Where a stencil point is not finite while f(x) is (the stencil reaches past a singularity or the
-    domain's edge), that point is recomputed with narrower stencils and smaller steps.
+    diagonal: (f(x+h_i) - 2 f(x) + f(x-h_i)) / h_i^2
+    mixed:    (f(x+h_i+h_j) - f(x+h_i-h_j) - f(x-h_i+h_j) + f(x-h_i-h_j)) / (4 h_i h_j)
     """
     np = _np()
-    env = _typed_env(points, dtype)
-    x0 = env[variable]
-    x64 = np.asarray(points[variable], dtype=np.float64)
-    p = len(x0)
-    others = {k: v for k, v in env.items() if k != variable}
-    values = np.full((p, order), np.nan)
-    step_out = np.full((p, order), np.nan)
-    acc_out = np.zeros((p, order), dtype=int)
-    count_out = np.zeros((p, order), dtype=int)
-    with np.errstate(all="ignore"):
-        centre = _evaluate(tree, env, dtype, (p,))
-        centre_finite = np.isfinite(centre)
-        tries = [a for a in ACCURACY_ORDERS if a <= accuracy][::-1] or [accuracy]
-        for k in range(1, order + 1):
-            todo = np.ones(p, dtype=bool)
-            for n_try, acc in enumerate(tries):
-                idx = np.nonzero(todo)[0]
-                if not len(idx):
-                    break
-                d, h, fine, size = _stencil(tree, others, variable, x0[idx], x64[idx], idx, k, acc, dtype, eps)
-                last = n_try == len(tries) - 1
-                keep = fine | ~centre_finite[idx] | last
-                chosen = idx[keep]
-                values[chosen, k - 1] = d[keep]
-                step_out[chosen, k - 1] = h[keep]
-                acc_out[chosen, k - 1] = acc
-                count_out[chosen, k - 1] = size
-                todo[chosen] = False
-    return FdDerivatives(values, step_out, acc_out, count_out, centre.astype(np.float64))
-
-
-def _stencil(tree, others, variable, x, x64, idx, k, acc, dtype, eps):
-    """Order-k derivatives at the points ``idx`` (values ``x``) with the accuracy-``acc`` stencil.
-
-    Returns (derivative, step, every stencil value finite, stencil size), arrays over ``idx``."""
-    np = _np()
-    t = np.dtype(dtype).type
-    offsets, weights = central_coefficients(k, acc)
-    size = len(offsets)
-    h = steps(x64, dtype, 1.0 / (k + acc), eps)
-    m = np.array(offsets, dtype=t)
-    env = {name: np.tile(v[idx], size) for name, v in others.items()}
-    env[variable] = (x[None, :] + m[:, None] * h[None, :]).reshape(-1)  # [S * Q], in dtype
-    fx = _evaluate(tree, env, dtype, (size * len(x),)).reshape(size, len(x))
-    w = np.array([float(c) for c in weights], dtype=t)
-    # term by term in a fixed order (not a BLAS product, whose order depends on the batch size), so a
-    # point gets the same digits alone or among many
-    acc = w[0] * fx[0]
-    for m_row in range(1, size):
-        acc = acc + w[m_row] * fx[m_row]
-    d = acc / h ** k
-    return d.astype(np.float64), h.astype(np.float64), np.all(np.isfinite(fx), axis=0), size
+    out = np.empty((fx.shape[1], n, n), dtype=np.float64)
+    sign = 1.0 if absolute else -1.0  # absolute: every weight taken as |w| (with f0 passed as -|f0|)
+    for i in range(n):
+        fp, fm = fx[1 + 2 * i], fx[2 + 2 * i]
+        out[:, i, i] = (fp - 2 * f0 + fm) / (h[:, i] * h[:, i])
+    k = 1 + 2 * n
+    for i in range(n):
+        for j in range(i + 1, n):
+            pp, pm, mp, mm = fx[k], fx[k + 1], fx[k + 2], fx[k + 3]
+            k += 4
+            out[:, i, j] = out[:, j, i] = (pp + sign * pm + sign * mp + mm) / (4 * h[:, i] * h[:, j])
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -347,3 +370,7 @@ def fd_gradient(tree: Node, values: dict[str, float], wrt: list[str], *, scheme:
     check_step(eps, values, wrt, dtype)
     r = fd_gradients(tree, _one(values), wrt, scheme=Scheme(scheme).value, dtype=dtype, eps=eps)
     return dict(zip(wrt, r.values[0].tolist())), dict(zip(wrt, r.steps[0].tolist()))
+
+
+# k-th derivatives live in their own module; imported last (it uses the helpers above)
+from gradcli.methods.fd_stencils import FdDerivatives, central_coefficients, fd_derivatives  # noqa: E402,F401

@@ -6,10 +6,11 @@ import math
 import warnings as python_warnings
 
 from gradcli.compute.batch import engine
-from gradcli.compute.grad import disagreement, judge_gradients, parse_expressions
+from gradcli.compute.grad import cross_check, cross_disagreement, disagreement, judge_gradients, parse_expressions
 from gradcli.errors import UsageError
 from gradcli.methods import symbolic as exact
 from gradcli.methods.fd import SCHEMES, STEP_POWER, fd_gradients
+from gradcli.methods.fd_notes import fd_line_notes
 from gradcli.results import shortest
 
 
@@ -47,7 +48,7 @@ class GradBatch(engine.BatchCore):
         values = np.stack([exact.evaluate(t, pts, size) for t in self.trees])  # [T, P]
         columns: dict[str, np.ndarray] = {}  # method -> [T, P, n]
         unconnected: list[list[str]] = [[] for _ in self.exprs]
-        steps, self._tape_sum = None, None
+        steps, self._tape_sum, fd = None, None, None
         if "tape" in self.methods:
             from gradcli.methods.tape import tape_gradients
 
@@ -58,6 +59,7 @@ class GradBatch(engine.BatchCore):
                        for t in self.trees]
             columns["fd"] = np.stack([r.values for r in results])
             steps = results[0].steps
+            fd = _FdExtras(results)
         if self._formulas is not None:
             columns["symbolic"] = np.stack([np.stack([self.exact_column(i, (v,), pts, size) for v in self.wrt],
                                                      axis=1) for i in range(len(self.exprs))])
@@ -68,23 +70,32 @@ class GradBatch(engine.BatchCore):
         if "tape" in columns and len(self.exprs) > 1:  # what tape.gradient([z1, z2, ...]) returns
             tape_sum[undefined.any(axis=0)] = np.nan
             self._tape_sum = _lists(tape_sum, self.dtype)
-        errors, disagree = self._judge(values, columns, pts, steps)
-        return self._records(chunk, values, columns, errors, disagree, undefined, unconnected, steps)
+        judged = self._judge(values, columns, pts, steps, fd)
+        return self._records(chunk, values, columns, judged, undefined, unconnected, steps, fd)
 
-    def _judge(self, values, columns, pts, steps):
-        """(error per method [T, P, n], where it exceeds what the dtype and step explain [T, P, n])."""
+    def _judge(self, values, columns, pts, steps, fd):
+        """(error per method [T, P, n], where it exceeds its tolerance [T, P, n], the tolerances, the
+        tape-fd cross-check without the exact column or None)."""
         import numpy as np
 
         x = np.stack([np.asarray(pts[v], dtype=np.float64) for v in self.wrt], axis=1)
-        return judge_gradients(values, columns, x, steps, dtype=self.dtype, scheme=self.scheme)
+        estimates = None if fd is None else fd.estimates
+        errors, disagree, tols = judge_gradients(values, columns, x, steps, dtype=self.dtype, scheme=self.scheme,
+                                                 estimates=estimates)
+        return errors, disagree, tols, cross_check(values, columns, x, estimates, dtype=self.dtype)
 
-    def _records(self, chunk, values, columns, errors, disagree, undefined, unconnected, steps):
+    def _records(self, chunk, values, columns, judged, undefined, unconnected, steps, fd):
         import numpy as np
 
+        errors, disagree, tols, cross = judged
         flagged = undefined | np.any([~np.isfinite(c) for c in columns.values()], axis=(0, 3)) \
             if columns else undefined
         for d in disagree.values():
             flagged = flagged | d.any(axis=2)
+        if cross is not None:
+            flagged = flagged | cross[1].any(axis=2)
+        if fd is not None:
+            flagged = flagged | fd.remarkable(self.dtype, self.eps is not None)
         for m, e in errors.items():
             with python_warnings.catch_warnings():  # an all-NaN chunk (nothing compared) is not news
                 python_warnings.simplefilter("ignore", RuntimeWarning)
@@ -94,9 +105,10 @@ class GradBatch(engine.BatchCore):
         for k in np.nonzero(flagged.any(axis=0))[0].tolist():
             point = {v: float(chunk.values[v][k]) for v in self.variables}
             warnings: list[str] = []
-            bad = self._warn(warnings, point, k, values, columns, errors, disagree, steps)
+            bad = self._warn(warnings, point, k, values, columns, judged, fd)
             said[k] = (point, warnings, bad)
-        parts = _Parts(chunk, values, columns, errors, unconnected, steps, said, self.dtype)
+        parts = _Parts(chunk, values, columns, errors, unconnected, steps, said, self.dtype,
+                       None if fd is None else fd.estimates)
         fast = len(self.exprs) == 1 and bool(self.wrt)
         return engine.RecordBatch(size, list(said.values()), lambda: self._dicts(parts, range(size)),
                                   (lambda: self._lines(parts)) if fast else None)
@@ -106,7 +118,7 @@ class GradBatch(engine.BatchCore):
         per (expression, point), then a record per point (C-level dict(zip(...)), no per-point frames)."""
         wrt, texts = self.wrt, [e.text for e in self.exprs]
         indices = list(indices)
-        cols, errs, vals, steps = p.lists()
+        cols, errs, vals, steps, ests = p.lists()
         points = engine.point_dicts(p.chunk, self.variables)
         gnames, enames = list(cols), list(errs)
         per_expression = []
@@ -119,6 +131,9 @@ class GradBatch(engine.BatchCore):
                 {"expression": texts[i], "value": vals[i][k], "gradient": dict(zip(gnames, g)),
                  "error": dict(zip(enames, e)), "unconnected": p.unconnected[i]}
                 for k, g, e in zip(indices, grows, erows)])
+            if ests is not None:
+                for k, result in zip(indices, per_expression[-1]):
+                    result["fd_error_estimate"] = dict(zip(wrt, ests[i][k]))
         results = list(zip(*per_expression))
         records = []
         for n, k in enumerate(indices):
@@ -151,6 +166,8 @@ class GradBatch(engine.BatchCore):
             columns += _text_columns(typed[m])
         for m in p.errors:
             columns += _text_columns(p.errors[m][0])
+        if p.estimates is not None:
+            columns += _text_columns(p.estimates[0])
         if p.steps is not None:
             columns += _text_columns(p.steps)
 
@@ -161,7 +178,8 @@ class GradBatch(engine.BatchCore):
                     + orjson.dumps(self.exprs[0].text).decode() + ',"value":%s,"gradient":{'
                     + ",".join(f'"{m}":' + obj(wrt) for m in p.columns) + '},"error":{'
                     + ",".join(f'"{m}":' + obj(wrt) for m in p.errors) + '},"unconnected":'
-                    + orjson.dumps(p.unconnected[0]).decode() + "}]"
+                    + orjson.dumps(p.unconnected[0]).decode()
+                    + (',"fd_error_estimate":' + obj(wrt) if p.estimates is not None else "") + "}]"
                     + (',"fd_step":' + obj(wrt) if p.steps is not None else "") + ',"status":"ok","warnings":[]}')
         lines = [template % row for row in zip(*columns)]
         if p.said:  # points with warnings: their records, as the dict path writes them
@@ -170,9 +188,10 @@ class GradBatch(engine.BatchCore):
                 lines[k] = engine.json_line(record)
         return lines
 
-    def _warn(self, warnings, point, k, values, columns, errors, disagree, steps) -> bool:
+    def _warn(self, warnings, point, k, values, columns, judged, fd) -> bool:
         """The single-point warnings, for one point that has something to say; True when it has an
         undefined value or derivative."""
+        errors, disagree, tols, cross = judged
         undefined = False
         for i, text in enumerate(e.text for e in self.exprs):
             if engine.undefined_value(warnings, text, float(values[i, k])):
@@ -187,11 +206,44 @@ class GradBatch(engine.BatchCore):
                     continue
                 for m, d in disagree.items():
                     if d[i, k, j]:
-                        scale = max(1.0, abs(values[i, k]), abs(columns["symbolic"][i, k, j]), abs(point[v]))
                         warnings.append(disagreement(m, text, v, float(errors[m][i, k, j]), dtype=self.dtype,
-                                                     scale=scale, step=None if m != "fd" else float(steps[k, j]),
-                                                     scheme=self.scheme))
+                                                     tol=float(tols[m][i, k, j])))
+                if cross is not None and cross[1][i, k, j]:
+                    warnings.append(cross_disagreement(text, v, float(cross[0][i, k, j]), float(cross[2][i, k, j]),
+                                                       bool(cross[3][i, k, j]), dtype=self.dtype))
+                if fd is not None:
+                    warnings += fd.warnings(i, k, j, f"d({text})/d{v}", self.dtype, self.eps is not None)
         return undefined
+
+
+class _FdExtras:
+    """fd's estimates, kinks and adapted steps for a chunk, stacked over the expressions: [T, P, n]."""
+
+    def __init__(self, results):
+        import numpy as np
+
+        self.results = results
+        self.estimates = np.stack([r.estimates for r in results])
+        self.kinks = np.stack([r.kinks for r in results])
+        self.values = np.stack([r.values for r in results])
+
+    def remarkable(self, dtype: str, explicit_step: bool):
+        """[P]: points with a kink or (adaptive steps only) a value no step resolves."""
+        from gradcli.methods.fd_error import cannot_resolve
+
+        odd = self.kinks
+        if not explicit_step:
+            odd = odd | cannot_resolve(self.values, self.estimates, dtype)
+        return odd.any(axis=(0, 2))
+
+    def warnings(self, i: int, k: int, j: int, what: str, dtype: str, explicit_step: bool) -> list[str]:
+        """The kink / cannot-resolve warnings of one value (adapted steps are not noted per point in a batch)."""
+        r = self.results[i]
+        warnings, _, _ = fd_line_notes(what, "", dtype=dtype, value=float(r.values[k, j]),
+                                       estimate=float(r.estimates[k, j]), step=float(r.steps[k, j]), how=0,
+                                       kink=bool(r.kinks[k, j]), left=float(r.left[k, j]),
+                                       right=float(r.right[k, j]), explicit_step=explicit_step)
+        return warnings
 
 
 def _line_and_fields(chunk, k: int) -> str:
@@ -212,19 +264,21 @@ def _line_and_fields(chunk, k: int) -> str:
 class _Parts:
     """One chunk's results (arrays), ready to become records: dicts, or JSON lines straight from the arrays."""
 
-    def __init__(self, chunk, values, columns, errors, unconnected, steps, said, dtype):
+    def __init__(self, chunk, values, columns, errors, unconnected, steps, said, dtype, estimates=None):
         self.chunk, self.values, self.columns, self.errors = chunk, values, columns, errors
         self.unconnected, self.steps, self.said, self.dtype = unconnected, steps, said, dtype
+        self.estimates = estimates  # [T, P, n] fd's error estimates, or None
         self._lists = None
 
     def lists(self):
-        """(columns, errors, values, steps) as nested Python lists, None where not finite (built once)."""
+        """(columns, errors, values, steps, estimates) as nested Python lists, None where not finite (built once)."""
         if self._lists is None:
             self._lists = ({m: _lists(c, self.dtype if m != "symbolic" else "float64")
                             for m, c in self.columns.items()},
                            {m: _lists(e, "float64") for m, e in self.errors.items()},
                            _lists(self.values, "float64"),
-                           self.steps.tolist() if self.steps is not None else None)
+                           self.steps.tolist() if self.steps is not None else None,
+                           _lists(self.estimates, "float64") if self.estimates is not None else None)
         return self._lists
 
 

@@ -1,0 +1,166 @@
+"""Error estimates for finite differences, and the steps that adapt to them (issue 8, items 1, 3, 6).
+
+Every fd value comes with an estimate of its error, from the stencil itself:
+
+- truncation: the same formula at 2h; with truncation error ~ c h^a, D(2h) - D(h) ~ (2^a - 1) c h^a, so
+  |D(h) - D(2h)| / (2^a - 1) estimates D(h)'s truncation (times :data:`TRUNCATION_SAFETY`: the leading
+  term is not all of it at a step chosen to balance rounding);
+- rounding: each f value is off by a few of the dtype's eps times |f|, multiplied by the sum of the
+  stencil's |weights| and divided by h^k (times :data:`ROUNDING_ULPS`).
+
+A derivative along one variable (a gradient entry, a k-th derivative) where the estimate at the default
+step is poor, where the stencil leaves the domain (f finite at x, not at x + m h) or where the one-sided
+derivatives disagree, is recomputed over a short sequence of steps (:data:`STEP_FACTORS`), keeping the one
+with the smallest estimate; an explicit ``--eps`` is used as given.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MACHINE_EPSILON = {"float64": 2.220446049250313e-16, "float32": 1.1920928955078125e-07}
+TRUNCATION_SAFETY = 2.0
+ROUNDING_ULPS = 2.0
+# Steps tried, as multiples of the default one: a little larger (rounding-bound points), then down to
+# ~1e-12 of it (a point next to a domain edge or a kink needs a stencil that stays on one side).
+STEP_FACTORS = tuple(4.0 ** j for j in range(2, -21, -1))
+# The default step's estimate is "poor" above this many times the scheme's best relative error.
+POOR_FACTOR = 100.0
+# Adapted: where the step sequence was used; one-sided: a one-sided stencil (the two-sided one left the domain).
+ADAPTED, ONE_SIDED = 1, 2
+
+
+def np_():
+    import numpy as np
+
+    return np
+
+
+def rounding(dtype: str, fmax, weight_sum, h, order: int, measured=0.0):
+    """The rounding part of the estimate: the values' measured rounding errors through the stencil's
+    |weights| (``measured``, already divided by h^order), twice, plus a few eps of the largest |f| the
+    stencil saw (what the wider evaluation cannot see, e.g. a function NumPy computes in float64 only)."""
+    return 2.0 * measured + ROUNDING_ULPS * MACHINE_EPSILON[dtype] * fmax * weight_sum / h ** order
+
+
+# The type the rounding of an fd value is measured in: f at the same points, computed wider.
+WIDER = {"float32": "float64", "float64": "longdouble"}
+
+
+def measured_rounding(tree, env: dict, fx, dtype: str):
+    """|f in dtype - f in a wider type| at the same (dtype) points: each value's own rounding error, which a
+    cancellation inside f (100*(y - x**2)**2 near y = x**2) makes far larger than eps |f|."""
+    np = np_()
+    from gradcli.expression.evaluate import compile_expression, numpy_backend
+
+    wide = np.dtype(WIDER[dtype])
+    if wide.itemsize <= 8 and dtype == "float64":  # no wider type here (longdouble is double): nothing measured
+        return np.zeros(np.shape(fx))
+    with np.errstate(all="ignore"):
+        hi = compile_expression(tree, numpy_backend(wide.name))({k: np.asarray(v).astype(wide) for k, v in env.items()})
+        hi = np.broadcast_to(np.asarray(hi, dtype=wide), np.shape(fx))
+        err = np.abs(np.asarray(fx, dtype=wide) - hi).astype(np.float64)
+    return np.where(np.isfinite(err), err, 0.0)
+
+
+def truncation(d_h, d_2h, accuracy: int):
+    """The truncation part of the estimate from the same formula at h and at 2h (error ~ h^accuracy)."""
+    np = np_()
+    return TRUNCATION_SAFETY * np.abs(d_h - d_2h) / (2.0 ** accuracy - 1.0)
+
+
+def best_relative(dtype: str, accuracy: int, order: int = 1) -> float:
+    """The scheme's best relative error (truncation h^a balanced against rounding eps/h^k)."""
+    return MACHINE_EPSILON[dtype] ** (accuracy / (accuracy + order))
+
+
+def cannot_resolve(value, estimate, dtype: str):
+    """Where no step reaches accuracy (cancellation, a value too large for the dtype): the estimate is
+    more than 1% of the derivative and more than sqrt(eps) in absolute terms."""
+    np = np_()
+    with np.errstate(invalid="ignore"):
+        return (estimate > 0.01 * np.abs(value)) & (estimate > MACHINE_EPSILON[dtype] ** 0.5)
+
+
+@dataclass
+class LineResult:
+    """Derivatives along one variable at Q points, with what the estimate needs."""
+
+    value: object  # [Q]
+    estimate: object  # [Q]
+    step: object  # [Q]
+    finite: object  # [Q] bool: every stencil value finite
+    left: object = None  # [Q]: one-sided derivatives (order 1, two-sided schemes) or None
+    right: object = None
+    sided_estimate: object = None  # [Q]: their estimates together
+    how: object = None  # [Q] int: 0 default step, ADAPTED, ONE_SIDED
+
+
+def kink(r: LineResult):
+    """Where the one-sided derivatives differ by more than their estimates (bool [Q])."""
+    np = np_()
+    if r.left is None:
+        return np.zeros(r.value.shape, dtype=bool)
+    with np.errstate(invalid="ignore"):
+        gap = np.abs(r.right - r.left)
+        return np.isfinite(gap) & (gap > 4.0 * r.sided_estimate + 1e-6 * (np.abs(r.left) + np.abs(r.right)))
+
+
+def adapt(compute, default: LineResult, x, dtype: str, accuracy: int, order: int, centre_finite,
+          one_sided=None) -> LineResult:
+    """The default-step result, with the suspicious points (domain, poor estimate, one-sided mismatch)
+    recomputed over :data:`STEP_FACTORS` and the smallest estimate kept.
+
+    ``compute(index, factor)``: a :class:`LineResult` for the points ``index`` at ``factor`` times their
+    default step; ``one_sided(index, factor)`` likewise with a one-sided stencil (tried where no two-sided
+    step stays in the domain)."""
+    np = np_()
+    with np.errstate(all="ignore"):
+        scale = np.maximum(np.abs(default.value), 1.0)  # an exactly zero derivative is not poorly resolved
+        poor = default.estimate > POOR_FACTOR * best_relative(dtype, accuracy, order) * scale
+        leaves = ~default.finite & centre_finite
+        suspicious = centre_finite & (leaves | poor | kink(default) | ~np.isfinite(default.estimate))
+    default.how = np.zeros(len(default.value), dtype=int)
+    index = np.nonzero(suspicious)[0]
+    if not len(index):
+        return default
+    best = _search(compute, index, x, dtype, sided=True)
+    found = ~np.isnan(best.estimate)
+    best.how[best.step == default.step[index]] = 0  # the default step won after all
+    if one_sided is not None:
+        need = ~found & leaves[index]
+        if need.any():
+            side = _search(one_sided, index[need], x, dtype, sided=False)
+            pos = np.nonzero(need)[0]
+            for name in ("value", "estimate", "step"):
+                getattr(best, name)[pos] = getattr(side, name)
+            best.how[pos] = ONE_SIDED
+            found = ~np.isnan(best.estimate)
+    chosen = index[found]
+    for name in ("value", "estimate", "step", "how"):
+        getattr(default, name)[chosen] = getattr(best, name)[found]
+    default.finite[chosen] = True
+    return default
+
+
+def _search(compute, index, x, dtype, *, sided: bool) -> LineResult:
+    """Over the step factors: the smallest finite estimate per point (NaN where no step gave one). With
+    ``sided``, steps whose one-sided derivatives disagree are passed over (a kink inside the stencil)."""
+    np = np_()
+    q = len(index)
+    best = LineResult(np.full(q, np.nan), np.full(q, np.nan), np.full(q, np.nan), np.zeros(q, dtype=bool),
+                      how=np.full(q, ADAPTED))
+    t = np.dtype(dtype).type
+    xt = np.asarray(x, dtype=np.float64)[index].astype(t)
+    for factor in STEP_FACTORS:
+        r = compute(index, factor)
+        with np.errstate(all="ignore"):
+            moves = ((xt + r.step.astype(t)) != xt) & ((xt - r.step.astype(t)) != xt)
+            ok = r.finite & np.isfinite(r.value) & np.isfinite(r.estimate) & moves
+            if sided:
+                ok &= ~kink(r)
+            better = ok & ~(r.estimate >= best.estimate)
+        for name in ("value", "estimate", "step"):
+            getattr(best, name)[better] = getattr(r, name)[better]
+        best.finite[better] = True
+    return best

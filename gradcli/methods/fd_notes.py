@@ -1,0 +1,31 @@
+"""What fd says about one value besides the number: adapted steps, one-sided stencils, kinks, and values no
+step can resolve (issue 8, items 3 and 6). Shared by every command, one point or many."""
+
+from __future__ import annotations
+
+import math
+
+from gradcli.methods import fd_error
+
+
+def fd_line_notes(what: str, where: str, *, dtype: str, value: float, estimate: float, step: float, how: int,
+                  kink: bool = False, left: float = math.nan, right: float = math.nan, explicit_step: bool = False):
+    """(warnings, notes, {"left", "right"} when a kink was found else None) for fd's ``what`` at ``where``.
+    With ``explicit_step`` (``--eps``) a large estimate is the step's, shown with the value, not warned about."""
+    warnings, notes = [], []
+    at = f" at {where}" if where else ""
+    if how == fd_error.ONE_SIDED:
+        notes.append(f"fd: {what}{at}: the two-sided stencil leaves the domain at every step; a one-sided one "
+                     f"(step {step:.3g}) is used")
+    elif how == fd_error.ADAPTED:
+        notes.append(f"fd: {what}{at}: the default step's estimate was poor or its stencil left the domain; "
+                     f"step {step:.3g} (the smallest estimate of a sequence) is used")
+    sided = None
+    if kink:
+        sided = {"left": left, "right": right}
+        warnings.append(f"fd: {what}{at} is at a kink: the one-sided derivatives differ (left {left:.6g}, "
+                        f"right {right:.6g}); the two-sided values are not a derivative")
+    elif not explicit_step and math.isfinite(value) and math.isfinite(estimate) and bool(fd_error.cannot_resolve(value, estimate, dtype)):
+        warnings.append(f"fd: {what}{at} cannot be resolved in {dtype}: its error estimate {estimate:.3g} is "
+                        f"more than 1% of the value {value:.6g} at every step (cancellation)")
+    return warnings, notes, sided

@@ -1,0 +1,134 @@
+"""Finite differences of order k along one variable: central stencils with exact weights, an error
+estimate from the same stencil at 2h, and steps that adapt where the default one is poor or leaves the
+domain (see :mod:`gradcli.methods.fd_error`). Part of :mod:`gradcli.methods.fd`, which re-exports it."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import lru_cache
+from typing import Mapping
+
+from gradcli.expression import Node
+from gradcli.methods import fd_error
+from gradcli.methods.fd import (ACCURACY_ORDERS, DEFAULT_ACCURACY, _along, _evaluate, _np, _taken_steps,
+                                _typed_env, steps)
+
+
+@lru_cache(maxsize=None)
+def central_coefficients(order: int, accuracy: int) -> tuple[tuple[int, ...], tuple[Fraction, ...]]:
+    """Offsets -p..p and exact weights w with sum w_m f(x + m h) / h^order = f^(order)(x) + O(h^accuracy).
+
+    Solves the Taylor conditions sum w_m m^j = order! [j == order], j = 0..2p, in fractions.
+    """
+    p = (order + 1) // 2 - 1 + accuracy // 2
+    offsets = list(range(-p, p + 1))
+    size = len(offsets)
+    rows = [[Fraction(m) ** j for m in offsets] + [Fraction(math.factorial(order) if j == order else 0)]
+            for j in range(size)]
+    for c in range(size):  # Gauss-Jordan; the Vandermonde system is non-singular
+        pivot = next(r for r in range(c, size) if rows[r][c] != 0)
+        rows[c], rows[pivot] = rows[pivot], rows[c]
+        for r in range(size):
+            if r != c and rows[r][c] != 0:
+                factor = rows[r][c] / rows[c][c]
+                rows[r] = [a - factor * b for a, b in zip(rows[r], rows[c])]
+    weights = tuple(rows[i][size] / rows[i][i] for i in range(size))
+    return tuple(offsets), weights
+
+
+@dataclass
+class FdDerivatives:
+    values: object  # [P, order]
+    steps: object  # [P, order]
+    accuracy: object  # [P, order] int: the stencil's accuracy order actually used at each point
+    points: object  # [P, order] int: its number of points
+    value: object  # [P]: f at the point
+    estimates: object = None  # [P, order]: each value's error estimate
+    how: object = None  # [P, order] int: 0 the default step, fd_error.ADAPTED
+
+
+def fd_derivatives(tree: Node, points: Mapping[str, object], variable: str, order: int, *,
+                   dtype: str = "float64", eps: float | None = None,
+                   accuracy: int = DEFAULT_ACCURACY) -> FdDerivatives:
+    """Derivatives 1..order by central stencils of accuracy ``accuracy`` (error ~h^accuracy), with estimates.
+
+    Without ``eps``, a point whose estimate is poor or whose stencil leaves the domain (f finite at x, not at
+    x + m h) tries a sequence of steps and keeps the smallest estimate; what is still not finite is
+    recomputed with narrower stencils at the default step.
+    """
+    np = _np()
+    env = _typed_env(points, dtype)
+    x64 = np.asarray(points[variable], dtype=np.float64)
+    p = len(x64)
+    out = {name: np.full((p, order), np.nan) for name in ("values", "steps", "estimates")}
+    acc_out = np.zeros((p, order), dtype=int)
+    count_out = np.zeros((p, order), dtype=int)
+    how_out = np.zeros((p, order), dtype=int)
+    with np.errstate(all="ignore"):
+        centre = _evaluate(tree, env, dtype, (p,))
+        centre_finite = np.isfinite(centre)
+        tries = [a for a in ACCURACY_ORDERS if a <= accuracy][::-1] or [accuracy]
+        for k in range(1, order + 1):
+            todo = np.ones(p, dtype=bool)
+            for n_try, acc in enumerate(tries):
+                idx = np.nonzero(todo)[0]
+                if not len(idx):
+                    break
+                r = _adapted_line(tree, env, variable, x64, idx, k, acc, dtype, eps if n_try else eps,
+                                  centre_finite, adapt=eps is None and n_try == 0)
+                last = n_try == len(tries) - 1
+                keep = r.finite | ~centre_finite[idx] | last
+                chosen = idx[keep]
+                out["values"][chosen, k - 1] = r.value[keep]
+                out["steps"][chosen, k - 1] = r.step[keep]
+                out["estimates"][chosen, k - 1] = r.estimate[keep]
+                how_out[chosen, k - 1] = 0 if r.how is None else r.how[keep]
+                acc_out[chosen, k - 1] = acc
+                count_out[chosen, k - 1] = len(central_coefficients(k, acc)[0])
+                todo[chosen] = False
+    return FdDerivatives(out["values"], out["steps"], acc_out, count_out, centre.astype(np.float64),
+                         out["estimates"], how_out)
+
+
+def _adapted_line(tree, env, variable, x64, idx, k, acc, dtype, eps, centre_finite, *, adapt: bool):
+    np = _np()
+    sub = {name: a[idx] for name, a in env.items()}
+    h0 = steps(x64[idx], dtype, 1.0 / (k + acc), eps)
+    r = _derivative_line(tree, sub, variable, h0, k, acc, dtype)
+    if not adapt:
+        return r
+
+    def at(index, factor):
+        h = _taken_steps(x64[idx][index], h0[index], factor, dtype)
+        return _derivative_line(tree, {name: a[index] for name, a in sub.items()}, variable, h, k, acc, dtype)
+
+    with np.errstate(all="ignore"):
+        return fd_error.adapt(at, r, x64[idx], dtype, acc, k, centre_finite[idx])
+
+
+def _derivative_line(tree, env, variable, h, k: int, acc: int, dtype: str) -> fd_error.LineResult:
+    """Order-k derivatives at Q points with the accuracy-``acc`` stencil at step h [Q] and at 2h (the estimate)."""
+    np = _np()
+    t = np.dtype(dtype).type
+    offsets, weights = central_coefficients(k, acc)
+    wide = sorted(set(float(m) for m in offsets) | {2.0 * m for m in offsets})
+    f, e = _along(tree, env, variable, h, tuple(wide), dtype)
+    w = [t(float(c)) for c in weights]
+
+    def combine(scale: float):
+        # term by term in a fixed order (not a BLAS product, whose order depends on the batch size), so a
+        # point gets the same digits alone or among many
+        total = w[0] * f[scale * offsets[0]]
+        for weight, m in zip(w[1:], offsets[1:]):
+            total = total + weight * f[scale * m]
+        return total / (t(scale) * h) ** k
+
+    value = combine(1.0)
+    measured = sum(abs(float(c)) * e[float(m)] for c, m in zip(weights, offsets)) / h ** k
+    estimate = fd_error.truncation(value, combine(2.0), acc) + fd_error.rounding(
+        dtype, np.maximum.reduce([np.abs(f[float(m)]) for m in offsets]), sum(abs(float(c)) for c in weights), h, k,
+        measured)
+    finite = np.all(np.isfinite(np.stack([f[float(m)] for m in offsets])), axis=0)
+    return fd_error.LineResult(value.astype(np.float64), estimate.astype(np.float64), h.astype(np.float64), finite)
