@@ -1,0 +1,239 @@
+"""gradcli shell: many command lines in one process (in process with a StringIO for stdin, and once
+through a real pipe)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from gradcli.commands import shell_loop
+from gradcli.commands.shell_loop import LineNumberedStream, run_lines, run_shell, terminal_lines, worse
+from gradcli.launcher import run_command
+
+GRADCLI = shutil.which("gradcli") or os.path.join(os.path.dirname(sys.executable), "gradcli")
+
+GRAD_FD = 'grad "(x1+5)*x2**2" --at x1=2,x2=3 -m fd,symbolic -f json'
+GRAD_TAPE = 'grad "3*x**2+2*x-1" --at x=1 -m tape -f json'
+HESSIAN = 'hessian "x**2*y" --at x=1,y=2 -m symbolic,fd -f json'
+EVAL = 'eval "x**2 + sin(y)" --at x=2,y=0'
+DERIVATIVE = 'derivative "sin(x)" --at x=0 --order 2 -m symbolic,fd -f json'
+
+
+def session(text: str) -> tuple[int, str, str]:
+    """``gradcli shell`` in process, reading ``text`` as from a pipe: (exit code, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = run_shell(io.StringIO(text), interactive=False)
+    return code, out.getvalue(), err.getvalue()
+
+
+def alone(line: str) -> tuple[int, str, str]:
+    """The same line as its own ``gradcli`` run (the console script's path, in process)."""
+    import shlex
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = run_command(shlex.split(line))
+    return code, out.getvalue(), err.getvalue()
+
+
+def json_stream(text: str) -> list:
+    """JSON documents one after another, read with a streaming decoder."""
+    decoder, docs, i = json.JSONDecoder(), [], 0
+    while True:
+        while i < len(text) and text[i].isspace():
+            i += 1
+        if i == len(text):
+            return docs
+        doc, i = decoder.raw_decode(text, i)
+        docs.append(doc)
+
+
+def test_same_output_as_separate_runs_in_order():
+    lines = [GRAD_FD, GRAD_TAPE, HESSIAN, EVAL, DERIVATIVE]
+    code, out, err = session("# derivatives of the guide\n\n" + "\n".join(lines) + "\n")
+    separate = [alone(line) for line in lines]
+    assert code == max(s[0] for s in separate) == 0
+    assert out == "".join(s[1] for s in separate)
+    # warnings, if any, as the commands print them, with their line numbers (after a comment and a blank)
+    assert err == "".join(s[2].replace("gradcli: ", f"gradcli: line {n}: ") for n, s in enumerate(separate, 3))
+
+
+def test_json_documents_one_after_another_parse_with_a_streaming_decoder():
+    code, out, _ = session("\n".join([GRAD_FD, GRAD_TAPE, HESSIAN]) + "\n")
+    docs = json_stream(out)
+    assert code == 0 and [d["command"] for d in docs] == ["grad", "grad", "hessian"]
+    assert docs[0]["results"][0]["gradient"]["symbolic"] == {"x1": 9.0, "x2": 42.0}
+    assert docs[1]["results"][0]["gradient"]["tape"] == {"x": 8.0}
+
+
+def test_a_bad_line_in_the_middle_is_reported_with_its_number_and_the_session_goes_on():
+    bad = 'grad "x**" --at x=1 -f json'
+    code, out, err = session("\n".join([GRAD_FD, bad, EVAL, "grad x --at x=1 --no-such-option", GRAD_FD]))
+    assert code == 2
+    assert out == alone(GRAD_FD)[1] + alone(EVAL)[1] + alone(GRAD_FD)[1]
+    bad_alone = alone(bad)
+    assert bad_alone[0] == 2
+    # the command's own message, with the line number after "gradcli: "
+    first, *carets = bad_alone[2].splitlines()
+    assert err.splitlines()[:len(carets) + 1] == [first.replace("gradcli: ", "gradcli: line 2: ", 1), *carets]
+    assert "gradcli: line 4: error: No such option: --no-such-option" in err
+
+
+def test_exit_code_is_the_worst_of_the_commands():
+    assert worse(0, 1) == 1 and worse(1, 2) == 2 and worse(2, 1) == 2 and worse(2, 130) == 130
+    undefined = 'eval "log(x)" --at x=-1'
+    assert session(f"{EVAL}\n{undefined}\n{EVAL}\n")[0] == 1
+    code, _, err = session(f"{undefined}\neval x --at y=1\n{EVAL}\n")
+    assert code == 2 and "line 1: warning:" in err and "line 2: error:" in err
+
+
+def test_the_same_grad_twice_and_after_a_failure_gives_the_same_output():
+    failing = 'grad "1/x" --at x=0 -m symbolic,fd -f json'
+    code, out, _ = session("\n".join([GRAD_FD, GRAD_TAPE, failing, "grad (x --at x=1", GRAD_FD, GRAD_TAPE]))
+    docs = json_stream(out)
+    assert code == 2 and len(docs) == 5
+    assert docs[0] == docs[3] and docs[1] == docs[4]
+
+
+def test_sympy_works_for_many_commands():
+    lines = [f'grad "x**{k}*y" --at x=2,y=3 -m symbolic -f json' for k in range(2, 9)]
+    code, out, err = session("\n".join(lines))
+    docs = json_stream(out)
+    assert (code, err) == (0, "")
+    assert [d["results"][0]["gradient"]["symbolic"]["x"] for d in docs] == [k * 2 ** (k - 1) * 3 for k in range(2, 9)]
+
+
+def test_comments_blank_lines_exit_and_a_leading_gradcli():
+    code, out, err = session(f"  # a comment\n\n   \ngradcli {EVAL}  # trailing words\nexit\n{EVAL}\n")
+    assert (code, out, err) == (0, "4.0\n", "")
+    assert session(f"{EVAL}\nquit\neval y --at y=1\n")[1] == "4.0\n"
+
+
+def test_help_lists_the_commands_and_help_cmd_is_its_help():
+    code, out, _ = session("help\nhelp eval\n")
+    assert code == 0
+    for name in ("grad", "hessian", "derivative", "descend", "eval", "check", "exit, quit"):
+        assert f"  {name} " in out
+    assert "--dtype" in out  # eval's own options
+
+
+@pytest.mark.parametrize("line, words", [
+    ("shell", "already in gradcli shell"),
+    ("grad x --points - -m fd", "--points -: standard input is the shell's own input"),
+    ("grad 'x --at x=1", "cannot split the line: no closing quotation"),
+    ("bogus x", "No such command 'bogus'"),
+])
+def test_refused_lines(line, words):
+    code, out, err = session(f"{line}\n{EVAL}\n")
+    assert code == 2 and out == "4.0\n"
+    assert err.startswith("gradcli: line 1: error: ") and words in err
+
+
+def test_a_shell_inside_a_shell_is_refused_even_when_called_directly():
+    from gradcli.errors import UsageError
+
+    code, _, err = session("eval x --at x=1\n")
+    assert code == 0
+    shell_loop._active = True
+    try:
+        with pytest.raises(UsageError):
+            run_shell(io.StringIO(""), interactive=False)
+    finally:
+        shell_loop._active = False
+
+
+def test_the_typer_command_reads_standard_input(invoke, runner):
+    from gradcli.cli import app
+
+    result = runner.invoke(app, ["shell"], input=f"{EVAL}\neval y --at x=1\n")
+    assert result.exit_code == 2 and result.stdout == "4.0\n"
+    assert result.stderr.startswith("gradcli: line 2: error: ")
+
+
+def test_line_numbers_go_only_before_gradcli_messages_at_line_starts():
+    target = io.StringIO()
+    stream = LineNumberedStream(target, "gradcli: line 7: ")
+    stream.write("gradcli: error: bad")
+    stream.write(" input gradcli: x\n")
+    stream.write("  x**\n    ^\ngradcli: note: a\nother\n")
+    assert target.getvalue() == ("gradcli: line 7: error: bad input gradcli: x\n  x**\n    ^\n"
+                                 "gradcli: line 7: note: a\nother\n")
+
+
+def test_ctrl_c_at_a_pipe_ends_with_130_and_at_a_terminal_cancels(monkeypatch, tmp_path, capsys):
+    def lines_then_interrupt():
+        yield 1, EVAL
+        raise KeyboardInterrupt
+
+    assert run_lines(lines_then_interrupt(), interactive=False) == 130
+    assert capsys.readouterr() == ("4.0\n", "gradcli: interrupted\n")
+    # at a terminal: Ctrl-C at the prompt cancels the line, Ctrl-C during a command returns to the prompt
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    (tmp_path / "gradcli").mkdir()
+    (tmp_path / "gradcli" / "history").write_text("grad 'x**2' --at x=3\n")
+    typed = iter([EVAL, KeyboardInterrupt, "interrupted command", "eval 2*x --at x=3", EOFError])
+
+    def read(prompt):
+        assert prompt == "gradcli> "
+        item = next(typed)
+        if isinstance(item, type):
+            raise item
+        return item
+
+    real_run = shell_loop.run_command_line
+
+    def run(argv):
+        if argv[0] == "interrupted":
+            raise KeyboardInterrupt
+        return real_run(argv)
+
+    monkeypatch.setattr(shell_loop, "run_command_line", run)
+    assert run_lines(terminal_lines(read), interactive=True) == 130
+    out, err = capsys.readouterr()
+    assert out == "4.0\n6.0\n" and "gradcli: interrupted" in err and "line" not in err
+    # the history is read and written back (input() adds typed lines to it only at a real terminal)
+    assert "grad 'x**2' --at x=3" in (tmp_path / "gradcli" / "history").read_text()
+
+
+def test_an_unwritable_history_is_no_error(monkeypatch, tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setenv("XDG_STATE_HOME", str(blocker))  # a file where a directory should be
+    typed = iter([EVAL])
+
+    def read(prompt):
+        try:
+            return next(typed)
+        except StopIteration:
+            raise EOFError from None
+
+    assert run_lines(terminal_lines(read), interactive=True) == 0
+    assert capsys.readouterr().out == "4.0\n"
+
+
+def test_completion_offers_commands_then_the_commands_options():
+    assert shell_loop.completion_candidates([], "he") == ["help ", "hessian "]
+    assert "--at " in shell_loop.completion_candidates(["grad", "x"], "--a")
+    assert shell_loop.completion_candidates(["grad"], "x") == []
+
+
+def test_a_real_pipe_through_the_installed_command():
+    """One process for every line: the tape (TensorFlow), SymPy's worker and then its thread, a bad line."""
+    lines = [GRAD_FD, GRAD_TAPE, "grad 'x**2' --at x=3 -f json", "grad x --at", GRAD_FD, EVAL]
+    done = subprocess.run([GRADCLI, "shell"], input="\n".join(lines) + "\n", capture_output=True, text=True,
+                          timeout=180)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("gradcli: line 4: error: ") and done.stderr.count("\n") == 1
+    docs = json_stream(done.stdout[:done.stdout.rindex("4.0\n")])
+    assert docs[0] == docs[3] == json_stream(alone(GRAD_FD)[1])[0]
+    assert docs[1]["results"][0]["gradient"]["tape"] == {"x": 8.0}
+    assert docs[2]["results"][0]["gradient"] == {"symbolic": {"x": 6.0}, "tape": {"x": 6.0}, "fd": {"x": 6.0}}
+    assert done.stdout.endswith("\n4.0\n")
