@@ -7,7 +7,6 @@ imports Typer and parses the options).
 
 from __future__ import annotations
 
-import functools
 import sys
 
 
@@ -24,7 +23,18 @@ def will_differentiate_symbolically(argv: list[str]) -> bool:
 
 
 def main() -> None:
-    sys.exit(run_command(sys.argv[1:]))
+    from gradcli import interrupts, streams
+
+    # First: descriptors 0-2 held open and the streams' failures made visible (gradcli.streams), then
+    # SIGINT/SIGTERM and the private temporary directory (gradcli.interrupts), before any worker is forked.
+    streams.guard_standard_streams()
+    interrupts.install()
+    try:
+        code = run_command(sys.argv[1:])
+        streams.flush_output()  # a full disk shows here, not in Python's flush at exit
+    except streams.OutputWriteError as exc:
+        code = streams.exit_code_for(exc)
+    sys.exit(code)
 
 
 def run_command(argv: list[str]) -> int:
@@ -43,7 +53,7 @@ def run_command(argv: list[str]) -> int:
     click_exception = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
     try:
         args = negative_expressions_as_arguments(argv, app)
-        code = click_command(app)(args=args, prog_name="gradcli", standalone_mode=False)
+        code = app(args=args, prog_name="gradcli", standalone_mode=False)
     except click_exception as exc:
         if type(exc).__name__ == "NoArgsIsHelpError":  # bare `gradcli` or `gradcli grad`: the help
             exc.show()
@@ -52,6 +62,8 @@ def run_command(argv: list[str]) -> int:
     except typer.Abort:
         print("gradcli: aborted", file=sys.stderr)
         return 1
+    except SystemExit as exc:  # Click exits by itself in a few places
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     return code if isinstance(code, int) else 0
 
 
@@ -70,16 +82,7 @@ def choose_completion_shell(argv: list[str]) -> None:
         os.environ["_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION"] = "1"
 
 
-COMMANDS = ("grad", "hessian", "derivative", "descend", "eval", "check", "shell")
-
-
-@functools.cache
-def click_command(app):
-    """The Click command Typer builds from ``app``, built once per process: building it takes ~60 ms
-    (Typer reads every command's signature), once per line in ``gradcli shell``."""
-    import typer.main
-
-    return typer.main.get_command(app)
+COMMANDS = ("grad", "hessian", "derivative", "descend", "eval", "check")
 
 
 def negative_expressions_as_arguments(argv: list[str], app) -> list[str]:
@@ -96,7 +99,7 @@ def negative_expressions_as_arguments(argv: list[str], app) -> list[str]:
         return argv  # the common case: no Click command is built here
     import typer.main
 
-    command = click_command(app).commands[argv[0]]
+    command = typer.main.get_command(app).commands[argv[0]]
     options = [p for p in command.params if type(p).__name__.endswith("Option")]
     names = {n for p in options for n in p.opts + p.secondary_opts}
     takes_value = {n for p in options if not p.is_flag and not p.count for n in p.opts}

@@ -12,6 +12,7 @@ from typing import Annotated, Callable, Optional
 import typer
 
 from gradcli.errors import GradcliError
+from gradcli.streams import BROKEN_PIPE_EXIT, OutputWriteError
 
 
 class OutputFormat(str, enum.Enum):
@@ -69,9 +70,15 @@ SymbolicTimeoutOption = Annotated[
 
 
 def report_error(exc: GradcliError) -> None:
-    print(f"gradcli: error: {exc.one_line()}", file=sys.stderr)
-    for line in exc.caret_lines():
-        print(line, file=sys.stderr)
+    say(f"gradcli: error: {exc.one_line()}", *exc.caret_lines())
+
+
+def say(*lines: str) -> None:
+    """Lines on stderr; a stderr that cannot be written (closed, full) loses them, never the exit code."""
+    try:
+        print(*lines, sep="\n", file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass
 
 
 def handle_errors(fn: Callable) -> Callable:
@@ -84,26 +91,22 @@ def handle_errors(fn: Callable) -> Callable:
         except GradcliError as exc:
             report_error(exc)
             raise typer.Exit(exc.exit_code) from None
-        except (typer.Exit, typer.Abort):
-            raise
+        except (typer.Exit, typer.Abort, OutputWriteError):
+            raise  # OutputWriteError: stdout failed; the launcher says so and exits (gradcli.streams)
         except BrokenPipeError:
-            # `gradcli ... | head`: the reader left; say nothing, and keep Python from complaining at exit.
-            import os
-
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-            raise typer.Exit(1) from None
-        except KeyboardInterrupt:
-            print("gradcli: interrupted", file=sys.stderr)
+            # A pipe's reader left outside the guarded stdout (in-process runs): the same code, quietly.
+            raise typer.Exit(BROKEN_PIPE_EXIT) from None
+        except KeyboardInterrupt:  # in-process runs; the console script ends in gradcli.interrupts
+            say("gradcli: interrupted")
             raise typer.Exit(130) from None
         except RecursionError:
-            print("gradcli: error: expression too deeply nested to compute", file=sys.stderr)
+            say("gradcli: error: expression too deeply nested to compute")
             raise typer.Exit(2) from None
         except MemoryError:
-            print("gradcli: error: out of memory", file=sys.stderr)
+            say("gradcli: error: out of memory")
             raise typer.Exit(1) from None
         except Exception as exc:  # a bug in gradcli: still one line, still no traceback
-            print(f"gradcli: internal error: {type(exc).__name__}: {exc} (please report this)", file=sys.stderr)
+            say(f"gradcli: internal error: {type(exc).__name__}: {exc} (please report this)")
             raise typer.Exit(1) from None
 
     return wrapper
@@ -151,6 +154,7 @@ def emit(output: OutputFormat, *, json: Callable[[], str], csv: Callable[[], str
         print(csv(), end="")
     else:
         table()
+    sys.stdout.flush()  # a write failure shows now, before the diagnostics and the exit code
 
 
 def conclude(report) -> None:

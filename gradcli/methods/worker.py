@@ -8,10 +8,17 @@ from __future__ import annotations
 
 import math
 import os
+import signal
 import sys
 import threading
 import time
 from typing import Any, Callable
+
+from gradcli import interrupts
+
+# A worker ends itself this long after its job's deadline, should the parent's timer not have killed it.
+SELF_DEADLINE_GRACE_S = 1.0
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 class SymbolicTimeout(Exception):
@@ -21,6 +28,56 @@ class SymbolicTimeout(Exception):
 def _fork_safe() -> bool:
     # Forking is only safe before TensorFlow has started its threads (see BoundedJob).
     return hasattr(os, "fork") and "tensorflow" not in sys.modules
+
+
+def _enter_worker(parent: int) -> None:
+    """First thing in a forked worker: tie its life to gradcli's, whatever happens to gradcli.
+
+    - its own process group (the parent sets it too, whichever runs first), which gradcli kills on exit
+      and on SIGINT/SIGTERM (:mod:`gradcli.interrupts`); a terminal's Ctrl-C reaches gradcli alone;
+    - on Linux, a parent-death signal: SIGKILL when gradcli dies, even by SIGKILL (it is sent when the
+      thread that forked exits: workers are forked from the main thread);
+    - default signal actions (gradcli's handlers would remove the parent's temporary directory)."""
+    try:
+        os.setpgid(0, 0)
+    except OSError:
+        pass
+    interrupts.reset_in_child()
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):  # no libc to call: the process group and the deadline remain
+            pass
+    if os.getppid() != parent:  # gradcli died before the parent-death signal was set
+        os._exit(1)
+
+
+def _end_by_deadline(seconds: float) -> None:
+    """The worker's own deadline: SIGALRM's default action ends it, even inside a long C call."""
+    if math.isfinite(seconds):
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        signal.setitimer(signal.ITIMER_REAL, max(0.0, seconds) + SELF_DEADLINE_GRACE_S)
+
+
+def _start_forked(ctx, target, args: tuple):
+    """Fork a worker running ``target(*args)`` in its own process group, known to gradcli.interrupts."""
+    process = ctx.Process(target=target, args=args, daemon=True, name="gradcli-sympy")
+    process.start()
+    try:
+        os.setpgid(process.pid, process.pid)
+    except OSError:  # the child did it first, or it has exited already
+        pass
+    interrupts.register_worker(process.pid)
+    return process
+
+
+def _run_job(conn, parent: int, fn: Callable, args: tuple, kwargs: dict, seconds: float) -> None:
+    """A forked job's process: enter, set its own deadline, work, answer."""
+    _enter_worker(parent)
+    _end_by_deadline(seconds)
+    _reply(conn, fn, args, kwargs)
 
 
 def _reply(conn, fn: Callable, args: tuple, kwargs: dict) -> None:
@@ -34,14 +91,16 @@ def _reply(conn, fn: Callable, args: tuple, kwargs: dict) -> None:
         conn.send(("error", RuntimeError(f"{type(payload[1]).__name__}: {payload[1]} ({exc})")))
 
 
-def _worker_main(conn) -> None:
+def _worker_main(conn, parent: int) -> None:
     """A pre-started worker: pay for importing SymPy now, then run the one job the parent sends."""
+    _enter_worker(parent)
     import sympy  # noqa: F401  (the point of starting early)
 
     try:
-        fn, args, kwargs = conn.recv()
+        fn, args, kwargs, seconds = conn.recv()
     except (EOFError, OSError):  # the parent did not need us
         return
+    _end_by_deadline(seconds)
     _reply(conn, fn, args, kwargs)
 
 
@@ -51,8 +110,7 @@ class _Worker:
 
         ctx = multiprocessing.get_context("fork")
         self.conn, child = ctx.Pipe()
-        self.process = ctx.Process(target=_worker_main, args=(child,), daemon=True, name="gradcli-sympy")
-        self.process.start()
+        self.process = _start_forked(ctx, _worker_main, (child, os.getpid()))
         child.close()
 
 
@@ -126,11 +184,12 @@ class BoundedJob:
         if parallel and _worker is not None:
             worker, _worker = _worker, None
             try:
-                worker.conn.send((fn, args, kwargs))  # pickled: fn must be module-level
+                worker.conn.send((fn, args, kwargs, seconds))  # pickled: fn must be module-level
                 self.conn, self.process = worker.conn, worker.process
             except Exception:
                 worker.process.kill()
                 worker.process.join()
+                interrupts.forget_worker(worker.process.pid)
         if self.process is None:
             if parallel and _fork_safe():
                 self._start_process(fn, args, kwargs)
@@ -159,9 +218,7 @@ class BoundedJob:
 
         ctx = multiprocessing.get_context("fork")
         self.conn, sender = ctx.Pipe(duplex=False)
-        self.process = ctx.Process(target=_reply, args=(sender, fn, args, kwargs), daemon=True,
-                                   name="gradcli-sympy")
-        self.process.start()
+        self.process = _start_forked(ctx, _run_job, (sender, os.getpid(), fn, args, kwargs, self.seconds))
         sender.close()
 
     def _timed_out(self) -> tuple[str, Exception]:
@@ -177,6 +234,7 @@ class BoundedJob:
                 self._killed = True
                 self.process.kill()
                 self.process.join()
+                interrupts.forget_worker(self.process.pid)
             elif self.process is not None:
                 self.process.is_alive()  # reaps it if it has exited after answering
 
@@ -226,6 +284,7 @@ class BoundedJob:
                 if self.process.is_alive():
                     self.process.kill()
                     self.process.join()
+                interrupts.forget_worker(self.process.pid)
                 self.conn.close()
 
     def cancel(self) -> None:

@@ -1,0 +1,141 @@
+"""Standard output and standard error under faults (issue 10, item 2): closed, full, or read by no one.
+
+The console script calls :func:`guard_standard_streams` first. From then on:
+
+- file descriptors 0-2 are always open (a closed one is held by /dev/null), so that no file gradcli or
+  TensorFlow opens can become "standard output" by accident;
+- ``sys.stdout`` writes through :class:`_Output`: a failed write (broken pipe, full disk, closed
+  stdout, I/O error) raises :class:`OutputWriteError`, which the launcher turns into its exit code
+  (:func:`exit_code_for`); later writes are dropped, so that Python's flush at exit cannot fail again;
+- ``sys.stderr`` writes through :class:`_Diagnostics`: a write that fails is dropped. Diagnostics are
+  never redirected to stdout (``print(file=None)``, which a closed stderr gave, writes on stdout).
+
+Standard library only (imported before Typer).
+"""
+
+from __future__ import annotations
+
+import errno
+import io
+import os
+import sys
+
+BROKEN_PIPE_EXIT = 141  # the reader left (`gradcli ... | head -1`): 128 + SIGPIPE, as shells report it
+WRITE_FAILURE_EXIT = 1  # stdout closed, full or failing: the result could not be delivered
+
+
+class OutputWriteError(Exception):
+    """Standard output could not be written. Not an OSError, so that Click's own broken-pipe
+    handling (exit 1) and the commands' error mapping let it through to the launcher."""
+
+    def __init__(self, error: OSError):
+        super().__init__(error.strerror or str(error))
+        self.error = error
+
+
+class _Output(io.RawIOBase):
+    """File descriptor 1, raising :class:`OutputWriteError` on the first failure and dropping the rest."""
+
+    def __init__(self, fd: int, *, closed_at_start: bool):
+        super().__init__()
+        self._fd = fd
+        self._closed_at_start = closed_at_start
+        self.failed = False
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def isatty(self) -> bool:
+        return not self._closed_at_start and os.isatty(self._fd)
+
+    def write(self, data) -> int:
+        if self.failed:
+            return len(data)
+        try:
+            if self._closed_at_start:
+                raise OSError(errno.EBADF, "standard output is closed")
+            return os.write(self._fd, data)
+        except OSError as exc:
+            self.failed = True
+            raise OutputWriteError(exc) from None
+
+
+class _Diagnostics(io.RawIOBase):
+    """File descriptor 2; a write that fails is dropped (there is nowhere left to say so)."""
+
+    def __init__(self, fd: int, *, closed_at_start: bool):
+        super().__init__()
+        self._fd = fd
+        self._closed_at_start = closed_at_start
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def isatty(self) -> bool:
+        return not self._closed_at_start and os.isatty(self._fd)
+
+    def write(self, data) -> int:
+        if not self._closed_at_start:
+            try:
+                os.write(self._fd, data)
+            except OSError:
+                pass
+        return len(data)
+
+
+def _hold_closed_descriptors() -> set[int]:
+    """Open /dev/null on each of 0, 1, 2 that is closed; return the ones that were."""
+    closed = set()
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            closed.add(fd)
+            held = os.open(os.devnull, os.O_RDWR)
+            if held != fd:
+                os.dup2(held, fd)
+                os.close(held)
+    return closed
+
+
+def guard_standard_streams() -> None:
+    """Replace ``sys.stdout`` and ``sys.stderr`` as the module docstring says (keeping their encodings)."""
+    closed = _hold_closed_descriptors()
+    fallback = sys.getfilesystemencoding()
+    old_out, old_err = sys.stdout, sys.stderr
+    out_raw = _Output(1, closed_at_start=1 in closed)
+    err_raw = _Diagnostics(2, closed_at_start=2 in closed)
+    sys.stdout = io.TextIOWrapper(
+        io.BufferedWriter(out_raw), encoding=getattr(old_out, "encoding", None) or fallback,
+        errors=getattr(old_out, "errors", None) or "strict", line_buffering=out_raw.isatty())
+    sys.stderr = io.TextIOWrapper(
+        io.BufferedWriter(err_raw), encoding=getattr(old_err, "encoding", None) or fallback,
+        errors="backslashreplace", line_buffering=True)
+    for old in (old_out, old_err):
+        if old is not None:
+            try:
+                old.flush()
+            except (OSError, ValueError):
+                pass
+
+
+def flush_output() -> None:
+    """Push what is buffered for stdout now (a failure raises :class:`OutputWriteError`)."""
+    sys.stdout.flush()
+
+
+def exit_code_for(exc: OutputWriteError) -> int:
+    """Say why on stderr (not for a broken pipe: the reader chose to leave) and give the exit code."""
+    if isinstance(exc.error, BrokenPipeError):
+        return BROKEN_PIPE_EXIT
+    try:
+        print(f"gradcli: error: cannot write the output: {exc}", file=sys.stderr, flush=True)
+    except Exception:  # stderr is gone as well: the exit code still says it
+        pass
+    return WRITE_FAILURE_EXIT
