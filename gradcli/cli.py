@@ -17,6 +17,7 @@ from gradcli.commands.derivative import derivative
 from gradcli.commands.descend import descend
 from gradcli.commands.eval import eval_value
 from gradcli.commands.check import check
+from gradcli.commands.steps import steps
 from gradcli.commands.shell import shell
 
 
@@ -68,4 +69,5 @@ app.command("derivative", short_help="The first N derivatives of a one-variable 
 app.command("descend", short_help="Gradient descent: the guide's loop and Keras optimizers.")(descend)
 app.command("eval", short_help="The value alone, for scripts.")(eval_value)
 app.command("check", short_help="Check hand-derived derivatives against exact ones.")(check)
+app.command("steps", short_help="The error of each fd formula against the step h.")(steps)
 app.command("shell", short_help="Many commands in one process: TensorFlow and SymPy load once.")(shell)

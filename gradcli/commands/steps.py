@@ -1,0 +1,52 @@
+"""``gradcli steps``."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Optional
+
+import typer
+
+from gradcli.commands.common import (FormatOption, OutputFormat, SymbolicTimeoutOption, at_option, conclude, emit,
+                                     handle_errors)
+
+
+@handle_errors
+def steps(
+    expression: Annotated[str, typer.Argument(metavar="EXPR", help="The expression, e.g. \"sin(x)\".",
+                                              show_default=False)],
+    *,
+    at: at_option("required") = None,
+    wrt: Annotated[Optional[str], typer.Option(
+        "--wrt", metavar="X", help="The variable, when there are several (others fixed).")] = None,
+    order: Annotated[int, typer.Option("--order", "-n", metavar="N", help="Derivative order, 1 to 4.")] = 1,
+    dtype: Annotated[str, typer.Option(
+        "--dtype", metavar="DTYPES", help="float64, float32, or both: float32,float64.")] = "float64",
+    output: FormatOption = OutputFormat.table,
+    plot: Annotated[bool, typer.Option(
+        "--plot", help="Also draw the errors against h, log-log (on stderr with -f json/csv).")] = False,
+    symbolic_timeout: SymbolicTimeoutOption = 10.0,
+) -> None:
+    """The error of every difference formula against the step h, from 1e-1 down to the dtype's eps.
+
+    Truncation falls with h, rounding rises: each formula's V, with gradcli's default step, the best
+    step and theory's optimal step marked. Complex step too, at order 1.
+
+    Examples:
+
+    \b
+      gradcli steps "sin(x)" --at x=1 --plot
+      gradcli steps "exp(x)" --at x=1 --dtype float32,float64
+      gradcli steps "log(x)" --at x=2 -n 2 -f csv
+    """
+    from gradcli.compute.steps import compute_steps
+
+    report = compute_steps(expression, at=at, wrt=wrt, order=order, dtypes=dtype,
+                           symbolic_time_limit=symbolic_timeout)
+    from gradcli.render import steps as render
+
+    emit(output, json=lambda: render.steps_json(report), csv=lambda: render.steps_csv(report),
+         table=lambda: render.steps_table(report))
+    if plot:  # as descend --plot: JSON and CSV on stdout stay parseable
+        render.steps_plot(report, file=sys.stdout if output is OutputFormat.table else sys.stderr)
+    conclude(report)

@@ -1,0 +1,200 @@
+"""Rendering of :class:`gradcli.compute.steps.StepsReport`: the error table (dtypes side by side when the
+width allows, formula columns in blocks when it does not: nothing is cut), the marked steps, CSV, JSON and
+the log-log plot (plotext, as ``descend --plot``: colour only on a terminal without NO_COLOR, ASCII when
+the output cannot encode box drawing)."""
+
+from __future__ import annotations
+
+import math
+import sys
+
+from gradcli.compute.steps import DtypeSweep, StepsReport
+from gradcli.render.common import to_csv, to_json
+from gradcli.render.layout import terminal_width, wrap_plain
+
+GAP = 4  # columns between tables side by side
+COLUMN_GAP = 1  # between the grid's columns: a step and 8 formulas fit in 80 columns
+MIN_WIDTH = 20
+_MARKERS = ["+", "x", "o", "*", "#", "@", "%", "&", "="]
+MARKS = (("D", "default"), ("B", "best"), ("T", "theory"))
+
+
+def steps_json(report: StepsReport) -> str:
+    return to_json(report.to_dict())
+
+
+def steps_csv(report: StepsReport) -> str:
+    """One row per (dtype, formula, step): the sweep's steps, then the marked ones (kind says which)."""
+    header = ["dtype", "formula", "accuracy", "kind", "step", "error"]
+    rows = []
+    for s in report.sweeps:
+        for f in s.formulas:
+            rows += [[s.dtype, f.name, f.accuracy, "sweep", h, e] for h, e in zip(s.steps, f.errors)]
+            rows += [[s.dtype, f.name, f.accuracy, kind, getattr(f, f"{kind}_step"), getattr(f, f"{kind}_error")]
+                     for _, kind in MARKS if getattr(f, f"{kind}_step") is not None]
+    return to_csv(header, rows)
+
+
+# ---------------------------------------------------------------------------------------------
+# The table
+# ---------------------------------------------------------------------------------------------
+def _cell(e: float | None) -> str:
+    if e is None:
+        return "-"
+    return "0" if e == 0 else f"{e:.1e}"
+
+
+def _grid_blocks(sweep: DtypeSweep, width: int) -> list[list[str]]:
+    """The error grid as lines: a column per formula, a row per step, in blocks of as many columns as fit."""
+    names = [f.name for f in sweep.formulas]
+    cells = [[_cell(e) for e in f.errors] for f in sweep.formulas]
+    steps = [f"{h:.1e}" for h in sweep.steps]
+    step_w = max(len("h"), *map(len, steps))
+    widths = [max(len(n), *map(len, c)) for n, c in zip(names, cells)]
+    blocks, start = [], 0
+    while start < len(names):
+        end, used = start, step_w
+        while end < len(names) and (end == start or used + COLUMN_GAP + widths[end] <= width):
+            used += COLUMN_GAP + widths[end]
+            end += 1
+        gap = " " * COLUMN_GAP
+        lines = ["h".rjust(step_w) + "".join(gap + names[j].rjust(widths[j]) for j in range(start, end))]
+        for i, h in enumerate(steps):
+            lines.append(h.rjust(step_w) + "".join(gap + cells[j][i].rjust(widths[j]) for j in range(start, end)))
+        blocks.append(lines)
+        start = end
+    return blocks
+
+
+def _marked_lines(sweep: DtypeSweep) -> list[str]:
+    """A row per formula: its default, best and theory steps and their errors."""
+    head = ["formula", "p", "default h", "error", "best h", "error", "theory h*", "error"]
+    rows = [[f.name, str(f.accuracy), _cell(f.default_step), _cell(f.default_error), _cell(f.best_step),
+             _cell(f.best_error), _cell(f.theory_step), _cell(f.theory_error)] for f in sweep.formulas]
+    widths = [max(len(r[k]) for r in [head, *rows]) for k in range(len(head))]
+    fmt = lambda r: "  ".join(c.ljust(w) if k == 0 else c.rjust(w) for k, (c, w) in enumerate(zip(r, widths)))
+    return [fmt(head), *map(fmt, rows)]
+
+
+def _title(report: StepsReport, sweep: DtypeSweep) -> str:
+    n, v = report.order, report.variable
+    d = f"d/d{v}" if n == 1 else f"d^{n}/d{v}^{n}"
+    return f"{sweep.dtype}: |error| of {d} {report.expression} at {v} = {sweep.x!r} (exact {sweep.exact!r})"
+
+
+def _panel(report: StepsReport, sweep: DtypeSweep, width: int) -> list[str]:
+    lines = wrap_plain(_title(report, sweep), width, indent=2)
+    for block in _grid_blocks(sweep, width):
+        lines += block + [""]
+    marked = _marked_lines(sweep)
+    if max(map(len, marked)) <= width:
+        lines += marked
+    else:  # too narrow for one row per formula: a line per marked step
+        for f in sweep.formulas:
+            lines.append(f.name)
+            lines += [f"  {kind} h {_cell(getattr(f, kind + '_step'))}  error {_cell(getattr(f, kind + '_error'))}"
+                      for _, kind in MARKS]
+    return lines
+
+
+def _side_by_side(panels: list[list[str]], width: int) -> list[str] | None:
+    widths = [max(map(len, p)) for p in panels]
+    if sum(widths) + GAP * (len(panels) - 1) > width:
+        return None
+    rows = max(map(len, panels))
+    out = []
+    for i in range(rows):
+        parts = [(p[i] if i < len(p) else "").ljust(w) for p, w in zip(panels, widths)]
+        out.append((" " * GAP).join(parts).rstrip())
+    return out
+
+
+def steps_table(report: StepsReport, *, file=None) -> None:
+    file = file or sys.stdout
+    width = max(MIN_WIDTH, terminal_width(file, default=160))
+    _say(f"steps: {', '.join(s.dtype for s in report.sweeps)}; h from 1e-1 to eps (x max(1, |x|)), every half "
+         "decade; '-': no finite value", file, width)
+    # panels are laid out at the width they get: alone, or half of it side by side
+    half = (width - GAP * (len(report.sweeps) - 1)) // max(1, len(report.sweeps))
+    together = _side_by_side([_panel(report, s, half) for s in report.sweeps], width) \
+        if len(report.sweeps) > 1 and half >= 60 else None
+    lines = together or [line for s in report.sweeps for line in _panel(report, s, width) + [""]]
+    print("\n".join(lines).rstrip("\n"), file=file)
+    _say("marked: default = gradcli's step eps^(1/(n+p)) x max(1, |x|); best = the sweep's; theory = argmin of "
+         "truncation |c f^(n+p)| h^p + rounding eps |f| sum|w| / h^n", file, width)
+
+
+def _say(text: str, file, width: int) -> None:
+    for line in wrap_plain(text, width, indent=2):
+        print(line, file=file)
+
+
+# ---------------------------------------------------------------------------------------------
+# The plot
+# ---------------------------------------------------------------------------------------------
+def _floor(sweep: DtypeSweep) -> float:
+    """Where an error of exactly 0 is drawn: a decade under the smallest error, at most eps |exact| / 10."""
+    nonzero = [e for f in sweep.formulas for e in f.errors if e]
+    low = min(nonzero) if nonzero else 1e-16
+    return min(low, 1e-17 * max(1.0, abs(sweep.exact))) / 10
+
+
+def _decade_ticks(low: float, high: float, width: int) -> list[int]:
+    lo, hi = math.floor(low), math.ceil(high)
+    every = max(1, math.ceil((hi - lo + 1) / max(2, width // 8)))
+    return list(range(hi, lo - 1, -every))[::-1]
+
+
+def _plot_one(report: StepsReport, sweep: DtypeSweep, *, file, width: int) -> None:
+    import plotext as plt
+
+    from gradcli.render import terminal_plot as tp
+
+    floor = _floor(sweep)
+    fig = plt.figure
+    fig.clear()
+    markers = tp.markers(file, _MARKERS)
+    legend, all_y = [], []
+    for i, f in enumerate(sweep.formulas):
+        pts = [(math.log10(h), math.log10(max(e, floor))) for h, e in zip(sweep.steps, f.errors) if e is not None]
+        if not pts:
+            continue
+        marker = markers[i % len(markers)]
+        signal = fig.signal([p[0] for p in pts], [p[1] for p in pts], marker=marker)
+        signal.lines()
+        fig.draw(signal)
+        all_y += [p[1] for p in pts]
+        legend.append((marker, f"{f.name} (error ~ h^{f.accuracy})"))
+    marked = next((f for f in sweep.formulas if f.name == report.marked), None)
+    for letter, kind in MARKS if marked else ():
+        h, e = getattr(marked, f"{kind}_step"), getattr(marked, f"{kind}_error")
+        if h is None or e is None or not sweep.steps[-1] <= h <= sweep.steps[0]:
+            continue
+        fig.draw(fig.text(math.log10(h), math.log10(max(e, floor)), letter))
+        legend.append((letter, f"{kind} step of {marked.name}: h = {h:.2g}, error {_cell(e)}"))
+    xs = [math.log10(h) for h in sweep.steps]
+    fig.ruler("x").ticks(*_labels(_decade_ticks(min(xs), max(xs), width)))
+    if all_y:
+        fig.ruler("y").ticks(*_labels(_decade_ticks(min(all_y), max(all_y), 20 * 4)))
+    fig.label("step h", axis="x")
+    fig.label("|error|", axis="y")
+    tp.print_title(_title(report, sweep) + " (log-log)", file=file, width=width)
+    tp.print_figure(fig, file=file, width=width, height=22)
+    legend.append((" ", f"an error of exactly 0 is drawn at the bottom, 1e{math.floor(math.log10(floor))}"))
+    tp.print_legend(legend, file=file, width=width)
+
+
+def _labels(ticks: list[int]) -> tuple[list[int], list[str]]:
+    return ticks, [f"1e{t}" for t in ticks]
+
+
+def steps_plot(report: StepsReport, *, file=None) -> None:
+    """A log-log plot per dtype: every formula's error against h, the marked formula's steps as D, B, T."""
+    from gradcli.render import terminal_plot as tp
+
+    file = file or sys.stdout
+    width = tp.plot_width(file)
+    for k, sweep in enumerate(report.sweeps):
+        if k:
+            print(file=file)
+        _plot_one(report, sweep, file=file, width=width)

@@ -1,0 +1,172 @@
+"""gradcli steps (issue 8, item 8): the error of each formula over a sweep of steps, as a table, JSON, CSV
+and a log-log plot."""
+
+from __future__ import annotations
+
+import json
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from gradcli.compute.steps import compute_steps, formulas, sweep_steps
+from tests.oracle import oracle_derivative
+
+
+def by_name(sweep):
+    return {f.name: f for f in sweep.formulas}
+
+
+@pytest.mark.parametrize("order", [1, 2, 3])
+def test_every_stencil_is_exact_on_polynomials_up_to_its_accuracy(order):
+    for f in formulas(order):
+        # sum w m^j = order! [j == order] for j < order + p: the Taylor conditions
+        for j in range(order + f.accuracy):
+            moment = sum(w * m ** j for m, w in zip(f.offsets, f.weights))
+            assert moment == (math.factorial(order) if j == order else 0), (f.name, j)
+        assert f.truncation_constant(order) != 0
+
+
+def test_truncation_constants_of_the_textbook_formulas():
+    c = {f.name: f.truncation_constant(1) for f in formulas(1)}
+    assert c["forward"] == 0.5 and c["backward"] == -0.5
+    assert math.isclose(c["central"], 1 / 6) and math.isclose(c["stencil4"], -1 / 30)
+    richardson = next(f for f in formulas(1) if f.name == "richardson")
+    assert richardson.offsets == (Fraction(-1), Fraction(-1, 2), Fraction(1, 2), Fraction(1))
+
+
+@pytest.mark.parametrize("dtype, count", [("float64", 30), ("float32", 12)])
+def test_the_sweep_goes_from_a_tenth_down_to_eps(dtype, count):
+    steps = sweep_steps(dtype, 1.0)
+    assert len(steps) == count and steps[0] == 0.1
+    assert np.finfo(dtype).eps <= steps[-1] < 10 ** 0.5 * np.finfo(dtype).eps
+    assert sweep_steps(dtype, -300.0)[0] == pytest.approx(30.0)  # scaled by max(1, |x|)
+
+
+def test_sin_the_v_of_truncation_and_rounding():
+    report = compute_steps("sin(x)", at="x=1")
+    (sweep,) = report.sweeps
+    rows = by_name(sweep)
+    central = rows["central"].errors
+    # truncation at h = 1e-2: h^2/6 |cos(1)| (the next term is h^4/120)
+    assert central[2] == pytest.approx(1e-4 / 6 * math.cos(1), rel=1e-3)
+    # the V: the best step is in the middle, far from both ends
+    best = rows["central"].best_step
+    assert 1e-7 < best < 1e-3 and min(e for e in central if e is not None) == rows["central"].best_error
+    assert central[-1] > 1e3 * rows["central"].best_error
+    # theory: (3 eps |f| / |f'''|)^(1/3) for the central difference
+    expected = (3 * np.finfo(float).eps * math.sin(1) / math.cos(1)) ** (1 / 3)
+    assert rows["central"].theory_step == pytest.approx(expected, rel=1e-6)
+    assert rows["central"].default_step == pytest.approx(np.finfo(float).eps ** (1 / 3), rel=1e-3)
+    # the complex step has no rounding floor: at tiny steps it is exact to an ulp
+    assert all(e <= 2.3e-16 for e in rows["complex"].errors[14:])
+    assert report.marked == "central" and report.warnings == []
+
+
+def test_the_exact_value_is_the_oracles_at_the_dtypes_point():
+    report = compute_steps("exp(sin(x))", at="x=0.1", dtypes="float32,float64")
+    for sweep in report.sweeps:
+        x = float(np.float64(0.1).astype(sweep.dtype))
+        assert sweep.x == x
+        assert sweep.exact == pytest.approx(float(oracle_derivative("exp(sin(x))", "x", {"x": x})), rel=1e-15)
+    assert report.exact == pytest.approx(float(oracle_derivative("exp(sin(x))", "x", {"x": "0.1"})), rel=1e-15)
+
+
+def test_float32_floors_where_float64_goes_on():
+    report = compute_steps("exp(x)", at="x=1", dtypes="float32,float64")
+    best = {s.dtype: by_name(s)["stencil8"].best_error for s in report.sweeps}
+    assert best["float64"] < 1e-12 < 1e-7 < best["float32"] < 1e-5
+
+
+def test_higher_orders_have_no_complex_step():
+    report = compute_steps("log(x)", at="x=2", order=2)
+    names = [f.name for f in report.sweeps[0].formulas]
+    assert "complex" not in names and report.marked == "stencil8"
+    assert by_name(report.sweeps[0])["stencil8"].best_error < 1e-9  # exact -1/4
+
+
+# ---------------------------------------------------------------------------------------------
+# CLI
+# ---------------------------------------------------------------------------------------------
+def test_table_fits_80_columns(invoke, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    result = invoke("steps", "sin(x)", "--at", "x=1", "--dtype", "float32,float64")
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert max(map(len, lines)) <= 80
+    assert any(line.split()[:2] == ["h", "forward"] for line in lines)
+    assert sum(line.startswith("float") for line in lines) == 2  # one panel per dtype, stacked
+
+
+@pytest.mark.parametrize("width", [40, 160])
+def test_table_at_other_widths_cuts_nothing(invoke, monkeypatch, width):
+    monkeypatch.setenv("COLUMNS", str(width))
+    result = invoke("steps", "sin(x)", "--at", "x=1", "--dtype", "float32,float64")
+    lines = result.stdout.splitlines()
+    assert result.exit_code == 0 and max(map(len, lines)) <= width
+    text = result.stdout
+    for name in ("forward", "backward", "central", "stencil4", "stencil6", "stencil8", "richardson", "complex"):
+        assert name in text
+    if width == 160:  # side by side
+        assert any(line.count("float") == 2 for line in lines)
+
+
+def test_json_for_scripts(invoke_json):
+    doc = invoke_json("steps", "sin(x)", "--at", "x=1", "--dtype", "float32,float64")
+    assert doc["command"] == "steps" and [s["dtype"] for s in doc["sweeps"]] == ["float32", "float64"]
+    sweep = doc["sweeps"][1]
+    assert len(sweep["steps"]) == 30 and all(len(f["errors"]) == 30 for f in sweep["formulas"])
+    central = next(f for f in sweep["formulas"] if f["formula"] == "central")
+    assert set(central) >= {"default", "best", "theory", "accuracy", "points"}
+    assert doc["exact"] == pytest.approx(math.cos(1))
+
+
+def test_csv_for_scripts(invoke):
+    result = invoke("steps", "sin(x)", "--at", "x=1", "-f", "csv")
+    lines = result.stdout.splitlines()
+    assert lines[0] == "dtype,formula,accuracy,kind,step,error"
+    sweep_rows = [line for line in lines if ",sweep," in line]
+    assert len(sweep_rows) == 8 * 30
+    assert any(line.startswith("float64,central,2,theory,") for line in lines)
+
+
+@pytest.mark.parametrize("charset, box", [("utf-8", True), ("ascii", False)])
+def test_plot_in_utf8_and_ascii(charset, box, monkeypatch):
+    from gradcli.cli import app
+
+    monkeypatch.setenv("COLUMNS", "80")
+    result = CliRunner(charset=charset).invoke(app, ["steps", "exp(x)", "--at", "x=1", "--plot"],
+                                               catch_exceptions=False)
+    assert result.exit_code == 0, result.stderr
+    out = result.stdout
+    assert "log-log" in out and "1e-15" in out and "default step of central" in out
+    assert ("┤" in out) is box and (out.isascii() is not box)
+    assert "\x1b[" not in out  # not a terminal: no colour
+    plot_lines = out[out.index("(log-log)"):].splitlines()
+    assert max(map(len, plot_lines)) <= 80
+
+
+def test_plot_with_json_goes_to_stderr(invoke):
+    result = invoke("steps", "sin(x)", "--at", "x=1", "-f", "json", "--plot")
+    assert result.exit_code == 0 and json.loads(result.stdout)["command"] == "steps"
+    assert "log-log" in result.stderr
+
+
+@pytest.mark.parametrize("args, code, fragment", [
+    (["x*y", "--at", "x=1,y=2"], 2, "--wrt"),
+    (["x*y", "--at", "x=1,y=2", "--wrt", "z"], 2, "--wrt"),
+    (["sin(x)", "--at", "x=1", "--order", "5"], 2, "--order"),
+    (["sin(x)", "--at", "x=1", "--dtype", "float16"], 2, "float16"),
+    (["sin(x)", "--at", "x=1", "--dtype", ","], 2, "--dtype"),
+    (["sin(x)"], 2, "--at"),
+    (["sin(x", "--at", "x=1"], 2, ""),
+    (["log(x)", "--at", "x=-1"], 1, "undefined"),
+    (["sqrt(x)", "--at", "x=0"], 1, "not finite"),
+])
+def test_errors(invoke, args, code, fragment):
+    result = invoke("steps", *args)
+    assert result.exit_code == code, (result.stdout, result.stderr)
+    assert fragment in result.stderr and "Traceback" not in result.stderr
+    assert result.stdout == ""
