@@ -29,6 +29,8 @@ def main() -> None:
     # SIGINT/SIGTERM and the private temporary directory (gradcli.interrupts), before any worker is forked.
     streams.guard_standard_streams()
     interrupts.install()
+    if sys.argv[1:2] == ["shell"] and sys.stdin.isatty():  # Ctrl-C at its prompt cancels the line
+        interrupts.cancel_with_keyboard_interrupt()
     try:
         code = run_command(sys.argv[1:])
         streams.flush_output()  # a full disk shows here, not in Python's flush at exit
@@ -82,7 +84,7 @@ def choose_completion_shell(argv: list[str]) -> None:
         os.environ["_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION"] = "1"
 
 
-COMMANDS = ("grad", "hessian", "derivative", "descend", "eval", "check", "steps")
+COMMANDS = ("grad", "hessian", "derivative", "descend", "eval", "check")
 
 
 def negative_expressions_as_arguments(argv: list[str], app) -> list[str]:
