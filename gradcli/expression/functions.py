@@ -167,9 +167,13 @@ def _tf_log_over(constant: float):
 # complex scalar type. Where the function has no derivative at the point (a kink, a branch point, a
 # branch cut), the imaginary part is NaN: the complex-step column then says "not analytic".
 # ---------------------------------------------------------------------------------------------
-def _cx_nan_imag(np, t, z, where):
-    """``z`` with a NaN imaginary part where ``where`` holds."""
-    return np.where(where, np.real(z) + t(complex(0.0, _NAN)), z)
+def _cx_nan_imag(np, t, z, where, *args):
+    """``z`` with a NaN imaginary part where ``where`` holds and an argument is perturbed (a non-zero
+    imaginary part): abs(x - 1) * y at x = 1 still has a derivative by y."""
+    perturbed = False
+    for a in args:  # a constant argument is a scalar: combine by broadcasting
+        perturbed = perturbed | (np.imag(a) != 0)
+    return np.where(where & perturbed, np.real(z) + t(complex(0.0, _NAN)), z)
 
 
 def _cx_branch_points(numpy_name: str, *edges: float):
@@ -179,7 +183,10 @@ def _cx_branch_points(numpy_name: str, *edges: float):
 
         def f(z):
             re = np.real(z)
-            return _cx_nan_imag(np, t, fn(z), np.any([re == e for e in edges], axis=0))
+            at_edge = False
+            for e in edges:
+                at_edge = at_edge | (re == e)
+            return _cx_nan_imag(np, t, fn(z), at_edge, z)
         return f
     return make
 
@@ -188,13 +195,13 @@ def _cx_abs(np, t):
     # |z| is not analytic; -z and z are, on either side of the kink.
     def f(z):
         re = np.real(z)
-        return _cx_nan_imag(np, t, np.where(re < 0, -z, z), re == 0)
+        return _cx_nan_imag(np, t, np.where(re < 0, -z, z), re == 0, z)
     return f
 
 
 def _cx_atan2(np, t):
-    # atan2(y, x) continued analytically from each half plane; undifferentiable on the cut (x < 0, y = 0)
-    # and at the origin.
+    # atan2(y, x) continued analytically from each half plane; undifferentiable by y on the cut (x < 0,
+    # y = 0) and by either at the origin.
     pi, half_pi = t(math.pi), t(math.pi / 2)
 
     def f(y, x):
@@ -204,7 +211,8 @@ def _cx_atan2(np, t):
             left = right + np.where(yr >= 0, pi, -pi)
             vertical = np.where(yr > 0, half_pi, -half_pi) - np.arctan(x / y)
         out = np.where(xr > 0, right, np.where(xr < 0, left, vertical))
-        return _cx_nan_imag(np, t, out, (yr == 0) & (xr <= 0))
+        # on the cut only a change of y jumps (by 2 pi); at the origin any change does
+        return _cx_nan_imag(np, t, _cx_nan_imag(np, t, out, (yr == 0) & (xr < 0), y), (yr == 0) & (xr == 0), y, x)
     return f
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from gradcli.expression import Node
-from gradcli.expression.evaluate import PYTHON_FLOAT64, Backend, compile_expression, evaluate
+from gradcli.expression.evaluate import PYTHON_FLOAT64, Backend, compile_expression, evaluate, numpy_backend
 from gradcli.expression.functions import complex_functions
 from gradcli.expression.tree import Call, Pow, is_constant, walk
 
@@ -76,7 +76,11 @@ def _pow(np, t):
         with np.errstate(all="ignore"):
             out = np.power(a, b)
         # a real power of a base <= 0 is on log's branch cut or at its branch point: no complex step there
-        return np.where(np.real(a) <= 0, np.real(out) + t(complex(0.0, math.nan)), out)
+        # when either side is perturbed; unperturbed, the imaginary part is 0 (not exp(b log a)'s residue)
+        edge = np.real(a) <= 0
+        perturbed = (np.imag(a) != 0) | (np.imag(b) != 0)
+        nan = t(complex(0.0, math.nan))
+        return np.where(edge, np.where(perturbed, np.real(out) + nan, np.real(out) + t(0)), out)
     return pw
 
 
@@ -97,7 +101,7 @@ class ComplexGradients:
     values: object  # [P, n] float64: NaN where undefined or not analytic
     estimates: object  # [P, n] float64: the error estimate of each value
     not_analytic: object  # [P, n] bool: the value f(x) is finite, the complex step has no derivative
-    function: object  # [P] float64: Re f(x + ih), f at the dtype's point
+    function: object  # [P] float64: f at the dtype's point, in the dtype's real arithmetic
     step: float
 
 
@@ -120,7 +124,9 @@ def complex_gradients(tree: Node, points: Mapping[str, object], wrt: list[str], 
         fz = _evaluate_rows(tree, typed, wrt, dtype, p)  # [max(n, 1), S, P]
         samples = np.imag(fz).astype(np.float64) / (h * np.array(STEP_MULTIPLES))[None, :, None]
         values = np.ascontiguousarray(samples[:len(wrt), 0].T)  # [P, n]
-        function = np.real(fz[0, 0]).astype(np.float64)
+        # f itself in the dtype's real arithmetic: a NaN imaginary part can spoil the real one (NaN * 0)
+        function = np.broadcast_to(np.asarray(compile_expression(tree, numpy_backend(dtype))(typed), dtype=np.float64),
+                                   (p,)).copy()
         spread = np.max(np.abs(samples[:len(wrt), 1:] - samples[:len(wrt), :1]), axis=1).T if s > 1 else 0.0
         terms = term_magnitudes(tree, typed, wrt, dtype, p)
         estimates = ESTIMATE_ULPS * MACHINE_EPSILON[dtype] * np.maximum(terms, np.abs(values)) \
