@@ -136,6 +136,6 @@ def exit_code_for(exc: OutputWriteError) -> int:
         return BROKEN_PIPE_EXIT
     try:
         print(f"gradcli: error: cannot write the output: {exc}", file=sys.stderr, flush=True)
-    except Exception:  # stderr is gone as well: the exit code still says it
+    except (OSError, ValueError):  # stderr is gone as well: the exit code still says it
         pass
     return WRITE_FAILURE_EXIT

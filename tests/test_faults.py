@@ -13,6 +13,7 @@ import os
 import pty
 import signal
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -167,6 +168,22 @@ def test_the_sympy_worker_dies_with_gradcli(tmp_path, sig):
         assert leftovers(tmp_path) == []
     else:  # nothing runs after SIGKILL: the private directory waits for the next run (see below)
         assert all(p.startswith("gradcli-tmp-") for p in leftovers(tmp_path))
+
+
+SELF_DEADLINE = """
+import time
+from gradcli.methods import worker
+job = worker.BoundedJob(time.sleep, (60,), 0.2, parallel=True)
+job._timer.cancel()  # as if gradcli could not kill it (stopped, or busy in C)
+job.process.join(30)
+print(job.process.exitcode)  # None: still running
+"""
+
+
+def test_a_forked_job_ends_itself_past_its_deadline():
+    # In a fresh interpreter: forking is refused once TensorFlow is loaded, as it may be in this one.
+    result = subprocess.run([sys.executable, "-c", SELF_DEADLINE], capture_output=True, text=True, timeout=60)
+    assert result.stdout.split() == [str(-signal.SIGALRM)], result.stderr
 
 
 def test_a_later_run_removes_the_directory_of_a_killed_one(tmp_path, monkeypatch):
