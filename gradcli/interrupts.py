@@ -95,7 +95,10 @@ def reset_in_child() -> None:
         pass
     for signum in EXIT_CODE:
         if signal.getsignal(signum) is _on_signal:
-            signal.signal(signum, signal.SIG_DFL)
+            try:
+                signal.signal(signum, signal.SIG_DFL)
+            except ValueError:  # pragma: no cover - only the main thread may; workers fork from it
+                pass
 
 
 def cancel_with_keyboard_interrupt(enabled: bool = True) -> None:
