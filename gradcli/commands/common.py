@@ -53,7 +53,7 @@ DTypeOption = Annotated[DType, typer.Option(
 ShowCodeOption = Annotated[
     bool, typer.Option("--show-code", help="Print the TensorFlow program of the tape column.")
 ]
-METHOD_HELP = "Any of symbolic,tape,fd (comma-separated)."
+METHOD_HELP = "Any of symbolic,tape,fd (comma-separated); complex: first derivatives."
 
 
 def seconds_option(value: float | None) -> float | None:
