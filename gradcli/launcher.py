@@ -84,7 +84,7 @@ def choose_completion_shell(argv: list[str]) -> None:
         os.environ["_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION"] = "1"
 
 
-COMMANDS = ("grad", "hessian", "derivative", "descend", "eval", "check")
+COMMANDS = ("grad", "hessian", "derivative", "descend", "eval", "check", "steps")
 
 
 def negative_expressions_as_arguments(argv: list[str], app) -> list[str]:
