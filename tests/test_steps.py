@@ -170,3 +170,15 @@ def test_errors(invoke, args, code, fragment):
     assert result.exit_code == code, (result.stdout, result.stderr)
     assert fragment in result.stderr and "Traceback" not in result.stderr
     assert result.stdout == ""
+
+
+def test_installed_command_reads_an_expression_that_starts_with_a_minus():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    gradcli = Path(sys.executable).parent / "gradcli"
+    out = subprocess.run([str(gradcli), "steps", "-sin(x)", "--at", "x=1", "-f", "json"], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["exact"] == pytest.approx(-math.cos(1))
