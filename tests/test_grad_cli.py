@@ -109,10 +109,10 @@ def test_table_output(invoke):
 def test_csv_output(invoke):
     result = invoke("grad", "3*x", "x**2", "--at", "x=5", "--format", "csv")
     assert result.exit_code == 0
-    rows = list(csv.DictReader(io.StringIO(result.stdout)))
-    assert [(r["expression"], r["variable"]) for r in rows] == [("3*x", "x"), ("x**2", "x"), ("sum", "x")]
-    assert float(rows[2]["tape"]) == 13.0
-    assert float(rows[1]["symbolic"]) == 10.0
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))  # a row per point and expression (tests/test_scripts.py)
+    assert [(r["x"], r["expression"]) for r in rows] == [("5.0", "3*x"), ("5.0", "x**2")]
+    assert float(rows[0]["tape_dx"]) + float(rows[1]["tape_dx"]) == 13.0
+    assert float(rows[1]["symbolic_dx"]) == 10.0
 
 
 def test_show_code_program_runs_and_prints_tape_column(invoke, tmp_path):

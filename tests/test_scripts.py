@@ -105,3 +105,31 @@ def test_trajectory_below_the_bound_is_every_recorded_row():
     t.add(_rows(range(0, 500, 10)), last=False)
     t.add(_rows([500, 503]), last=True)
     assert [r.step for r in t.rows] == [*range(0, 510, 10), 503] and t.spacing == 10
+
+
+# ---------------------------------------------------------------------------------------------
+# grad / hessian / derivative -f csv: a row per point, one header, at one point as at many
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("command, expression, at, grid", [
+    ("grad", "(x1+5)*x2**2", "x1=2,x2=3", "x1=2:2:1,x2=3:3:1"),
+    ("hessian", "(x1+5)*x2**2", "x1=2,x2=3", "x1=2:2:1,x2=3:3:1"),
+    ("derivative", "sin(x)", "x=1", "x=1:1:1"),
+])
+def test_csv_at_one_point_is_the_csv_of_many_points(invoke, command, expression, at, grid):
+    one = invoke(command, expression, "--at", at, "-m", "tape,fd", "-f", "csv")
+    many = invoke(command, expression, "--grid", grid, "-m", "tape,fd", "-f", "csv")
+    assert one.exit_code == many.exit_code == 0, (one.stderr, many.stderr)
+    assert one.stdout == many.stdout
+    (row,) = read_csv(one.stdout)
+    names = [kv.split("=")[0] for kv in at.split(",")]
+    assert list(row)[:len(names)] == names  # the point's columns first
+    assert [float(row[v]) for v in names] == [float(kv.split("=")[1]) for kv in at.split(",")]
+
+
+def test_grad_csv_rows_per_expression_and_a_missing_variable(invoke):
+    result = invoke("grad", "3*x", "x**2", "--at", "x=5", "-m", "tape", "-f", "csv")
+    assert result.exit_code == 0, result.stderr
+    rows = read_csv(result.stdout)
+    assert [(r["x"], r["expression"], r["tape_dx"]) for r in rows] == [("5.0", "3*x", "3.0"), ("5.0", "x**2", "10.0")]
+    result = invoke("grad", "x*y", "--at", "x=1", "-f", "csv")
+    assert result.exit_code == 2 and "--at has no value for y" in result.stderr

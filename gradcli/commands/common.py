@@ -114,8 +114,9 @@ def handle_errors(fn: Callable) -> Callable:
 
 def run_many(computation, *, points: str | None, grid: str | None, at: list[str] | None,
              output: OutputFormat, batch_size: int) -> None:
-    """``--points``/``--grid``: compute ``computation`` (a gradcli.compute.batch core) at every point, writing
-    each batch's records as it finishes; exit 1 when a point's value or derivative is undefined."""
+    """``--points``/``--grid`` (or ``-f csv`` at the --at point, a batch of one): compute ``computation`` (a
+    gradcli.compute.batch core) at every point, writing each batch's records as it finishes; exit 1 when a
+    point's value or derivative is undefined."""
     from gradcli.expression.sources import grid_points, open_points
     from gradcli.errors import UsageError
     from gradcli.expression.points import parse_point
@@ -123,15 +124,35 @@ def run_many(computation, *, points: str | None, grid: str | None, at: list[str]
 
     if points is not None and grid is not None:
         raise UsageError("give --points or --grid, not both")
-    fixed = parse_point(at, required=False)
+    fixed = parse_point(at, required=points is None and grid is None)
     if points is not None:
         source = open_points(points, variables=computation.variables, fixed=fixed, chunk_size=batch_size)
-    else:
+    elif grid is not None:
         source = grid_points(grid, variables=computation.variables, fixed=fixed, chunk_size=batch_size)
+    else:  # -f csv at one point: a batch of one, so that its header is the one of many points
+        source = _one_point(fixed, computation.variables)
     from gradcli.compute.batch.engine import run_batch
 
     summary = run_batch(computation, source.chunks(), sink_for(computation.command, output.value))
     finish(summary.failed)
+
+
+def _one_point(fixed, variables: list[str]):
+    """The --at point as a source of one chunk of one point."""
+    import numpy as np
+
+    from gradcli.errors import UsageError
+    from gradcli.expression.sources.shapes import PointChunk
+
+    missing = [v for v in variables if v not in fixed.values]
+    if missing:
+        raise UsageError(f"--at has no value for {', '.join(missing)} (add {missing[0]}=...)")
+
+    class OnePoint:
+        def chunks(self):
+            yield PointChunk({v: np.array([fixed.values[v]], dtype=np.float64) for v in variables}, [{}], [None])
+
+    return OnePoint()
 
 
 def refuse_show_code_for_many(points: str | None, grid: str | None, point_option: str = "--at") -> None:

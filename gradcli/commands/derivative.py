@@ -57,7 +57,7 @@ def derivative(
                                    setup.order, setup.dtype), end="")
         return
 
-    if points is not None or grid is not None:
+    if points is not None or grid is not None or output is OutputFormat.csv:  # CSV: a row per point, always
         from gradcli.compute.batch.derivative import DerivativeBatch
 
         run_many(DerivativeBatch(expression, order=order, wrt=wrt, methods=method, eps=eps, dtype=dtype.value,

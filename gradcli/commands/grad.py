@@ -55,7 +55,7 @@ def grad(
         print(grad_program(expressions, at=at, wrt=wrt, dtype=dtype.value, methods=method, scheme=scheme.value,
                            eps=eps), end="")
         return
-    if points is not None or grid is not None:
+    if points is not None or grid is not None or output is OutputFormat.csv:  # CSV: a row per point, always
         from gradcli.compute.batch.grad import GradBatch
 
         run_many(GradBatch(expressions, wrt=wrt, methods=method, scheme=scheme.value, eps=eps, dtype=dtype.value,

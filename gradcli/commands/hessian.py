@@ -55,7 +55,7 @@ def hessian(
                                 setup.dtype), end="")
         return
 
-    if points is not None or grid is not None:
+    if points is not None or grid is not None or output is OutputFormat.csv:  # CSV: a row per point, always
         from gradcli.compute.batch.hessian import HessianBatch
 
         run_many(HessianBatch(expression, wrt=wrt, methods=method, eps=eps, dtype=dtype.value, formulas=formulas,
