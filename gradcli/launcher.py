@@ -7,6 +7,7 @@ imports Typer and parses the options).
 
 from __future__ import annotations
 
+import functools
 import sys
 
 
@@ -55,7 +56,7 @@ def run_command(argv: list[str]) -> int:
     click_exception = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
     try:
         args = negative_expressions_as_arguments(argv, app)
-        code = app(args=args, prog_name="gradcli", standalone_mode=False)
+        code = click_command(app)(args=args, prog_name="gradcli", standalone_mode=False)
     except click_exception as exc:
         if type(exc).__name__ == "NoArgsIsHelpError":  # bare `gradcli` or `gradcli grad`: the help
             exc.show()
@@ -87,6 +88,15 @@ def choose_completion_shell(argv: list[str]) -> None:
 COMMANDS = ("grad", "hessian", "derivative", "descend", "eval", "check", "steps")
 
 
+@functools.cache
+def click_command(app):
+    """The Click command Typer builds from ``app``, built once per process: building it takes ~60 ms
+    (Typer reads every command's signature), once per line in ``gradcli shell``."""
+    import typer.main
+
+    return typer.main.get_command(app)
+
+
 def negative_expressions_as_arguments(argv: list[str], app) -> list[str]:
     """``gradcli grad "-x**2" --at x=1``: an argument that starts with '-' and is none of the command's
     options is an expression. Click would take it for an unknown option, so the command's arguments are
@@ -101,7 +111,7 @@ def negative_expressions_as_arguments(argv: list[str], app) -> list[str]:
         return argv  # the common case: no Click command is built here
     import typer.main
 
-    command = typer.main.get_command(app).commands[argv[0]]
+    command = click_command(app).commands[argv[0]]
     options = [p for p in command.params if type(p).__name__.endswith("Option")]
     names = {n for p in options for n in p.opts + p.secondary_opts}
     takes_value = {n for p in options if not p.is_flag and not p.count for n in p.opts}

@@ -38,31 +38,44 @@ def run_shell(stdin: TextIO, *, interactive: bool) -> int:
         raise UsageError("already in gradcli shell: type the command itself (exit or quit leaves the shell)")
     _active = True
     try:
-        if interactive:
-            interrupt_commands_not_the_shell()
-        lines = terminal_lines() if interactive else pipe_lines(stdin)
+        if interactive:  # (the console script lets Ctrl-C raise KeyboardInterrupt here: gradcli.interrupts)
+            warm_up = start_warm_up()
+            lines = terminal_lines(before_each=warm_up.join)
+        else:
+            lines = pipe_lines(stdin)
         return run_lines(lines, interactive=interactive)
     finally:
         _active = False
 
 
-def interrupt_commands_not_the_shell() -> None:
-    """At a terminal, Ctrl-C cancels the line being typed or the command running, and the prompt comes
-    back: SIGINT raises KeyboardInterrupt in the main thread again, where each command's error handling
-    turns it into "gradcli: interrupted" (exit 130). The console script's handler (gradcli.interrupts)
-    would end the whole process, as it should in a pipe; SIGTERM keeps it. The price: a single long
-    TensorFlow call defers Ctrl-C until it returns."""
-    import signal
+def start_warm_up():
+    """At a terminal, load TensorFlow and SymPy while the first line is typed (a pipe gains nothing: its
+    first command starts at once and imports them itself, SymPy in a forked worker on the other core).
+
+    SymPy's worker is forked first, before any thread runs (see gradcli.methods.worker), and takes the
+    first symbolic job; later jobs run in threads of this process, which has SymPy loaded by then.
+    Commands wait for the warm-up to end: TensorFlow's import silences file descriptor 2 while it runs,
+    which would swallow their messages."""
     import threading
 
-    if threading.current_thread() is not threading.main_thread():
-        return
+    from gradcli.methods.worker import prestart_worker
+
+    prestart_worker()
+    thread = threading.Thread(target=_load_heavy_modules, daemon=True, name="gradcli-warm-up")
+    thread.start()
+    return thread
+
+
+def _load_heavy_modules() -> None:
     try:
-        signal.set_wakeup_fd(-1)  # the watcher thread of gradcli.interrupts would see SIGINT and end the shell
-    except (ValueError, OSError):
+        from gradcli.methods.tf_runtime import load_tensorflow
+
+        load_tensorflow()
+        import sympy  # noqa: F401
+
+        from gradcli.methods import symbolic  # noqa: F401
+    except Exception:  # the command that needs the module will say what is wrong, in its own words
         pass
-    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def run_lines(lines: Iterator[tuple[int, str]], *, interactive: bool) -> int:
@@ -205,13 +218,16 @@ def pipe_lines(stdin: TextIO) -> Iterator[tuple[int, str]]:
         yield number, line.rstrip("\r\n")
 
 
-def terminal_lines(read: Callable[[str], str] = input) -> Iterator[tuple[int, str]]:
-    """Lines typed at the prompt, with line editing and history (Python's ``readline``, where it exists)."""
+def terminal_lines(read: Callable[[str], str] = input, *,
+                   before_each: Callable[[], None] = lambda: None) -> Iterator[tuple[int, str]]:
+    """Lines typed at the prompt, with line editing and history (Python's ``readline``, where it exists);
+    ``before_each`` runs after a line is typed, before it is handed on (Ctrl-C there cancels the line)."""
     history = start_line_editing()
     number = 0
     while True:
         try:
             text = read(PROMPT)
+            before_each()
         except EOFError:  # Ctrl-D
             print(file=sys.stderr)
             return
