@@ -69,15 +69,19 @@ def _break_points(plain: str) -> list[int]:
 def _cuts(plain: str, width: int, indent: int) -> list[int]:
     """Greedy line ends: as much as fits on each line; a piece wider than a whole line takes a line of its
     own and overflows it rather than being cut."""
+    def length(start: int, end: int) -> int:  # continuation lines lose their leading spaces; the first keeps them
+        piece = plain[start:end].rstrip()
+        return len(piece.lstrip()) if start else len(piece)
+
     cuts, start, room, last_fit = [], 0, width, None
     for point in _break_points(plain):
-        if len(plain[start:point].strip()) <= room:
+        if length(start, point) <= room:
             last_fit = point
             continue
         if last_fit is not None and last_fit > start:
             cuts.append(last_fit)
             start, room = last_fit, width - indent
-            if len(plain[start:point].strip()) <= room:
+            if length(start, point) <= room:
                 last_fit = point
                 continue
         cuts.append(point)
