@@ -88,7 +88,7 @@ def test_symbolic_time_bound_leaves_the_column_out():
     (["grad", "x", "--at", "x=1", "--bogus"], "No such option: --bogus (see 'gradcli grad --help')"),
     (["grad", "x", "--at", "x=1", "--dtype", "float16"], "Invalid value for '--dtype'"),
     (["derivative", "x", "--at", "x=1", "--order", "abc"], "Invalid value for '--order'"),
-    (["grad"], "Missing argument"),
+    (["grad"], "give an expression"),  # EXPR or --file
     (["nonsense"], "No such command 'nonsense'. (see 'gradcli --help')"),
 ])
 def test_option_errors_of_the_installed_command_are_one_line(args, fragment):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 
 import pytest
 from hypothesis import given, settings
@@ -133,3 +134,68 @@ def test_grad_csv_rows_per_expression_and_a_missing_variable(invoke):
     assert [(r["x"], r["expression"], r["tape_dx"]) for r in rows] == [("5.0", "3*x", "3.0"), ("5.0", "x**2", "10.0")]
     result = invoke("grad", "x*y", "--at", "x=1", "-f", "csv")
     assert result.exit_code == 2 and "--at has no value for y" in result.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# --file PATH / --file -: the expression from a file
+# ---------------------------------------------------------------------------------------------
+TWO_LINES = "# a test function that starts with a minus\n-x**2 +   # the square\n  3*x\n"
+
+
+@pytest.mark.parametrize("command, extra", [("eval", ()), ("grad", ("-m", "fd")), ("derivative", ("-m", "fd")),
+                                            ("hessian", ("-m", "fd")), ("check", ("-e", "x=-2*x+3"))])
+def test_file_lines_are_spaces_and_comments_are_left_out(invoke, tmp_path, command, extra):
+    path = tmp_path / "f.txt"
+    path.write_text(TWO_LINES)
+    from_file = invoke(command, "--file", str(path), "--at", "x=2", *extra, "-f", "json")
+    inline = invoke(command, "--at", "x=2", *extra, "-f", "json", "--", "-x**2 + 3*x")
+    assert from_file.exit_code == inline.exit_code == 0, (from_file.stderr, inline.stderr)
+    assert _without_text(json.loads(from_file.stdout)) == _without_text(json.loads(inline.stdout))
+
+
+def _without_text(doc):
+    """The numbers of a document: the expression as typed (its spaces) and timings left out."""
+    if isinstance(doc, dict):
+        return {k: _without_text(v) for k, v in doc.items() if "expression" not in k and "seconds" not in k}
+    if isinstance(doc, list):
+        return [_without_text(v) for v in doc]
+    return doc
+
+
+def test_file_from_stdin_for_descend(invoke, runner):
+    from gradcli.cli import app
+
+    result = runner.invoke(app, ["descend", "--file", "-", "--from", "x=1", "-o", "manual", "--steps", "5",
+                                 "--show-code"], input="(x - 3)**2\n# done\n")
+    assert result.exit_code == 0, result.stderr
+    assert "(x - 3)**2" in result.stdout or "x - 3" in result.stdout
+
+
+def test_a_parse_error_in_a_file_points_to_its_line_and_column(runner, tmp_path):
+    from gradcli.cli import app
+
+    path = tmp_path / "bad.txt"
+    path.write_text("sin(x)   # fine\n  + 3*$y\n")
+    result = runner.invoke(app, ["grad", "--file", str(path), "--at", "x=1"])
+    assert result.exit_code == 2
+    first, shown, caret = result.stderr.splitlines()
+    assert first.startswith(f"gradcli: error: {path}:2:7: ")
+    assert shown == "    + 3*$y" and caret.index("^") == shown.index("$")
+    # The end of the expression: just after its last character, not on a blank line after it.
+    path.write_text("x**2 +\n  x *\n\n")
+    result = runner.invoke(app, ["eval", "--file", str(path), "--at", "x=1"])
+    first, shown, caret = result.stderr.splitlines()
+    assert first.startswith(f"gradcli: error: {path}:2:6: ") and caret.index("^") == len(shown)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["eval", "x", "--file", "-", "--at", "x=1"], "not both"),
+    (["eval", "--at", "x=1"], "give an expression"),
+    (["eval", "--file", "/nonexistent/f.txt", "--at", "x=1"], "/nonexistent/f.txt"),
+    (["grad", "--file", "-", "--at", "x=1"], "has no expression"),
+])
+def test_file_usage_errors(runner, args, message):
+    from gradcli.cli import app
+
+    result = runner.invoke(app, args, input="# only a comment\n")
+    assert result.exit_code == 2 and message in result.stderr, result.stderr

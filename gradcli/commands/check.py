@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import enum
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 
-from gradcli.commands.common import GridOption, PointsOption, SymbolicTimeoutOption, at_option, handle_errors
+from gradcli.commands.common import (FileOption, GridOption, PointsOption, SymbolicTimeoutOption, at_option,
+                                     handle_errors)
+from gradcli.commands.expression_file import expression_text
 
 
 class CheckFormat(str, enum.Enum):
@@ -17,9 +19,10 @@ class CheckFormat(str, enum.Enum):
 
 @handle_errors
 def check(
-    expression: Annotated[str, typer.Argument(metavar="EXPR", help="The expression, e.g. \"x**2*y\".",
-                                              show_default=False)],
+    expression: Annotated[Optional[str], typer.Argument(
+        metavar="EXPR", help="The expression, e.g. \"x**2*y\".", show_default=False)] = None,
     *,
+    file: FileOption = None,
     expect: Annotated[list[str], typer.Option(
         "--expect", "-e", metavar="X=FORMULA", help="Your derivative by X (repeatable).",
         show_default=False)] = None,
@@ -46,6 +49,7 @@ def check(
       gradcli check "sin(x)" -e x=-sin(x) -n 2 --at x=1
       gradcli check "log(x)" -e x=1/x --box 0.1:5 -f json
     """
+    expression = expression_text(expression, file)
     from gradcli.compute.check import check_derivatives
 
     report = check_derivatives(expression, expect=expect or [], order=order, at=at, points=points, grid=grid,

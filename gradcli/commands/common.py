@@ -54,6 +54,8 @@ ShowCodeOption = Annotated[
     bool, typer.Option("--show-code", help="Print the TensorFlow program of the tape column.")
 ]
 METHOD_HELP = "Any of symbolic,tape,fd (comma-separated); complex: first derivatives."
+FileOption = Annotated[Optional[str], typer.Option(
+    "--file", metavar="FILE|-", help="EXPR from a file ('-': stdin); # comments.", show_default=False)]
 
 
 def seconds_option(value: float | None) -> float | None:
@@ -70,7 +72,9 @@ SymbolicTimeoutOption = Annotated[
 
 
 def report_error(exc: GradcliError) -> None:
-    say(f"gradcli: error: {exc.one_line()}", *exc.caret_lines())
+    from gradcli.commands.expression_file import file_error_lines
+
+    say(*(file_error_lines(exc) or [f"gradcli: error: {exc.one_line()}", *exc.caret_lines()]))
 
 
 def say(*lines: str) -> None:

@@ -6,17 +6,20 @@ from typing import Annotated, Optional
 
 import typer
 
-from gradcli.commands.common import (METHOD_HELP, AtOption, BatchSizeOption, DType, DTypeOption, FormatOption,
-                                     GridOption, OutputFormat, PointsOption, ShowCodeOption, SymbolicTimeoutOption,
-                                     conclude, emit, handle_errors, refuse_show_code_for_many, run_many)
+from gradcli.commands.common import (METHOD_HELP, AtOption, BatchSizeOption, DType, DTypeOption, FileOption,
+                                     FormatOption, GridOption, OutputFormat, PointsOption, ShowCodeOption,
+                                     SymbolicTimeoutOption, conclude, emit, handle_errors, refuse_show_code_for_many,
+                                     run_many)
 from gradcli.commands.completion import complete_methods
+from gradcli.commands.expression_file import expression_text
 
 
 @handle_errors
 def derivative(
-    expression: Annotated[str, typer.Argument(metavar="EXPR", help="The expression, e.g. \"sin(x)\".",
-                                              show_default=False)],
+    expression: Annotated[Optional[str], typer.Argument(
+        metavar="EXPR", help="The expression, e.g. \"sin(x)\".", show_default=False)] = None,
     *,
+    file: FileOption = None,
     at: AtOption = None,
     points: PointsOption = None,
     grid: GridOption = None,
@@ -46,6 +49,7 @@ def derivative(
       gradcli derivative "exp(x)*cos(x)" --at x=0.5 -n 3 --formulas
       gradcli derivative "x**3" --grid x=-1:1:5 -f csv
     """
+    expression = expression_text(expression, file)
     if show_code:  # the program only: checked like a computation, but nothing is computed
         refuse_show_code_for_many(points, grid)
         from gradcli.compute.derivative import prepare_derivatives

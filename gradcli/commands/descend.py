@@ -9,9 +9,10 @@ from typing import Annotated, Optional
 
 import typer
 
-from gradcli.commands.common import (DType, DTypeOption, OutputFormat, conclude, emit, finish, handle_errors,
-                                     refuse_show_code_for_many)
+from gradcli.commands.common import (DType, DTypeOption, FileOption, OutputFormat, conclude, emit, finish,
+                                     handle_errors, refuse_show_code_for_many)
 from gradcli.commands.completion import complete_optimizers
+from gradcli.commands.expression_file import expression_text
 from gradcli.compute.descend.options import TRAJECTORY_MAX_ROWS
 
 # Runs allowed at least this many steps get a progress bar (on a terminal); shorter ones end too soon to need one.
@@ -22,9 +23,10 @@ PLOT_POINTS = 500
 
 @handle_errors
 def descend(
-    expression: Annotated[str, typer.Argument(metavar="EXPR", help="The function to minimise, e.g. \"x**2+y**2\".",
-                                              show_default=False)],
+    expression: Annotated[Optional[str], typer.Argument(
+        metavar="EXPR", help="The function to minimise, e.g. \"x**2+y**2\".", show_default=False)] = None,
     *,
+    file: FileOption = None,
     start: Annotated[Optional[list[str]], typer.Option(
         "--from", metavar="X=V,...", help="Start point (variables left out start at 0).")] = None,
     points: Annotated[Optional[str], typer.Option(
@@ -71,6 +73,7 @@ def descend(
       gradcli descend "(1-x)**2+100*(y-x**2)**2" --from x=-1.2,y=1 -o adam:0.01
       gradcli descend "x**2+3*y**2" -o sgd:0.1,adam:0.05 -f csv --every 10
     """
+    expression = expression_text(expression, file)
     from gradcli.compute.descend import check_stationary_time_limit, plan_descent, run_plan
 
     if points is not None or grid is not None:

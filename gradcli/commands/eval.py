@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import enum
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 
-from gradcli.commands.common import DType, DTypeOption, at_option, conclude, handle_errors
+from gradcli.commands.common import DType, DTypeOption, FileOption, at_option, conclude, handle_errors
+from gradcli.commands.expression_file import expression_text
 
 
 class ValueFormat(str, enum.Enum):
@@ -17,9 +18,10 @@ class ValueFormat(str, enum.Enum):
 
 @handle_errors
 def eval_value(
-    expression: Annotated[str, typer.Argument(metavar="EXPR", help="The expression, e.g. \"x**2 + sin(y)\".",
-                                              show_default=False)],
+    expression: Annotated[Optional[str], typer.Argument(
+        metavar="EXPR", help="The expression, e.g. \"x**2 + sin(y)\".", show_default=False)] = None,
     *,
+    file: FileOption = None,
     at: at_option("required when EXPR has variables") = None,
     dtype: DTypeOption = DType.float64,
     output: Annotated[ValueFormat, typer.Option(
@@ -36,6 +38,7 @@ def eval_value(
       gradcli eval "exp(x)" --at x=1 --dtype float32  prints 2.7182817
       gradcli eval "log(x)" --at x=2 -f json
     """
+    expression = expression_text(expression, file)
     from gradcli.compute.value import compute_value
 
     report = compute_value(expression, at=at, dtype=dtype.value)

@@ -6,18 +6,21 @@ from typing import Annotated, Optional
 
 import typer
 
-from gradcli.commands.common import (METHOD_HELP, AtOption, BatchSizeOption, DType, DTypeOption, FormatOption,
-                                     GridOption, OutputFormat, PointsOption, ShowCodeOption, SymbolicTimeoutOption,
-                                     conclude, emit, handle_errors, refuse_show_code_for_many, run_many)
+from gradcli.commands.common import (METHOD_HELP, AtOption, BatchSizeOption, DType, DTypeOption, FileOption,
+                                     FormatOption, GridOption, OutputFormat, PointsOption, ShowCodeOption,
+                                     SymbolicTimeoutOption, conclude, emit, handle_errors, refuse_show_code_for_many,
+                                     run_many)
 from gradcli.commands.completion import complete_methods
+from gradcli.commands.expression_file import expressions_from
 from gradcli.methods.fd import Scheme
 
 
 @handle_errors
 def grad(
-    expressions: Annotated[list[str], typer.Argument(
-        metavar="EXPR...", help="One or more expressions, e.g. \"(x1+5)*x2**2\".", show_default=False)],
+    expressions: Annotated[Optional[list[str]], typer.Argument(
+        metavar="EXPR...", help="One or more expressions, e.g. \"(x1+5)*x2**2\".", show_default=False)] = None,
     *,
+    file: FileOption = None,
     at: AtOption = None,
     points: PointsOption = None,
     grid: GridOption = None,
@@ -48,6 +51,7 @@ def grad(
       gradcli grad "3*x" "x**2" --at x=5 -m tape,fd
       gradcli grad "x**2*y" --grid x=-1:1:5,y=0:1:3 -f csv
     """
+    expressions = expressions_from(expressions, file)
     if show_code:  # the program only: nothing is computed
         refuse_show_code_for_many(points, grid)
         from gradcli.programs.grad import program_grad as grad_program

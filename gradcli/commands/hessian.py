@@ -6,17 +6,20 @@ from typing import Annotated, Optional
 
 import typer
 
-from gradcli.commands.common import (METHOD_HELP, AtOption, BatchSizeOption, DType, DTypeOption, FormatOption,
-                                     GridOption, OutputFormat, PointsOption, ShowCodeOption, SymbolicTimeoutOption,
-                                     conclude, emit, handle_errors, refuse_show_code_for_many, run_many)
+from gradcli.commands.common import (METHOD_HELP, AtOption, BatchSizeOption, DType, DTypeOption, FileOption,
+                                     FormatOption, GridOption, OutputFormat, PointsOption, ShowCodeOption,
+                                     SymbolicTimeoutOption, conclude, emit, handle_errors, refuse_show_code_for_many,
+                                     run_many)
 from gradcli.commands.completion import complete_methods
+from gradcli.commands.expression_file import expression_text
 
 
 @handle_errors
 def hessian(
-    expression: Annotated[str, typer.Argument(
-        metavar="EXPR", help="The expression, e.g. \"(x1+5)*x2**2\".", show_default=False)],
+    expression: Annotated[Optional[str], typer.Argument(
+        metavar="EXPR", help="The expression, e.g. \"(x1+5)*x2**2\".", show_default=False)] = None,
     *,
+    file: FileOption = None,
     at: AtOption = None,
     points: PointsOption = None,
     grid: GridOption = None,
@@ -44,6 +47,7 @@ def hessian(
       gradcli hessian "x**2-y**2" --at x=0,y=0 --formulas
       gradcli hessian "x**3*y" --points pts.csv -f jsonl
     """
+    expression = expression_text(expression, file)
     if show_code:  # the program only: checked like a computation, but nothing is computed
         refuse_show_code_for_many(points, grid)
         from gradcli.compute.hessian import prepare_hessian
