@@ -74,8 +74,8 @@ def test_choices_are_case_insensitive(invoke):
 
 
 def test_comma_list_completion_completes_the_last_item():
-    assert complete_methods("") == ["symbolic", "tape", "fd"]
-    assert complete_methods("tape,") == ["tape,symbolic", "tape,fd"]
+    assert complete_methods("") == ["symbolic", "tape", "fd", "complex"]
+    assert complete_methods("tape,") == ["tape,symbolic", "tape,fd", "tape,complex"]
     assert complete_methods("symbolic,F") == ["symbolic,fd"]
     assert complete_optimizers("ada") == ["adam", "adamw", "adagrad", "adadelta", "adamax"]
     assert complete_optimizers("sgd:0.1,adam:0.01,n") == ["sgd:0.1,adam:0.01,nesterov", "sgd:0.1,adam:0.01,nadam"]

@@ -22,9 +22,9 @@ def complete_comma_list(names: Callable[[], Iterable[str]]) -> Callable[[str], l
 
 
 def _method_names() -> tuple[str, ...]:
-    from gradcli.results import METHODS
+    from gradcli.results import FIRST_ORDER_METHODS  # symbolic, tape, fd and complex (grad, derivative)
 
-    return METHODS
+    return FIRST_ORDER_METHODS
 
 
 def _optimizer_names() -> tuple[str, ...]:
