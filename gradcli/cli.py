@@ -71,3 +71,8 @@ app.command("eval", short_help="The value alone, for scripts.")(eval_value)
 app.command("check", short_help="Check hand-derived derivatives against exact ones.")(check)
 app.command("steps", short_help="The error of each fd formula against the step h.")(steps)
 app.command("shell", short_help="Many commands in one process: TensorFlow and SymPy load once.")(shell)
+
+# Every command's int and float options read ASCII digits only (see gradcli.commands.numbers).
+from gradcli.commands.numbers import read_ascii_numbers  # noqa: E402
+
+read_ascii_numbers(app)

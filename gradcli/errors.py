@@ -5,6 +5,48 @@ The core raises these; only the CLI turns them into an exit status (see ``gradcl
 
 from __future__ import annotations
 
+import unicodedata
+
+# Characters never written raw in a message: controls (C0, C1, DEL), format characters (bidi overrides and
+# isolates, zero-width spaces and joiners, BOM), lone surrogates (undecodable bytes in argv), private-use and
+# unassigned code points, and the line/paragraph separators. Raw, they retitle or clear a terminal, reorder
+# the line it shows, or hide text.
+_UNPRINTABLE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+
+
+def _escape(ch: str) -> str:
+    if unicodedata.category(ch) not in _UNPRINTABLE_CATEGORIES:
+        return ch
+    code = ord(ch)
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+def printable(text: str) -> str:
+    """``text`` safe to write to a terminal: unprintable characters shown as ``\\x1b``, ``\\u202e``, ``\\U000e0001``.
+
+    Every message gradcli writes about user input goes through here (errors, caret lines, warnings, notes,
+    Click's usage errors)."""
+    if text.isascii() and text.isprintable():
+        return text
+    return "".join(_escape(ch) for ch in text)
+
+
+def display_width(text: str) -> int:
+    """Columns ``text`` takes on a terminal: wide (East Asian) characters 2, combining marks 0."""
+    width = 0
+    for ch in text:
+        if unicodedata.combining(ch):
+            continue
+        width += 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+    return width
+
+
+def number_text(x: float) -> str:
+    """A number in a message with the digits needed to tell it apart (shortest round trip: ``1.0000001``,
+    ``5e-324``), an integral value without ``.0`` (``x=2``)."""
+    text = repr(float(x))
+    return text[:-2] if text.endswith(".0") else text
+
 
 class GradcliError(Exception):
     """Base class: every error meant for the user. ``exit_code`` is what the CLI exits with."""
@@ -20,15 +62,19 @@ class GradcliError(Exception):
         self.position = position
 
     def one_line(self) -> str:
+        """The message, escaped (see :func:`printable`); the column counts characters of what was typed."""
         if self.position is not None:
-            return f"{self.message} (column {self.position + 1})"
-        return self.message
+            return f"{printable(self.message)} (column {self.position + 1})"
+        return printable(self.message)
 
     def caret_lines(self) -> list[str]:
-        """The source with a caret under the offending column, or nothing when there is no position."""
+        """The source (escaped) with a caret under the offending character, or nothing without a position.
+        The caret is placed by the escaped text's display width, so it stays under the character."""
         if self.source is None or self.position is None:
             return []
-        return ["  " + self.source, "  " + " " * self.position + "^"]
+        shown = printable(self.source)
+        column = display_width(printable(self.source[:self.position]))
+        return ["  " + shown, "  " + " " * column + "^"]
 
 
 class UsageError(GradcliError):

@@ -141,5 +141,8 @@ def _usage_error(exc, argv: list[str]) -> int:
     # unknown single-dash option can only come from an option value Click could not place.
     if message.startswith("No such option: -") and not message.startswith("No such option: --") and command:
         hint = f"an expression that starts with '-' can also go after '--', e.g. gradcli {command} ... -- \"-x**2\""
-    print(f"gradcli: error: {message} ({hint})", file=sys.stderr)
+    from gradcli.errors import printable
+
+    # Click quotes the bad value as typed: escape it (an ESC sequence would reach the terminal raw).
+    print(f"gradcli: error: {printable(message)} ({hint})", file=sys.stderr)
     return getattr(exc, "exit_code", 2) or 2

@@ -34,7 +34,10 @@ def clean(obj: Any) -> Any:
 
 
 def point_text(point: dict[str, float]) -> str:
-    return ", ".join(f"{k}={v:g}" for k, v in point.items())
+    """A point in a message: every coordinate with the digits that tell it apart (``x=1.0000001``)."""
+    from gradcli.errors import number_text
+
+    return ", ".join(f"{k}={number_text(v)}" for k, v in point.items())
 
 
 def value_warning(expression: str, value: float | None, point: dict[str, float]) -> str | None:

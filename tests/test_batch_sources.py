@@ -79,7 +79,7 @@ def test_csv_chunks_can_be_read_twice(tmp_path):
 
 
 def test_csv_constant_expressions_and_spacing(tmp_path):
-    path = write(tmp_path, "pts.csv", 'x\npi/4\n"atan2(1,2)"\n 2e \n+3\n 1.5 \n1e3\n-.25\n2^10\n')
+    path = write(tmp_path, "pts.csv", 'x\npi/4\n"atan2(1,2)"\n 2 e \n+3\n 1.5 \n1e3\n-.25\n2^10\n')
     values, _, _ = collect(open_points(path, variables=["x"]))
     assert values["x"] == [math.pi / 4, math.atan2(1, 2), 2 * math.e, 3.0, 1.5, 1000.0, -0.25, 1024.0]
 

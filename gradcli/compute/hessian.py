@@ -29,7 +29,8 @@ from gradcli.compute.grad import check_dtype, check_eps, parse_methods, resolve_
 # ROWS_MAX: up to this many variables the tape takes one outer gradient per row (the guide's way), which
 # shows every unconnected entry; above it, all rows at once (see gradcli.methods.tape).
 from gradcli.methods.tape import ROWS_MAX  # noqa: F401
-from gradcli.expression.points import Point, check_covers, check_point_fits, parse_point
+from gradcli.expression.points import (Point, check_covers, check_hessian_size, check_point_fits, parse_point,
+                                      unused_variables_note)
 from gradcli.results import METHODS, clean, flag_undefined_value, point_text, shortest
 from gradcli.methods.worker import BoundedJob, CancelFlag, SymbolicTimeout
 
@@ -228,6 +229,7 @@ def prepare_hessian(expression: str, *, at: list[str] | str, wrt: str | None = N
     point = parse_point(at)
     check_covers(point, expr.variables)
     variables = resolve_wrt(wrt, point)
+    check_hessian_size(variables, wrt_given=bool(wrt and wrt.strip()))
     chosen = parse_methods(methods) if not isinstance(methods, list) else list(methods)
     dtype = check_dtype(dtype)
     check_point_fits(point, dtype)
@@ -263,6 +265,8 @@ def compute_hessian(expression: str, *, at: list[str] | str, wrt: str | None = N
     value = compile_expression(expr.tree, PYTHON_FLOAT64)(point.values)
     report = HessianReport(expression=expr.text, point=dict(point.values), dtype=dtype, variables=variables,
                            methods=list(chosen), value=value)
+    if note := unused_variables_note(point, expr.variables):
+        report.notes.append(note)
     names = variables
 
     if "tape" in chosen:

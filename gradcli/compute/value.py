@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from gradcli.compute.grad import check_dtype
 from gradcli.expression import parse
 from gradcli.expression.evaluate import PYTHON_FLOAT64, compile_expression, numpy_backend
-from gradcli.expression.points import check_covers, check_point_fits, parse_point
+from gradcli.expression.points import check_covers, check_point_fits, parse_point, unused_variables_note
 from gradcli.results import clean, shortest, value_warning
 
 
@@ -45,6 +45,8 @@ def compute_value(expression: str, *, at: list[str] | str, dtype: str = "float64
         with np.errstate(all="ignore"):  # inf and NaN are reported below
             value = float(compile_expression(expr.tree, numpy_backend(dtype))({k: t(v) for k, v in point.values.items()}))
     report = ValueReport(expr.text, dict(point.values), dtype, shortest(value, dtype))
+    if note := unused_variables_note(point, expr.variables, derivatives=False):
+        report.notes.append(note)
     warning = value_warning(expr.text, value, point.values)
     if warning or not math.isfinite(value):
         report.warnings.append((warning or f"{expr.text} is not a finite number").split(";")[0])

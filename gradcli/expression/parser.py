@@ -33,11 +33,18 @@ from gradcli.expression.tree import (CONSTANTS, Add, Call, Const, Expression, Mu
 
 # Limits on hostile input; generous for anything a person types.
 MAX_LENGTH = 10_000
+# Nesting as written: each parenthesis group, function call, sign and exponent inside another counts one
+# level (``sin((x))`` is 2, ``-(-x)`` is 3, ``x^-y`` is 2). A level costs the parser about 5 Python frames and
+# later layers (SymPy, the tape) a few more, well inside Python's recursion limit at 60.
 MAX_DEPTH = 60
 MAX_NODES = 5_000
 MAX_NUMBER_CHARS = 40
 MAX_DECIMAL_EXPONENT = 308
 MAX_NAME_LENGTH = 64
+# Distinct variables an expression may have, and values a point may give (--at, --from): a gradient and a
+# descent over 1,000 variables take under 1.3 GB and about a minute (measured); the Hessian has its own,
+# smaller limit (gradcli.expression.points.MAX_HESSIAN_VARIABLES).
+MAX_VARIABLES = 1_000
 # A constant power whose exact value would have more digits than this is refused (SymPy would try).
 MAX_EXACT_EXPONENT = 10_000
 
@@ -153,9 +160,12 @@ class _Parser:
             raise self.error(f"expression too large (more than {MAX_NODES} terms and operators)")
 
     def enter(self) -> None:
+        # parse() has measured the nesting already (written_depth); this is the guard against recursion
+        # should the two ever disagree.
         self.depth += 1
         if self.depth > MAX_DEPTH:
-            raise self.error(f"expression nested too deeply (more than {MAX_DEPTH} levels)")
+            raise self.error(f"expression nested too deeply (more than {MAX_DEPTH} levels of parentheses, "
+                             f"calls, signs and powers)")
 
     def leave(self) -> None:
         self.depth -= 1
@@ -164,6 +174,10 @@ class _Parser:
     def parse(self) -> Node:
         if not self.text.strip():
             raise ParseError("empty expression", source=self.text, position=0)
+        depth, position = written_depth(self.tokens)
+        if depth > MAX_DEPTH:
+            raise self.error(f"expression nested too deeply: {depth} levels (parentheses, function calls, signs "
+                             f"and powers count one level each); the limit is {MAX_DEPTH}", position)
         node = self.sum()
         if self.tok.kind != "end":
             raise self.unexpected()
@@ -182,14 +196,12 @@ class _Parser:
         return self.error(f"expected an operator before {t.text!r}")
 
     def sum(self) -> Node:
-        self.enter()
         start = self.tok.pos
         terms = [(1, self.product())]
         while self.at_op("+", "-"):
             sign = 1 if self.take().text == "+" else -1
             self.count()
             terms.append((sign, self.product()))
-        self.leave()
         return terms[0][1] if len(terms) == 1 else Add(tuple(terms), pos=start)
 
     def product(self) -> Node:
@@ -230,6 +242,7 @@ class _Parser:
         if t.kind == "num":
             self.take()
             num = self.number(t)
+            self.refuse_exponent_without_digits(t)
             # Implicit multiplication: a number directly followed by a name or "(".
             if self.tok.kind == "name" or self.at_op("("):
                 if self.exponent_depth:
@@ -265,11 +278,24 @@ class _Parser:
             raise self.error(f"number too long (more than {MAX_NUMBER_CHARS} characters)", t.pos)
         mantissa, _, exp = text.lower().partition("e")
         if exp and abs(int(exp)) > MAX_DECIMAL_EXPONENT + 20:
-            raise self.error("number out of float64 range", t.pos)
+            raise self.error(f"number {text} is out of float64 range (about 5e-324 to 1.8e308)", t.pos)
         value = Fraction(text)
-        if value and not (2.2250738585072014e-308 <= abs(value) <= 1.7976931348623157e308):
-            raise self.error("number out of float64 range", t.pos)
+        if abs(value) > FLOAT64_LARGEST:
+            raise self.error(f"number {text} is out of float64 range (largest 1.8e308)", t.pos)
+        # Subnormals (down to 5e-324) are float64 numbers like any other, as 1e-300/1e10 is; only a literal
+        # that rounds to 0 is refused, since it would not be the number typed.
+        if value and float(value) == 0:
+            raise self.error(f"number {text} is out of float64 range: it rounds to 0 (smallest 5e-324)", t.pos)
         return Num(value, text, pos=t.pos)
+
+    def refuse_exponent_without_digits(self, t: Token) -> None:
+        """``1e`` (or ``2*1e``, ``1.5E+x``): the tokenizer reads a number and the name ``e``, which would be
+        1*e = 2.718... silently. A number written right against a lone ``e``/``E`` is refused instead."""
+        nxt = self.tok
+        if (nxt.kind == "name" and nxt.text in ("e", "E") and nxt.pos == t.pos + len(t.text)
+                and "e" not in t.text.lower()):
+            raise self.error(f"'{t.text}{nxt.text}' has no exponent digits: did you mean {t.text}{nxt.text}0 "
+                             f"or {t.text}*{nxt.text}?", nxt.pos)
 
     def name(self, t: Token) -> Node:
         name = t.text
@@ -308,6 +334,48 @@ class _Parser:
         return Var(name, pos=t.pos)
 
 
+FLOAT64_LARGEST = 1.7976931348623157e308
+_OPENERS_OF_AN_OPERAND = frozenset({"(", ",", "+", "-", "*", "/", "**", "^"})
+
+
+def written_depth(tokens: list[Token]) -> tuple[int, int]:
+    """The deepest nesting the text has, counted as the parser counts it (a level per parenthesis group,
+    function call, sign and exponent inside another), in one pass without recursion, and the position where
+    it first goes past :data:`MAX_DEPTH` (else where it is deepest). Unbalanced text is measured as far as
+    it goes; the parser says what is wrong with it."""
+    # One frame per open parenthesis: the signs and exponents pending inside it. A sign or an exponent
+    # lasts until a binary operator, ',' or ')' at its own parenthesis level (``-x*y`` is ``(-x)*y``).
+    pending: list[int] = [0]
+    signs_and_exponents = deepest = parens = 0  # signs_and_exponents == sum(pending)
+    where = tokens[0].pos if tokens else 0
+    previous: Token | None = None
+    for tok in tokens:
+        opens_operand = previous is None or (previous.kind == "op" and previous.text in _OPENERS_OF_AN_OPERAND)
+        if tok.kind == "op" and tok.text == "(":
+            parens += 1
+            pending.append(0)
+        elif tok.kind == "op" and tok.text in (")", ",") and parens:
+            signs_and_exponents -= pending[-1]
+            if tok.text == ")":
+                parens -= 1
+                pending.pop()
+            else:
+                pending[-1] = 0
+        elif tok.kind == "op" and tok.text in ("+", "-") and opens_operand or tok.text in ("**", "^"):
+            pending[-1] += 1
+            signs_and_exponents += 1
+        elif tok.kind == "op" and tok.text in ("+", "-", "*", "/"):
+            signs_and_exponents -= pending[-1]
+            pending[-1] = 0
+        depth = parens + signs_and_exponents
+        if depth > deepest:
+            if deepest <= MAX_DEPTH:
+                where = tok.pos
+            deepest = depth
+        previous = tok
+    return deepest, where
+
+
 def check_variable_name(name: str, *, source: str | None = None, position: int | None = None) -> None:
     """Refuse names that cannot be a gradcli variable (the caller has checked the character set)."""
     if name in FUNCTIONS:
@@ -329,7 +397,10 @@ def parse(text: str) -> Expression:
         raise ParseError(f"expression longer than {MAX_LENGTH} characters")
     tree = _Parser(text).parse()
     check_constants(tree, text)
-    return Expression(tree, text, tuple(_variables(tree)))
+    variables = _variables(tree)
+    if len(variables) > MAX_VARIABLES:
+        raise ParseError(f"expression has {len(variables):,} variables; the limit is {MAX_VARIABLES:,}")
+    return Expression(tree, text, tuple(variables))
 
 
 def _variables(tree: Node) -> list[str]:

@@ -6,9 +6,9 @@ import math
 import re
 from dataclasses import dataclass
 
-from gradcli.errors import GradcliError, UsageError
+from gradcli.errors import GradcliError, UsageError, number_text
 from gradcli.expression.evaluate import PYTHON_FLOAT64, evaluate
-from gradcli.expression.parser import check_variable_name, parse
+from gradcli.expression.parser import MAX_VARIABLES, check_variable_name, parse
 from gradcli.expression.tree import Node, to_text
 
 # Words float() takes for non-finite numbers: refused as values everywhere.
@@ -128,7 +128,27 @@ def parse_point(specs: list[str] | str | None, *, option: str = "--at", required
             exact[name] = tree
     if required and not values:
         raise UsageError(f"{option} is required: give a value for every variable, e.g. {option} x=1")
+    check_variable_count(len(values), option=option)
     return Point(values, exact)
+
+
+# The Hessian has n^2 entries, each computed by three methods (n copies of the point on the tape, 2n^2 fd
+# stencil points, n^2 SymPy derivatives): 100 variables took 0.8 GB, 200 took 1.7 GB and 500 5.8 GB.
+MAX_HESSIAN_VARIABLES = 100
+
+
+def check_variable_count(count: int, *, option: str = "--at") -> None:
+    """A point gives at most MAX_VARIABLES values (exit 2 above it, saying how many and the limit)."""
+    if count > MAX_VARIABLES:
+        raise UsageError(f"{option} gives {count:,} variables; the limit is {MAX_VARIABLES:,}")
+
+
+def check_hessian_size(wrt: list[str] | tuple[str, ...], *, wrt_given: bool) -> None:
+    """A Hessian over at most MAX_HESSIAN_VARIABLES variables (exit 2 above it, saying how many and the limit)."""
+    if len(wrt) > MAX_HESSIAN_VARIABLES:
+        source = "--wrt names" if wrt_given else "the Hessian is over every variable, and there are"
+        raise UsageError(f"{source} {len(wrt):,} variables; the limit for a Hessian is {MAX_HESSIAN_VARIABLES} "
+                         f"({'name fewer' if wrt_given else 'choose some'} with --wrt)")
 
 
 def check_covers(point: Point, variables: list[str] | tuple[str, ...], *, option: str = "--at") -> None:
@@ -140,11 +160,34 @@ def check_covers(point: Point, variables: list[str] | tuple[str, ...], *, option
         raise UsageError(f"{option} has no value for {listed} (add {example})")
 
 
+def unused_variables_note(point: Point, variables: list[str] | tuple[str, ...], *, option: str = "--at",
+                          derivatives: bool = True) -> str | None:
+    """The note for values given to variables the expression does not use (None when there are none).
+    They are kept, not refused: a variable the function does not depend on is the guide's unconnected
+    source, with derivative 0 (an error for descend and derivative, which need the function's own)."""
+    unused = [v for v in point.names if v not in variables]
+    if not unused:
+        return None
+    names = ", ".join(unused[:5]) + (f" and {len(unused) - 5:,} more" if len(unused) > 5 else "")
+    one = len(unused) == 1
+    note = f"{option} gives {names}, which {'is' if one else 'are'} not in the expression"
+    if derivatives:
+        note += f": {'its' if one else 'their'} derivatives are 0 (unconnected on the tape)"
+    return note
+
+
 LARGEST = {"float64": 1.7976931348623157e308, "float32": 3.4028234663852886e38}
+# The smallest positive (subnormal) value of each dtype; half of it and less round to 0.
+SMALLEST = {"float64": 5e-324, "float32": 1.401298464324817e-45}
 
 
 def check_point_fits(point: Point, dtype: str, *, option: str = "--at") -> None:
-    """Every value must be representable in the dtype the numerical methods compute in."""
+    """Every value must be representable in the dtype the numerical methods compute in: not beyond its
+    largest value, and not so small that it rounds to 0 (subnormals are numbers like any other)."""
     for name, v in point.values.items():
         if abs(v) > LARGEST[dtype]:
-            raise UsageError(f"{option}: {name}={v:g} does not fit in {dtype} (largest {LARGEST[dtype]:.3g})")
+            raise UsageError(f"{option}: {name}={number_text(v)} does not fit in {dtype} "
+                             f"(largest {LARGEST[dtype]:.3g})")
+        if v and dtype == "float32" and abs(v) <= SMALLEST[dtype] / 2:
+            raise UsageError(f"{option}: {name}={number_text(v)} rounds to 0 in {dtype} (smallest "
+                             f"{SMALLEST[dtype]:.2g}); use --dtype float64 or a larger value")

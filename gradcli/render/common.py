@@ -67,8 +67,10 @@ def stderr_console() -> Console:
 
 
 def print_diagnostics(warnings: list[str], notes: list[str]) -> None:
-    """Warnings and notes go to stderr, one line each."""
+    """Warnings and notes go to stderr, one line each (escaped: they may quote what the user typed)."""
+    from gradcli.errors import printable
+
     for w in warnings:
-        print(f"gradcli: warning: {w}", file=sys.stderr)
+        print(f"gradcli: warning: {printable(w)}", file=sys.stderr)
     for n in notes:
-        print(f"gradcli: note: {n}", file=sys.stderr)
+        print(f"gradcli: note: {printable(n)}", file=sys.stderr)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from gradcli.compute.batch import engine
 from gradcli.expression import parse
+from gradcli.expression.points import check_hessian_size
 from gradcli.compute.hessian import best_analysis, judge_hessian
 from gradcli.methods import symbolic as exact
 from gradcli.methods.fd import fd_hessians
@@ -22,6 +23,7 @@ class HessianBatch(engine.BatchCore):
         self.expr = parse(expression)
         self.trees = [self.expr.tree]
         self.variables, self.wrt = engine.needed_variables([self.expr], wrt)
+        check_hessian_size(self.wrt, wrt_given=bool(wrt and wrt.strip()))
 
     def wanted(self):
         n = len(self.wrt)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Iterator
 from gradcli.expression.sources.messages import show
 from gradcli.expression.sources.numbers import ASCII_SPACE
 from gradcli.expression.sources.shapes import Needs, PointChunk, PointSource
-from gradcli.errors import UsageError
+from gradcli.errors import UsageError, number_text
 from gradcli.expression.points import NON_FINITE_WORDS, NotAConstant, read_constant, split_top_level
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -137,11 +137,11 @@ def _grid_axis(option: str, spec: str, name: str, range_text: str, range_offset:
     count = _grid_count(option, spec, name, parts[2], offsets[2])
     if count == 1 and start != stop:
         raise UsageError(f"{option}: {name}: a count of 1 is the single value start, so start and stop must "
-                         f"be equal (got {start:g} and {stop:g})", source=spec, position=offsets[2])
+                         f"be equal (got {number_text(start)} and {number_text(stop)})", source=spec, position=offsets[2])
     with np.errstate(over="ignore", invalid="ignore"):
         axis = np.linspace(start, stop, count, dtype=np.float64)
     if not np.all(np.isfinite(axis)):
-        raise UsageError(f"{option}: {name}: the range {start:g} to {stop:g} is too wide for float64",
+        raise UsageError(f"{option}: {name}: the range {number_text(start)} to {number_text(stop)} is too wide for float64",
                          source=spec, position=range_offset)
     return axis
 
