@@ -199,3 +199,11 @@ def test_file_usage_errors(runner, args, message):
 
     result = runner.invoke(app, args, input="# only a comment\n")
     assert result.exit_code == 2 and message in result.stderr, result.stderr
+
+
+def test_csv_with_the_complex_step_keeps_its_columns(invoke):
+    # The complex step is computed at one point only (no batch core): its CSV keeps the per-entry layout.
+    result = invoke("grad", "x**2", "--at", "x=3", "-m", "complex,symbolic", "-f", "csv")
+    assert result.exit_code == 0, result.stderr
+    (row,) = read_csv(result.stdout)
+    assert float(row["complex"]) == 6.0 and float(row["symbolic"]) == 6.0

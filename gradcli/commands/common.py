@@ -141,6 +141,15 @@ def run_many(computation, *, points: str | None, grid: str | None, at: list[str]
     finish(summary.failed)
 
 
+def as_batch(*, points: str | None, grid: str | None, output: OutputFormat, method: str = "") -> bool:
+    """Whether the batch core computes: --points/--grid, or -f csv at one point (its rows then have the
+    header of many points), except with the complex step, which batches do not compute (one point only:
+    its CSV keeps the per-entry layout with the complex columns)."""
+    if points is not None or grid is not None:
+        return True
+    return output is OutputFormat.csv and "complex" not in method.lower()
+
+
 def _one_point(fixed, variables: list[str]):
     """The --at point as a source of one chunk of one point."""
     import numpy as np

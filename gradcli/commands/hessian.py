@@ -8,8 +8,8 @@ import typer
 
 from gradcli.commands.common import (METHOD_HELP, AtOption, BatchSizeOption, DType, DTypeOption, FileOption,
                                      FormatOption, GridOption, OutputFormat, PointsOption, ShowCodeOption,
-                                     SymbolicTimeoutOption, conclude, emit, handle_errors, refuse_show_code_for_many,
-                                     run_many)
+                                     SymbolicTimeoutOption, as_batch, conclude, emit, handle_errors,
+                                     refuse_show_code_for_many, run_many)
 from gradcli.commands.completion import complete_methods
 from gradcli.commands.expression_file import expression_text
 
@@ -59,7 +59,7 @@ def hessian(
                                 setup.dtype), end="")
         return
 
-    if points is not None or grid is not None or output is OutputFormat.csv:  # CSV: a row per point, always
+    if as_batch(points=points, grid=grid, output=output, method=method):  # and CSV: a row per point
         from gradcli.compute.batch.hessian import HessianBatch
 
         run_many(HessianBatch(expression, wrt=wrt, methods=method, eps=eps, dtype=dtype.value, formulas=formulas,
