@@ -24,7 +24,8 @@ from gradcli.methods import symbolic
 from gradcli.errors import UsageError
 from gradcli.expression.evaluate import PYTHON_FLOAT64, compile_expression
 from gradcli.expression import Expression, Node, parse
-from gradcli.methods.fd import ACCURACY_ORDERS, DEFAULT_ACCURACY, MACHINE_EPSILON, central_coefficients, check_step
+from gradcli.methods.fd import ACCURACY_ORDERS, DEFAULT_ACCURACY, MACHINE_EPSILON, central_coefficients, check_step  # noqa: F401
+from gradcli.methods.fd_notes import fd_line_notes
 from gradcli.compute.grad import check_dtype, check_eps, parse_methods
 # Seconds the nested tapes may take (each order re-records every lower one): see gradcli.methods.tape.
 from gradcli.methods.tape import TAPE_TIME_BUDGET
@@ -51,6 +52,9 @@ class DerivativeRow:
     fd_points: int | None = None
     complex: float | None = None  # order 1 only (gradcli.compute.complex_column)
     complex_error_estimate: float | None = None
+    fd_error_estimate: float | None = None  # fd's own error estimate (gradcli.methods.fd_error)
+    one_sided: dict[str, float] | None = None  # order 1 at a kink: {"left", "right"}
+    point_shift: float = 0.0  # how far the exact value moves between the typed point and the dtype's
 
     def to_dict(self, methods: list[str], with_formula: bool) -> dict:
         doc: dict[str, Any] = {"order": self.order}
@@ -66,6 +70,9 @@ class DerivativeRow:
             doc["fd_step"] = self.fd_step
             doc["fd_accuracy"] = self.fd_accuracy
             doc["fd_points"] = self.fd_points
+            doc["fd_error_estimate"] = self.fd_error_estimate
+            if self.one_sided:
+                doc["one_sided"] = self.one_sided
         if "complex" in methods:
             doc["complex"], doc["complex_error_estimate"] = self.complex, self.complex_error_estimate
         return doc
@@ -133,6 +140,8 @@ class FdDerivative:
     step: float
     accuracy: int
     points: int
+    estimate: float = math.nan
+    how: int = 0
 
 
 def fd_derivatives(tree: Node, values: dict[str, float], variable: str, order: int, *, dtype: str = "float64",
@@ -141,8 +150,8 @@ def fd_derivatives(tree: Node, values: dict[str, float], variable: str, order: i
     from gradcli.methods import fd
 
     r = fd.fd_derivatives(tree, fd._one(values), variable, order, dtype=dtype, eps=eps, accuracy=accuracy)
-    return [FdDerivative(float(r.values[0, k]), float(r.steps[0, k]), int(r.accuracy[0, k]), int(r.points[0, k]))
-            for k in range(order)]
+    return [FdDerivative(float(r.values[0, k]), float(r.steps[0, k]), int(r.accuracy[0, k]), int(r.points[0, k]),
+                         float(r.estimates[0, k]), int(r.how[0, k])) for k in range(order)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -181,26 +190,10 @@ def symbolic_derivatives(tree: Node, point: Point, variable: str, order: int, *,
 # ---------------------------------------------------------------------------------------------
 # the command's core
 # ---------------------------------------------------------------------------------------------
-def derivative_tolerance(method: str, *, dtype: str, scale: float, order: int, step: float | None = None,
-                         accuracy: int = DEFAULT_ACCURACY, value_scale: float = 1.0,
-                         exact: float | None = None) -> float:
-    """Expected error bound: tape ~ roundings (growing with the order); fd truncation h**accuracy plus
-    rounding eps |f| sum|w| / h**order (w: the stencil's weights).
-
-    The truncation constant holds the unknown derivative of order ``order + accuracy``, which can be
-    factorially large, so that term is generous; but an fd value off by more than half the exact one
-    (and by more than rounding explains) is always flagged.
-    """
-    eps = MACHINE_EPSILON[dtype]
-    if method == "tape":
-        return 1e3 * 4 ** order * eps * scale
-    h = step or 1.0
-    _, weights = central_coefficients(order, accuracy)
-    rounding = 100.0 * eps * sum(abs(float(w)) for w in weights) / h ** order * value_scale
-    generous = 1e3 * 4 ** order * h ** accuracy * scale + rounding
-    if exact is None:
-        return generous
-    return min(generous, max(0.5 * abs(exact), rounding))
+def derivative_tolerance(method: str, *, dtype: str, scale: float, order: int) -> float:
+    """How far the nested tapes may be from the exact value: roundings, growing with the order. (fd is
+    judged against its own error estimate: :func:`judge_derivative`.)"""
+    return 1e3 * 4 ** order * MACHINE_EPSILON[dtype] * scale
 
 
 def check_order(order: int) -> int:
@@ -292,6 +285,9 @@ def compute_derivatives(expression: str, *, at: list[str] | str, order: int = 1,
         for r, d in zip(rows, fd_derivatives(expr.tree, point.values, variable, order, dtype=dtype, eps=eps,
                                              accuracy=setup.accuracy)):
             r.fd, r.fd_step, r.fd_accuracy, r.fd_points = shortest(d.value, dtype), d.step, d.accuracy, d.points
+            r.fd_error_estimate = d.estimate
+            _fd_notes(report, r, d, explicit_step=eps is not None)
+        _kink(report, rows[0], expr.tree, point, variable, dtype, eps)
     if job is not None:
         try:
             sym_value, values, texts = job.result()
@@ -309,20 +305,66 @@ def compute_derivatives(expression: str, *, at: list[str] | str, order: int = 1,
     return report
 
 
+def _fd_notes(report: DerivativeReport, row: DerivativeRow, d: FdDerivative, *, explicit_step: bool) -> None:
+    warnings, notes, _ = fd_line_notes(f"derivative {row.order}", point_text(report.point), dtype=report.dtype,
+                                       value=d.value, estimate=d.estimate, step=d.step, how=d.how,
+                                       explicit_step=explicit_step)
+    report.warnings += warnings
+    report.notes += notes
+
+
+def _kink(report: DerivativeReport, row: DerivativeRow, tree: Node, point: Point, variable: str, dtype: str,
+          eps: float | None) -> None:
+    """Order 1: the one-sided derivatives (as grad's central fd sees them); apart beyond their estimates: a kink."""
+    from gradcli.methods.fd import _one, fd_gradients
+
+    g = fd_gradients(tree, _one(point.values), [variable], scheme="central", dtype=dtype, eps=eps)
+    if g.kinks[0, 0]:
+        warnings, _, row.one_sided = fd_line_notes("derivative 1", point_text(report.point), dtype=dtype,
+                                                   value=float(g.values[0, 0]), estimate=float(g.estimates[0, 0]),
+                                                   step=float(g.steps[0, 0]), how=0, kink=True,
+                                                   left=float(g.left[0, 0]), right=float(g.right[0, 0]))
+        report.warnings += warnings
+
+
 def judge_derivative(method: str, order: int, got: float | None, exact: float | None, *, dtype: str,
-                     value: float | None, x: float, step: float | None, accuracy: int) -> tuple[float | None, str | None]:
+                     value: float | None, x: float, estimate: float | None = None,
+                     shift: float = 0.0) -> tuple[float | None, str | None]:
     """One derivative against the exact one, for one point and for a batch alike: (its error, the warning
-    when the error is more than the dtype and the step explain; None, None where nothing is compared)."""
+    when the error is more than its tolerance; None, None where nothing is compared). fd's tolerance is its
+    own ``estimate`` plus the exact value's float64 rounding; ``shift``: how far the exact derivative moves
+    between the typed point and the dtype's, added to every tolerance (the point's rounding is no method's)."""
     if got is None or exact is None or not (math.isfinite(got) and math.isfinite(exact)):
         return None, None
     err = abs(got - exact)
-    size = max(1.0, abs(value or 0.0))
-    tol = derivative_tolerance(method, dtype=dtype, scale=max(size, abs(exact), abs(x)), order=order, step=step,
-                               accuracy=accuracy, value_scale=size, exact=exact)
+    if method == "fd" and estimate is not None and math.isfinite(estimate):
+        tol, why = estimate + 4 * MACHINE_EPSILON["float64"] * abs(exact) + shift, "fd's own error estimate"
+    else:
+        size = max(1.0, abs(value or 0.0))
+        tol = derivative_tolerance(method, dtype=dtype, scale=max(size, abs(exact), abs(x)), order=order) + shift
+        why = f"{dtype} explains"
     if err <= tol:
         return err, None
-    return err, (f"{method} and symbolic disagree on derivative {order}: error {err:.3g} is more than {dtype} "
-                 f"and the step explain (~{tol:.1g})")
+    return err, (f"{method} and symbolic disagree on derivative {order}: error {err:.3g} is more than {why} "
+                 f"(~{tol:.1g})")
+
+
+def cross_derivative(order: int, tape: float | None, fd: float | None, estimate: float | None, *, dtype: str,
+                     value: float | None, x: float) -> str | None:
+    """Without the exact value: the warning when tape and fd are further apart than fd's estimate and the
+    tape's rounding explain, naming the suspect (fd where its own estimate is large, else the tape)."""
+    if any(v is None or not math.isfinite(v) for v in (tape, fd, estimate)):
+        return None
+    gap = abs(tape - fd)
+    tol = estimate + derivative_tolerance("tape", dtype=dtype, order=order,
+                                          scale=max(1.0, abs(value or 0.0), abs(tape), abs(x)))
+    if gap <= tol:
+        return None
+    suspect = ("fd is suspect (its own error estimate is large)"
+               if estimate > MACHINE_EPSILON[dtype] ** 0.5 * max(1.0, abs(fd))
+               else "the tape is suspect (fd's estimate is small)")
+    return (f"tape and fd disagree on derivative {order}: |tape - fd| = {gap:.3g} is more than fd's estimate "
+            f"and {dtype}'s rounding explain (~{tol:.1g}); no exact value to settle it: {suspect}")
 
 
 def _compare(report: DerivativeReport) -> None:
@@ -336,11 +378,16 @@ def _compare(report: DerivativeReport) -> None:
             report.warnings.append(f"derivative of order {r.order} is not finite at {pt} ({', '.join(bad)})")
             report.failed = True
         if "symbolic" not in report.methods or r.symbolic is None:
+            if not bad and "tape" in report.methods and "fd" in report.methods and "symbolic" not in report.methods:
+                warning = cross_derivative(r.order, r.tape, r.fd, r.fd_error_estimate, dtype=report.dtype,
+                                           value=report.value, x=x)
+                if warning:
+                    report.warnings.append(warning)
             continue
         for m in ("tape", "fd"):
             got = getattr(r, m) if m in report.methods else None
             err, warning = judge_derivative(m, r.order, got, r.symbolic, dtype=report.dtype, value=report.value,
-                                            x=x, step=r.fd_step, accuracy=r.fd_accuracy or DEFAULT_ACCURACY)
+                                            x=x, estimate=r.fd_error_estimate, shift=r.point_shift)
             if err is not None:
                 r.error[m] = err
             if warning:

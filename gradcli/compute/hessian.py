@@ -55,6 +55,7 @@ class HessianReport:
     structural_zeros: list[tuple[str, str]] = field(default_factory=list)
     tape_mode: str | None = None
     fd_steps: dict[str, float] = field(default_factory=dict)
+    fd_error_estimate: Matrix | None = None  # fd's own error estimate per entry (gradcli.methods.fd_error)
     analysis: HessianAnalysis | None = None
     analysis_source: str | None = None
     warnings: list[str] = field(default_factory=list)
@@ -80,6 +81,7 @@ class HessianReport:
             "tape": None if self.tape_mode is None else {"mode": self.tape_mode},
             "fd": None if "fd" not in self.methods else {"scheme": "central second differences",
                                                          "step": self.fd_steps},
+            "fd_error_estimate": self.fd_error_estimate,
             "analysis_source": self.analysis_source,
             "eigenvalues": a.eigenvalues if a else None,
             "definiteness": a.definiteness if a else None,
@@ -129,6 +131,7 @@ class FdHessian:
     gradient: list[float]  # central first differences from the same stencil (step eps^(1/4): rough)
     matrix: list[list[float]]
     steps: list[float]
+    estimates: list[list[float]] | None = None
 
 
 def fd_hessian(tree: Node, values: dict[str, float], wrt: list[str], *, dtype: str = "float64",
@@ -137,7 +140,8 @@ def fd_hessian(tree: Node, values: dict[str, float], wrt: list[str], *, dtype: s
     from gradcli.methods.fd import _one, fd_hessians
 
     r = fd_hessians(tree, _one(values), wrt, dtype=dtype, eps=eps)
-    return FdHessian(float(r.values[0]), r.gradients[0].tolist(), r.matrices[0].tolist(), r.steps[0].tolist())
+    return FdHessian(float(r.values[0]), r.gradients[0].tolist(), r.matrices[0].tolist(), r.steps[0].tolist(),
+                     r.estimates[0].tolist())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -286,6 +290,7 @@ def compute_hessian(expression: str, *, at: list[str] | str, wrt: str | None = N
         report.hessian["fd"] = [[shortest(x, dtype) for x in row] for row in fd.matrix]
         report.gradient["fd"] = {k: shortest(g, dtype) for k, g in zip(names, fd.gradient)}
         report.fd_steps = dict(zip(names, fd.steps))
+        report.fd_error_estimate = fd.estimates
     if job is not None:
         try:
             s = job.result()
@@ -318,10 +323,12 @@ def _finite(m: Matrix) -> bool:
 
 
 def judge_hessian(method: str, matrix, exact, *, wrt: list[str], dtype: str, value: float | None,
-                  step: float | None) -> tuple[float | None, str | None]:
+                  step: float | None, estimates=None, shift=None) -> tuple[float | None, str | None]:
     """A method's Hessian against the exact one, for one point and for a batch alike: (its largest error,
-    the warning for the entry furthest past its tolerance, or None). Each entry is judged on its own scale
-    (|exact entry|, |f|): a small entry beside a huge one is not excused by the huge one."""
+    the warning for the entry furthest past its tolerance, or None). Each entry on its own: fd within its
+    own error estimate (``estimates``, n x n), the tape within roundings of max(1, |exact entry|); a small
+    entry beside a huge one is not excused by the huge one. ``shift``: the exact entries' move between the
+    typed point and the dtype's (the point's rounding, no method's error)."""
     import numpy as np
 
     got = np.array(matrix, dtype=np.float64)
@@ -331,13 +338,47 @@ def judge_hessian(method: str, matrix, exact, *, wrt: list[str], dtype: str, val
     if not got.size:
         return 0.0, None
     err = np.abs(got - ref)
-    scale = np.maximum(1.0, np.maximum(np.abs(ref), abs(value or 0.0)))
-    tol = hessian_tolerance(method, dtype=dtype, scale=scale, step=step if method == "fd" else None)
+    tol = entry_tolerance(method, ref, dtype=dtype, estimates=estimates)
+    if shift is not None:
+        tol = tol + np.asarray(shift, dtype=np.float64)
     if not np.any(err > tol):
         return float(err.max()), None
     i, j = np.unravel_index(int(np.argmax(err / tol)), err.shape)
+    why = "fd's own error estimate" if method == "fd" and estimates is not None else f"{dtype} explains"
     return float(err.max()), (f"{method} and symbolic Hessians disagree at entry ({wrt[i]}, {wrt[j]}): error "
-                              f"{err[i, j]:.3g} is more than {dtype} and the step explain (~{tol[i, j]:.1g})")
+                              f"{err[i, j]:.3g} is more than {why} (~{tol[i, j]:.1g})")
+
+
+def entry_tolerance(method: str, reference, *, dtype: str, estimates=None):
+    """Per entry: fd its estimate plus the reference's float64 rounding; the tape (and fd without an
+    estimate) :func:`hessian_tolerance` on max(1, |entry|)."""
+    import numpy as np
+
+    ref = np.abs(np.asarray(reference, dtype=np.float64))
+    if method == "fd" and estimates is not None:
+        return np.asarray(estimates, dtype=np.float64) + 4 * MACHINE_EPSILON["float64"] * ref
+    return hessian_tolerance(method if method == "tape" else "tape", dtype=dtype, scale=np.maximum(1.0, ref))
+
+
+def cross_check_hessian(tape, fd, estimates, *, wrt: list[str], dtype: str) -> str | None:
+    """Without the exact matrix: tape against fd entry by entry, within fd's estimate plus the tape's rounding;
+    the warning names the entry furthest apart and the suspect (fd where its estimate is large, else the tape)."""
+    import numpy as np
+
+    t, f, e = (np.asarray(a, dtype=np.float64) for a in (tape, fd, estimates))
+    if not (np.all(np.isfinite(t)) and np.all(np.isfinite(f))) or not t.size:
+        return None
+    gap = np.abs(t - f)
+    tol = e + entry_tolerance("tape", t, dtype=dtype)
+    if not np.any(gap > tol):
+        return None
+    i, j = np.unravel_index(int(np.argmax(gap / tol)), gap.shape)
+    suspect = ("fd is suspect (its own error estimate is large)"
+               if e[i, j] > MACHINE_EPSILON[dtype] ** 0.5 * max(1.0, abs(f[i, j]))
+               else "the tape is suspect (fd's estimate is small)")
+    return (f"tape and fd Hessians disagree at entry ({wrt[i]}, {wrt[j]}): |tape - fd| = {gap[i, j]:.3g} is more "
+            f"than fd's estimate and {dtype}'s rounding explain (~{tol[i, j]:.1g}); no exact value to settle it: "
+            f"{suspect}")
 
 
 def _compare(report: HessianReport) -> None:
@@ -350,6 +391,11 @@ def _compare(report: HessianReport) -> None:
             report.failed = True
     exact = report.hessian.get("symbolic")
     if exact is None:
+        if "tape" in report.hessian and "fd" in report.hessian and report.fd_error_estimate is not None:
+            warning = cross_check_hessian(report.hessian["tape"], report.hessian["fd"], report.fd_error_estimate,
+                                          wrt=report.variables, dtype=report.dtype)
+            if warning:
+                report.warnings.append(warning)
         return
     scale = max([1.0] + [abs(x) for row in exact for x in row if x is not None])
     if not _finite(exact):
@@ -359,7 +405,8 @@ def _compare(report: HessianReport) -> None:
         if method not in report.hessian:
             continue
         err, warning = judge_hessian(method, report.hessian[method], exact, wrt=report.variables,
-                                     dtype=report.dtype, value=report.value, step=step)
+                                     dtype=report.dtype, value=report.value, step=step,
+                                     estimates=report.fd_error_estimate if method == "fd" else None)
         report.error[method] = err
         if warning:
             report.warnings.append(warning)
@@ -368,10 +415,12 @@ def _compare(report: HessianReport) -> None:
         report.warnings.append(f"the tape Hessian is not symmetric (max |H - H^T| = {report.symmetry['tape']:.3g})")
 
 
-def best_analysis(matrices: dict, gradients: dict, *, dtype: str, step: float | None):
+def best_analysis(matrices: dict, gradients: dict, *, dtype: str, step: float | None, fd_estimates=None):
     """What the Hessian says, for one point and for a batch alike: the exact matrix when it is finite, else
-    the tape's, else fd's; the gradient likewise. Returns (source, analysis, fd's eigenvalue tolerance when
-    the fd matrix was used, else None), or None when no matrix is finite."""
+    the tape's, else fd's; the gradient likewise. Definiteness is scale-aware, each entry judged on its own
+    error (:func:`gradcli.compute.analysis.zero_eigenvalues`): the exact matrix's float64 rounding, the tape's
+    roundings, fd's own estimates. Returns (source, analysis, True when the fd matrix was used), or None
+    when no matrix is finite."""
     import numpy as np
 
     def finite(a) -> bool:
@@ -380,7 +429,7 @@ def best_analysis(matrices: dict, gradients: dict, *, dtype: str, step: float | 
     source = next((m for m in ("symbolic", "tape", "fd") if finite(matrices.get(m))), None)
     if source is None:
         return None
-    matrix = np.asarray(matrices[source], dtype=np.float64).tolist()
+    matrix = np.asarray(matrices[source], dtype=np.float64)
     grad_source = next((g for g in ("symbolic", "tape", "fd") if finite(gradients.get(g))), None)
     gradient = np.asarray(gradients[grad_source], dtype=np.float64).tolist() if grad_source else None
     gtol = None
@@ -389,24 +438,28 @@ def best_analysis(matrices: dict, gradients: dict, *, dtype: str, step: float | 
         gtol = 100 * math.sqrt(MACHINE_EPSILON[dtype])
     elif grad_source == "tape":
         gtol = 1e3 * MACHINE_EPSILON[dtype]
-    etol = None
-    if source == "fd":
-        # fd's entries are off by its truncation and rounding, far more than rounding alone.
-        scale = max([1.0] + [abs(x) for row in matrix for x in row])
-        etol = hessian_tolerance("fd", dtype=dtype, scale=scale, step=step)
-    analysis = analyse_hessian(matrix, gradient, dtype="float64" if source == "symbolic" else dtype,
-                               gradient_tolerance=gtol, eigenvalue_tolerance=etol)
-    return source, analysis, etol
+    if source == "fd" and fd_estimates is not None:
+        errors = np.asarray(fd_estimates, dtype=np.float64)
+    elif source == "fd":  # no estimates given: the loose bound on the largest entry
+        scale = max([1.0] + [abs(x) for row in matrix.tolist() for x in row])
+        errors = np.full(matrix.shape, hessian_tolerance("fd", dtype=dtype, scale=scale, step=step))
+    else:
+        rounding = MACHINE_EPSILON["float64" if source == "symbolic" else dtype]
+        errors = 8 * matrix.shape[0] * rounding * np.abs(matrix) * (1 if source == "symbolic" else 100)
+    analysis = analyse_hessian(matrix.tolist(), gradient, dtype="float64" if source == "symbolic" else dtype,
+                               gradient_tolerance=gtol, entry_errors=errors)
+    return source, analysis, source == "fd"
 
 
 def _analyse(report: HessianReport) -> None:
     """Analyse the exact matrix when there is one, else the tape's, else fd's."""
     found = best_analysis(report.hessian, {m: list(g.values()) if all(v is not None for v in g.values()) else None
                                            for m, g in report.gradient.items()},
-                          dtype=report.dtype, step=min(report.fd_steps.values(), default=None))
+                          dtype=report.dtype, step=min(report.fd_steps.values(), default=None),
+                          fd_estimates=report.fd_error_estimate)
     if found is None:
         return
-    report.analysis_source, report.analysis, etol = found
-    if etol is not None:
-        report.notes.append(f"the analysis uses the fd Hessian: eigenvalues within ~{etol:.1g} of zero "
-                            "(its error) are taken as zero")
+    report.analysis_source, report.analysis, from_fd = found
+    if from_fd:
+        report.notes.append("the analysis uses the fd Hessian: an eigenvalue within its entries' error "
+                            "estimates (each entry on its own scale) is taken as zero")

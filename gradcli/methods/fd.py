@@ -121,10 +121,10 @@ class FdGradients:
     how: object = None  # [P, n] int: 0 the default step, fd_error.ADAPTED, fd_error.ONE_SIDED
 
 
-# Offsets (multiples of h) each scheme evaluates: its formula at h, at 2h (the estimate) and, for the two-sided
+# Offsets (multiples of h) each scheme evaluates: its formula at h, 2h and 4h (the estimate) and, for the two-sided
 # schemes, f(x) for the one-sided derivatives (kinks).
-_OFFSETS = {"central": (1.0, -1.0, 2.0, -2.0, 0.0), "forward": (1.0, 0.0, 2.0), "backward": (0.0, -1.0, -2.0),
-            "richardson": (1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 0.0)}
+_OFFSETS = {"central": (1.0, -1.0, 2.0, -2.0, 4.0, -4.0, 0.0), "forward": (1.0, 0.0, 2.0, 4.0),
+            "backward": (0.0, -1.0, -2.0, -4.0), "richardson": (1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 4.0, -4.0, 0.0)}
 _WEIGHT_SUM = {"central": 1.0, "forward": 2.0, "backward": 2.0, "richardson": 3.0}
 # |weight| of each f value in the scheme's formula, times h: what each value's own rounding error costs
 _WEIGHTS = {"central": {1.0: 0.5, -1.0: 0.5}, "forward": {1.0: 1.0, 0.0: 1.0}, "backward": {0.0: 1.0, -1.0: 1.0},
@@ -194,10 +194,10 @@ def _gradient_line(tree, env, variable, x64, h, scheme: str, dtype: str) -> fd_e
         return f[m]
 
     value = _combine(scheme, F, h)
-    wide = _combine(scheme, F, h, 2.0)
+    wide, wider = _combine(scheme, F, h, 2.0), _combine(scheme, F, h, 4.0)
     fmax = np.maximum.reduce([np.abs(v) for v in f.values()])
     measured = sum(w * e[m] for m, w in _WEIGHTS[scheme].items()) / h
-    estimate = fd_error.truncation(value, wide, SCHEME_ORDER[scheme]) + fd_error.rounding(
+    estimate = fd_error.truncation(value, wide, wider, SCHEME_ORDER[scheme]) + fd_error.rounding(
         dtype, fmax, _WEIGHT_SUM[scheme], h, 1, measured)
     finite = np.all(np.isfinite(np.stack(list(f.values()))), axis=0)
     r = fd_error.LineResult(value.astype(np.float64), estimate.astype(np.float64), h.astype(np.float64), finite)
@@ -307,7 +307,8 @@ def fd_hessians(tree: Node, points: Mapping[str, object], wrt: list[str], *, dty
     p = len(next(iter(env.values()))) if env else 1
     h = np.stack([steps(points[v], dtype, SECOND_DIFFERENCE_POWER, eps) for v in wrt], axis=1) if n else \
         np.zeros((p, 0), dtype=t)
-    offsets = np.concatenate([_hessian_offsets(n), _hessian_offsets(n, 2.0, centre=False)]).astype(t)  # [S, n]
+    offsets = np.concatenate([_hessian_offsets(n), _hessian_offsets(n, 2.0, centre=False),
+                              _hessian_offsets(n, 4.0, centre=False)]).astype(t)  # [S, n]
     count = len(offsets)
     with np.errstate(all="ignore"):
         stacked = {k: np.tile(x, count) for k, x in env.items() if k not in wrt}
@@ -318,18 +319,19 @@ def fd_hessians(tree: Node, points: Mapping[str, object], wrt: list[str], *, dty
         measured_f = fd_error.measured_rounding(tree, stacked, fx, dtype).reshape(count, p)
         fx = fx.reshape(count, p)
         f0 = fx[0]
-        half = 1 + 2 * n + 2 * n * (n - 1)  # the stencil at h; the one at 2h follows (without the centre)
+        half = 1 + 2 * n + 2 * n * (n - 1)  # the stencil at h; the ones at 2h and 4h follow (without the centre)
         gradients = np.empty((p, n), dtype=np.float64)
         for i in range(n):
             gradients[:, i] = (fx[1 + 2 * i] - fx[2 + 2 * i]) / (2 * h[:, i])
         matrices = _second_differences(fx[:half], f0, h, n)
-        wide = _second_differences(np.concatenate([fx[:1], fx[half:]]), f0, 2 * h, n)
+        wide = _second_differences(np.concatenate([fx[:1], fx[half:2 * half - 1]]), f0, 2 * h, n)
+        wider = _second_differences(np.concatenate([fx[:1], fx[2 * half - 1:]]), f0, 4 * h, n)
         fmax = np.max(np.abs(fx), axis=0)[:, None, None]
         hh = h[:, :, None] * h[:, None, :]
         weights = np.where(np.eye(n, dtype=bool), 4.0, 1.0)[None]
         # each value's measured rounding, through the |weights| of the entry's own formula
         measured = np.abs(_second_differences(measured_f[:half], -measured_f[0], h, n, absolute=True))
-        estimates = fd_error.truncation(matrices, wide, 2) + fd_error.rounding(dtype, fmax, weights, hh ** 0.5, 2,
+        estimates = fd_error.truncation(matrices, wide, wider, 2) + fd_error.rounding(dtype, fmax, weights, hh ** 0.5, 2,
                                                                               measured)
     return FdHessians(f0.astype(np.float64), gradients, matrices, h.astype(np.float64),
                       estimates.astype(np.float64))

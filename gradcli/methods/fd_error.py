@@ -2,11 +2,12 @@
 
 Every fd value comes with an estimate of its error, from the stencil itself:
 
-- truncation: the same formula at 2h; with truncation error ~ c h^a, D(2h) - D(h) ~ (2^a - 1) c h^a, so
-  |D(h) - D(2h)| / (2^a - 1) estimates D(h)'s truncation (times :data:`TRUNCATION_SAFETY`: the leading
-  term is not all of it at a step chosen to balance rounding);
-- rounding: each f value is off by a few of the dtype's eps times |f|, multiplied by the sum of the
-  stencil's |weights| and divided by h^k (times :data:`ROUNDING_ULPS`).
+- truncation: the same formula at 2h (and 4h); with truncation error ~ c h^a, D(2h) - D(h) ~ (2^a - 1) c h^a,
+  so |D(h) - D(2h)| / (2^a - 1) estimates D(h)'s truncation where D(4h) confirms that the differences
+  shrink that fast, |D(h) - D(2h)| where they do not (times :data:`TRUNCATION_SAFETY`);
+- rounding: each f value's own rounding error, measured against f computed in a wider type at the same
+  points, through the stencil's |weights|, divided by h^k (twice), plus a few eps |f| (what the wider
+  evaluation cannot see).
 
 A derivative along one variable (a gradient entry, a k-th derivative) where the estimate at the default
 step is poor, where the stencil leaves the domain (f finite at x, not at x + m h) or where the one-sided
@@ -21,13 +22,14 @@ from dataclasses import dataclass
 MACHINE_EPSILON = {"float64": 2.220446049250313e-16, "float32": 1.1920928955078125e-07}
 TRUNCATION_SAFETY = 2.0
 ROUNDING_ULPS = 2.0
-# Steps tried, as multiples of the default one: a little larger (rounding-bound points), then down to
+# Steps tried, as multiples of the default one: one larger (rounding-bound points; more lets a decaying f
+# look flat, D ~ 0 at every large step, a false plateau), then down to
 # ~1e-12 of it (a point next to a domain edge or a kink needs a stencil that stays on one side).
-STEP_FACTORS = tuple(4.0 ** j for j in range(2, -21, -1))
+STEP_FACTORS = tuple(4.0 ** j for j in range(1, -21, -1))
 # The default step's estimate is "poor" above this many times the scheme's best relative error.
 POOR_FACTOR = 100.0
 # Adapted: where the step sequence was used; one-sided: a one-sided stencil (the two-sided one left the domain).
-ADAPTED, ONE_SIDED = 1, 2
+ADAPTED, ONE_SIDED, SHRUNK = 1, 2, 3  # SHRUNK: adapted because the default stencil left the domain
 
 
 def np_():
@@ -63,10 +65,17 @@ def measured_rounding(tree, env: dict, fx, dtype: str):
     return np.where(np.isfinite(err), err, 0.0)
 
 
-def truncation(d_h, d_2h, accuracy: int):
-    """The truncation part of the estimate from the same formula at h and at 2h (error ~ h^accuracy)."""
+def truncation(d_h, d_2h, d_4h, accuracy: int):
+    """The truncation part of the estimate from the same formula at h, 2h and 4h (error ~ h^accuracy).
+
+    Where the differences shrink as the theory says (|D(2h) - D(4h)| at least 2^(accuracy-1) times
+    |D(h) - D(2h)|), |D(h) - D(2h)| / (2^accuracy - 1) is D(h)'s truncation; where they do not (a step too
+    large for the function's scale: the series has not settled), nothing is divided: |D(h) - D(2h)|."""
     np = np_()
-    return TRUNCATION_SAFETY * np.abs(d_h - d_2h) / (2.0 ** accuracy - 1.0)
+    near, far = np.abs(d_h - d_2h), np.abs(d_2h - d_4h)
+    with np.errstate(invalid="ignore"):
+        settled = far >= 2.0 ** (accuracy - 1) * near
+    return TRUNCATION_SAFETY * np.where(settled, near / (2.0 ** accuracy - 1.0), near)
 
 
 def best_relative(dtype: str, accuracy: int, order: int = 1) -> float:
@@ -127,6 +136,7 @@ def adapt(compute, default: LineResult, x, dtype: str, accuracy: int, order: int
     best = _search(compute, index, x, dtype, sided=True)
     found = ~np.isnan(best.estimate)
     best.how[best.step == default.step[index]] = 0  # the default step won after all
+    best.how[(best.how == ADAPTED) & leaves[index]] = SHRUNK
     if one_sided is not None:
         need = ~found & leaves[index]
         if need.any():
@@ -145,13 +155,17 @@ def adapt(compute, default: LineResult, x, dtype: str, accuracy: int, order: int
 
 def _search(compute, index, x, dtype, *, sided: bool) -> LineResult:
     """Over the step factors: the smallest finite estimate per point (NaN where no step gave one). With
-    ``sided``, steps whose one-sided derivatives disagree are passed over (a kink inside the stencil)."""
+    ``sided``, steps whose one-sided derivatives disagree are passed over (a kink inside the stencil).
+
+    A step's estimate is at least its distance to the value at the next smaller step: a large step can
+    make D(h) and D(2h) agree by accident (both near 0 where f has decayed), never with a smaller step too."""
     np = np_()
     q = len(index)
     best = LineResult(np.full(q, np.nan), np.full(q, np.nan), np.full(q, np.nan), np.zeros(q, dtype=bool),
                       how=np.full(q, ADAPTED))
     t = np.dtype(dtype).type
     xt = np.asarray(x, dtype=np.float64)[index].astype(t)
+    tried = []
     for factor in STEP_FACTORS:
         r = compute(index, factor)
         with np.errstate(all="ignore"):
@@ -159,8 +173,12 @@ def _search(compute, index, x, dtype, *, sided: bool) -> LineResult:
             ok = r.finite & np.isfinite(r.value) & np.isfinite(r.estimate) & moves
             if sided:
                 ok &= ~kink(r)
-            better = ok & ~(r.estimate >= best.estimate)
-        for name in ("value", "estimate", "step"):
-            getattr(best, name)[better] = getattr(r, name)[better]
+        tried.append((r, ok))
+    for n, (r, ok) in enumerate(tried):
+        neighbour, near_ok = tried[n + 1] if n + 1 < len(tried) else tried[n - 1]
+        with np.errstate(all="ignore"):
+            estimate = np.where(near_ok, np.maximum(r.estimate, np.abs(r.value - neighbour.value)), r.estimate)
+            better = ok & ~(estimate >= best.estimate)
+        best.value[better], best.step[better], best.estimate[better] = r.value[better], r.step[better], estimate[better]
         best.finite[better] = True
     return best

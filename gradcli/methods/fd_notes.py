@@ -17,9 +17,9 @@ def fd_line_notes(what: str, where: str, *, dtype: str, value: float, estimate: 
     if how == fd_error.ONE_SIDED:
         notes.append(f"fd: {what}{at}: the two-sided stencil leaves the domain at every step; a one-sided one "
                      f"(step {step:.3g}) is used")
-    elif how == fd_error.ADAPTED:
-        notes.append(f"fd: {what}{at}: the default step's estimate was poor or its stencil left the domain; "
-                     f"step {step:.3g} (the smallest estimate of a sequence) is used")
+    elif how == fd_error.SHRUNK:  # (a step adapted only for a better estimate is not news: it is in the output)
+        notes.append(f"fd: {what}{at}: the default step's stencil leaves the domain; step {step:.3g} (the "
+                     "smallest estimate of a sequence of smaller steps) is used")
     sided = None
     if kink:
         sided = {"left": left, "right": right}

@@ -109,11 +109,11 @@ def _adapted_line(tree, env, variable, x64, idx, k, acc, dtype, eps, centre_fini
 
 
 def _derivative_line(tree, env, variable, h, k: int, acc: int, dtype: str) -> fd_error.LineResult:
-    """Order-k derivatives at Q points with the accuracy-``acc`` stencil at step h [Q] and at 2h (the estimate)."""
+    """Order-k derivatives at Q points with the accuracy-``acc`` stencil at step h [Q], and at 2h and 4h (the estimate)."""
     np = _np()
     t = np.dtype(dtype).type
     offsets, weights = central_coefficients(k, acc)
-    wide = sorted(set(float(m) for m in offsets) | {2.0 * m for m in offsets})
+    wide = sorted(set(float(m) for m in offsets) | {2.0 * m for m in offsets} | {4.0 * m for m in offsets})
     f, e = _along(tree, env, variable, h, tuple(wide), dtype)
     w = [t(float(c)) for c in weights]
 
@@ -127,7 +127,7 @@ def _derivative_line(tree, env, variable, h, k: int, acc: int, dtype: str) -> fd
 
     value = combine(1.0)
     measured = sum(abs(float(c)) * e[float(m)] for c, m in zip(weights, offsets)) / h ** k
-    estimate = fd_error.truncation(value, combine(2.0), acc) + fd_error.rounding(
+    estimate = fd_error.truncation(value, combine(2.0), combine(4.0), acc) + fd_error.rounding(
         dtype, np.maximum.reduce([np.abs(f[float(m)]) for m in offsets]), sum(abs(float(c)) for c in weights), h, k,
         measured)
     finite = np.all(np.isfinite(np.stack([f[float(m)] for m in offsets])), axis=0)

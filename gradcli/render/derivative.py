@@ -45,6 +45,8 @@ def derivative_table(report: DerivativeReport) -> None:
         columns.append(Column(_LABEL[m]))
         if m != "symbolic" and "symbolic" in methods:
             columns.append(Column(f"{m} error", role=SECONDARY, under=_LABEL[m]))
+        if m == "fd":  # fd's own error estimate (gradcli.methods.fd_error), with or without the exact value
+            columns.append(Column("fd ± estimate", role=SECONDARY, under=_LABEL[m]))
     if "fd" in methods:
         columns.append(Column("fd step (points)"))
     table = FittedTable(columns, title=f"derivatives of {report.expression} by {report.variable}   "
@@ -60,6 +62,8 @@ def derivative_table(report: DerivativeReport) -> None:
             row.append(cell)
             if m != "symbolic" and "symbolic" in methods:
                 row.append(error(r.error.get(m)))
+            if m == "fd":
+                row.append("± " + error(r.fd_error_estimate))
         if "fd" in methods:
             row.append(f"{r.fd_step:.3g} ({r.fd_points})" if r.fd_step is not None else "-")
         table.add_row(*row)

@@ -81,6 +81,8 @@ def _gradient_table(report: GradientReport, r, methods: list[str]) -> FittedTabl
         columns.append(Column(_LABEL[m]))
         if m != "symbolic" and "symbolic" in methods:
             columns.append(Column(f"{m} error", role=SECONDARY, under=_LABEL[m]))
+        if m == "fd":  # fd's own error estimate (gradcli.methods.fd_error), with or without the exact value
+            columns.append(Column("fd ± estimate", role=SECONDARY, under=_LABEL[m]))
     table = FittedTable(columns, title=f"gradient of {r.expression}   (value {number(r.value)})")
     for v in report.wrt:
         row = [v]
@@ -93,5 +95,7 @@ def _gradient_table(report: GradientReport, r, methods: list[str]) -> FittedTabl
             row.append(cell)
             if m != "symbolic" and "symbolic" in methods:
                 row.append(error(r.error.get(m, {}).get(v)))
+            if m == "fd":
+                row.append("± " + error(r.fd_error_estimate.get(v)))
         table.add_row(*row)
     return table

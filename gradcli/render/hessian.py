@@ -71,6 +71,10 @@ def hessian_table(report: HessianReport) -> None:
                 formulas.add_row(f"d2/d{names[i]}d{names[j]}", report.formulas[i][j])
         print_table(console, formulas)
 
+    if report.fd_error_estimate is not None:  # fd's own error estimate per entry: the largest here, all in JSON
+        worst = max((x for row in report.fd_error_estimate for x in row), default=None)
+        print_line(console, f"[bold]fd ±[/bold]   each entry's own error estimate, largest {error(worst)} "
+                            "(per entry in --format json)")
     summary = FittedTable([Column("method", "left", "bold"), Column("max |H - exact|"), Column("max |H - H^T|")],
                           title="each method")
     for m in report.hessian:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from gradcli.compute.batch import engine
-from gradcli.compute.derivative import ACCURACY_ORDERS, DEFAULT_ACCURACY, check_order, judge_derivative
+from gradcli.compute.derivative import (ACCURACY_ORDERS, DEFAULT_ACCURACY, check_order, cross_derivative,
+                                       judge_derivative)
 from gradcli.errors import UsageError
 from gradcli.expression import parse
 from gradcli.methods import symbolic as exact
-from gradcli.methods.fd import fd_derivatives
+from gradcli.methods.fd import fd_derivatives, fd_gradients
+from gradcli.methods.fd_notes import fd_line_notes
 from gradcli.results import shortest
 
 
@@ -61,6 +63,8 @@ class DerivativeBatch(engine.BatchCore):
             f = fd_derivatives(self.expr.tree, pts, self.variable, self.order, dtype=self.dtype, eps=self.eps,
                                accuracy=self.accuracy)
             cols["fd"], steps = f.values, f
+            # order 1's one-sided derivatives, as grad's central fd sees them: kinks
+            f.kinks = fd_gradients(self.expr.tree, pts, [self.variable], dtype=self.dtype, eps=self.eps)
         if self._formulas is not None:
             cols["symbolic"] = np.stack([self.exact_column(0, (self.variable,) * k, pts, size)
                                          for k in range(1, self.order + 1)], axis=1)
@@ -76,6 +80,7 @@ class DerivativeBatch(engine.BatchCore):
                 record["structural_zero"] = structural
             if steps is not None:
                 record["fd_step"] = steps.steps[p].tolist()
+                record["fd_error_estimate"] = steps.estimates[p].tolist()
             self._judge(record, point, steps, p)
             warnings, undefined = record.pop("warnings"), record.pop("undefined")
             records.append(engine.close_record(engine.json_safe(record), warnings, undefined))  # null: not finite
@@ -94,21 +99,43 @@ class DerivativeBatch(engine.BatchCore):
             if bad:
                 record["warnings"].append(f"derivative of order {k + 1} is not finite ({', '.join(bad)})")
                 record["undefined"] = True
+        if fd is not None:
+            self._fd_warnings(record, fd, p)
         ref = ds.get("symbolic")
-        if ref is None or record["value"] is None:
-            return
         x = point[self.variable]
+        if ref is None or record["value"] is None:
+            if ref is None and "tape" in ds and "fd" in ds and record["value"] is not None:
+                for k in range(min(len(ds["tape"]), len(ds["fd"]))):
+                    warning = cross_derivative(k + 1, ds["tape"][k], ds["fd"][k], float(fd.estimates[p, k]),
+                                               dtype=self.dtype, value=value, x=x)
+                    if warning:
+                        record["warnings"].append(warning)
+            return
         for m in ("tape", "fd"):
             if m not in ds:
                 continue
             errors = []
             for k, (got, want) in enumerate(zip(ds[m], ref)):
-                err, warning = judge_derivative(
-                    m, k + 1, got, want, dtype=self.dtype, value=value, x=x,
-                    step=float(fd.steps[p, k]) if m == "fd" else None,
-                    accuracy=int(fd.accuracy[p, k]) if m == "fd" else self.accuracy)
+                err, warning = judge_derivative(m, k + 1, got, want, dtype=self.dtype, value=value, x=x,
+                                                estimate=float(fd.estimates[p, k]) if m == "fd" else None)
                 errors.append(err)
                 engine.note_error(self, m, err)
                 if warning:
                     record["warnings"].append(warning)
             record["error"][m] = errors
+
+    def _fd_warnings(self, record: dict, fd, p: int) -> None:
+        """A kink at order 1 (both one-sided values in the record), values no step resolves (adaptive steps)."""
+        g = fd.kinks
+        warnings, _, sided = fd_line_notes("derivative 1", "", dtype=self.dtype, value=float(g.values[p, 0]),
+                                           estimate=float(g.estimates[p, 0]), step=float(g.steps[p, 0]), how=0,
+                                           kink=bool(g.kinks[p, 0]), left=float(g.left[p, 0]),
+                                           right=float(g.right[p, 0]), explicit_step=True)
+        if sided:
+            record["one_sided"] = sided
+            record["warnings"] += warnings
+        for k in range(self.order):
+            warnings, _, _ = fd_line_notes(f"derivative {k + 1}", "", dtype=self.dtype,
+                                           value=float(fd.values[p, k]), estimate=float(fd.estimates[p, k]),
+                                           step=float(fd.steps[p, k]), how=0, explicit_step=self.eps is not None)
+            record["warnings"] += warnings

@@ -6,7 +6,7 @@ from __future__ import annotations
 from gradcli.compute.batch import engine
 from gradcli.expression import parse
 from gradcli.expression.points import check_hessian_size
-from gradcli.compute.hessian import best_analysis, judge_hessian
+from gradcli.compute.hessian import best_analysis, cross_check_hessian, judge_hessian
 from gradcli.methods import symbolic as exact
 from gradcli.methods.fd import fd_hessians
 from gradcli.results import shortest
@@ -43,7 +43,7 @@ class HessianBatch(engine.BatchCore):
 
         size, n, pts = len(chunk), len(self.wrt), chunk.values
         value = exact.evaluate(self.expr.tree, pts, size)
-        mats, grads, structural, steps = {}, {}, [], None
+        mats, grads, structural, steps, estimates = {}, {}, [], None, None
         if "tape" in self.methods:
             from gradcli.methods.tape import tape_hessians
 
@@ -51,7 +51,7 @@ class HessianBatch(engine.BatchCore):
             mats["tape"], grads["tape"], structural = t.matrices, t.gradients, t.structural
         if "fd" in self.methods:
             f = fd_hessians(self.expr.tree, pts, self.wrt, dtype=self.dtype, eps=self.eps)
-            mats["fd"], grads["fd"], steps = f.matrices, f.gradients, f.steps
+            mats["fd"], grads["fd"], steps, estimates = f.matrices, f.gradients, f.steps, f.estimates
         if self._formulas is not None:
             m = np.full((size, n, n), np.nan)
             g = np.full((size, n), np.nan)
@@ -72,10 +72,12 @@ class HessianBatch(engine.BatchCore):
                 record["structural_zeros"] = [[self.wrt[i], self.wrt[j]] for i, j in structural]
             if steps is not None:
                 record["fd_step"] = {v: float(steps[k, i]) for i, v in enumerate(self.wrt)}
-            self._judge(record, {m: mats[m][k] for m in order}, steps[k] if steps is not None else None)
+                record["fd_error_estimate"] = estimates[k].tolist()
+            est = None if estimates is None else estimates[k]
+            self._judge(record, {m: mats[m][k] for m in order}, steps[k] if steps is not None else None, est)
             if record["value"] is not None:
                 self._analyse(record, {m: mats[m][k] for m in order}, {m: grads[m][k] for m in order},
-                              steps[k] if steps is not None else None)
+                              steps[k] if steps is not None else None, est)
             warnings, undefined = record.pop("warnings"), record.pop("undefined")
             records.append(engine.close_record(engine.json_safe(record), warnings, undefined))  # null: not finite
         return engine.RecordBatch.of(records)
@@ -83,7 +85,7 @@ class HessianBatch(engine.BatchCore):
     def _out(self, method: str, x: float) -> float:
         return float(x) if method == "symbolic" else shortest(float(x), self.dtype)
 
-    def _judge(self, record: dict, mats: dict, steps) -> None:
+    def _judge(self, record: dict, mats: dict, steps, estimates) -> None:
         """Each entry on its own scale (|exact entry|, |f|): a tiny entry beside a huge one is still judged."""
         import numpy as np
 
@@ -101,21 +103,27 @@ class HessianBatch(engine.BatchCore):
                 record["warnings"].append(f"the {m} Hessian is not finite")
                 record["undefined"] = True
         ref = mats.get("symbolic")
+        if ref is None and "tape" in mats and "fd" in mats and estimates is not None and record["value"] is not None:
+            warning = cross_check_hessian(mats["tape"], mats["fd"], estimates, wrt=self.wrt, dtype=self.dtype)
+            if warning:
+                record["warnings"].append(warning)
         if ref is None or record["value"] is None or not np.all(np.isfinite(ref)):
             return
         step = None if steps is None else float(np.min(steps))
         for m in ("tape", "fd"):
             if m not in mats or not np.all(np.isfinite(mats[m])):
                 continue
-            worst, warning = judge_hessian(m, mats[m], ref, wrt=self.wrt, dtype=self.dtype, value=value, step=step)
+            worst, warning = judge_hessian(m, mats[m], ref, wrt=self.wrt, dtype=self.dtype, value=value, step=step,
+                                           estimates=estimates if m == "fd" else None)
             record["error"][m] = worst
             engine.note_error(self, m, worst)
             if warning:
                 record["warnings"].append(warning)
 
-    def _analyse(self, record: dict, mats: dict, grads: dict, steps) -> None:
+    def _analyse(self, record: dict, mats: dict, grads: dict, steps, estimates) -> None:
         """As the single-point command (:func:`gradcli.compute.hessian.best_analysis`)."""
-        found = best_analysis(mats, grads, dtype=self.dtype, step=None if steps is None else float(min(steps)))
+        found = best_analysis(mats, grads, dtype=self.dtype, step=None if steps is None else float(min(steps)),
+                              fd_estimates=estimates)
         if found is not None:
             source, a, _ = found
             record.update({"analysis_source": source, "eigenvalues": a.eigenvalues, "definiteness": a.definiteness,
