@@ -377,3 +377,29 @@ def test_starts_plot_fits_and_is_ascii_when_asked(batches):
     out.encode("ascii")
     assert max(len(line) for line in out.splitlines()) <= 50
     assert "\x1b[" not in out
+
+
+# ---------------------------------------------------------------------------------------------
+# the layouts themselves, on a made-up table
+# ---------------------------------------------------------------------------------------------
+def test_each_layout_in_turn_and_secondary_columns_sharing_one_column():
+    from rich.console import Console
+
+    from gradcli.render.layout import FORMULA, SECONDARY, Column, FittedTable, print_table
+
+    table = FittedTable([Column("name", "left"), Column("formula", "left", role=FORMULA), Column("value"),
+                         Column("error", role=SECONDARY, under="value"),
+                         Column("estimate", role=SECONDARY, under="value")], title="made up")
+    table.add_row("alpha", "2*alpha*beta + sin(alpha)/3", "-0.41614683654714246", "1.25e-13", "± 3.00e-12")
+    layouts, texts = {}, {}
+    for width in (100, 60, 40, 20):
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stderr(err):
+            layouts[width] = print_table(Console(file=out, width=width), table)
+        texts[width] = out.getvalue()
+        assert "…" not in texts[width]
+        for cell in ("alpha", "-0.41614683654714246", "1.25e-13", "± 3.00e-12"):
+            assert cell in texts[width], (width, cell, texts[width])
+        assert_expression_whole(texts[width], "2*alpha*beta + sin(alpha)/3")
+    assert layouts == {100: "table", 60: "formulas below", 40: "stacked", 20: "records"}
+    assert "(1.25e-13)" in texts[40] and "(± 3.00e-12)" in texts[40]  # both under 'value'

@@ -174,8 +174,10 @@ def _candidate_layouts(table: FittedTable):
                if c.role == SECONDARY and c.under in headers and headers.index(c.under) in kept}
     if stacked:
         columns, rows = _stack(table, [i for i in kept if i not in stacked], stacked)
-        how = f"{_names(headers[i] for i in stacked)} stacked under {_names(headers[j] for j in stacked.values())}"
-        yield "stacked", columns, rows, formulas, "; ".join(filter(None, [moved, how + " (in parentheses)"]))
+        targets = dict.fromkeys(stacked.values())
+        how = "; ".join(f"{_names(headers[i] for i in stacked if stacked[i] == j)} in parentheses under '{headers[j]}'"
+                        for j in targets)
+        yield "stacked", columns, rows, formulas, "; ".join(filter(None, [moved, how]))
 
 
 def _names(headers) -> str:
@@ -183,16 +185,20 @@ def _names(headers) -> str:
 
 
 def _stack(table: FittedTable, kept: list[int], stacked: dict[int, int]):
-    """Each secondary column folded into its column: the header and every cell on two lines."""
-    below = {target: source for source, target in stacked.items()}
+    """Each secondary column folded into its column (several may share one): the header and every cell get a
+    line per secondary column, in parentheses."""
+    below: dict[int, list[int]] = {}
+    for source, target in stacked.items():
+        below.setdefault(target, []).append(source)
     columns = []
     for i in kept:
         c = table.columns[i]
-        header = f"{c.header}\n({table.columns[below[i]].header})" if i in below else c.header
+        header = "\n".join([c.header, *[f"({table.columns[j].header})" for j in below.get(i, [])]])
         columns.append(Column(header, c.justify, c.style))
     rows = []
     for r in table.rows:
-        rows.append([Text.assemble(r[i], "\n(", r[below[i]], ")") if i in below else r[i] for i in kept])
+        rows.append([Text.assemble(r[i], *[part for j in below[i] for part in ("\n(", r[j], ")")])
+                     if i in below else r[i] for i in kept])
     return columns, rows
 
 
