@@ -165,6 +165,22 @@ def test_layouts_change_only_when_the_table_does_not_fit(reports):
     assert "one record per row" in narrow_note
 
 
+@pytest.mark.parametrize("width", [120, 80, 40])
+def test_tables_on_a_stdout_that_is_not_utf8(reports, width):
+    """ASCII boxes, '+/-' for '±', the same numbers whole (was: internal error: UnicodeEncodeError)."""
+    table, to_json, report = reports["grad"]
+    raw = io.BytesIO()
+    ascii_out = io.TextIOWrapper(raw, encoding="ascii", write_through=True)
+    with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(ascii_out), \
+            contextlib.redirect_stderr(io.StringIO()):
+        mp.setenv("COLUMNS", str(width))
+        table(report)
+    out = raw.getvalue().decode("ascii")
+    assert "+/- " in out and "┃" not in out
+    assert_whole(out, json.loads(to_json(report)), width)
+    assert_fits(out, width)
+
+
 # ---------------------------------------------------------------------------------------------
 # many points: the batch tables of grad/hessian/derivative and descend's basins and starts
 # ---------------------------------------------------------------------------------------------

@@ -54,10 +54,11 @@ def _csv_cell(v: Any) -> Any:
 
 def stdout_console() -> Console:
     # COLUMNS or the terminal's width; when piped, wide enough for long formulas. Tables printed through
-    # gradcli.render.layout fit whatever width this is without cutting anything.
-    from gradcli.render.layout import terminal_width
+    # gradcli.render.layout fit whatever width this is without cutting anything; a stdout that is not UTF-8
+    # gets '+/-' for '±' (rich draws ASCII boxes itself) instead of a UnicodeEncodeError.
+    from gradcli.render.layout import encodable_file, terminal_width
 
-    return Console(file=sys.stdout, highlight=False, width=terminal_width(sys.stdout, default=160))
+    return Console(file=encodable_file(sys.stdout), highlight=False, width=terminal_width(sys.stdout, default=160))
 
 
 def stderr_console() -> Console:

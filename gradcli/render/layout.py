@@ -47,6 +47,68 @@ def terminal_width(file, *, default: int) -> int:
     return default
 
 
+# Characters gradcli writes beyond ASCII, and what an output that cannot encode them gets instead.
+_ASCII_FALLBACK = str.maketrans({"±": "+/-", "λ": "lambda", "…": "...", "•": "*", "×": "x", "−": "-"})
+
+
+def unicode_ok(file) -> bool:
+    encoding = (getattr(file, "encoding", None) or "utf-8").lower().replace("_", "-")
+    return encoding.startswith("utf")
+
+
+def encodable(text: str, encoding: str) -> str:
+    """``text`` as ``encoding`` can write it: what it cannot encode spelled in ASCII ('+/-'), else '?'."""
+    try:
+        text.encode(encoding)
+        return text
+    except UnicodeEncodeError:
+        pass
+    out = []
+    for ch in text:
+        try:
+            ch.encode(encoding)
+            out.append(ch)
+        except UnicodeEncodeError:
+            out.append(ch.translate(_ASCII_FALLBACK) if ord(ch) in _ASCII_FALLBACK else "?")
+    return "".join(out)
+
+
+def _encodable_text(console: Console, text: Text) -> Text:
+    """Before measuring: a cell as the console's encoding can write it (styles of parts are lost then)."""
+    if console.encoding.startswith("utf"):
+        return text
+    plain = encodable(text.plain, console.encoding)
+    return text if plain == text.plain else Text(plain, style=text.style)
+
+
+def _encodable_table(console: Console, table: FittedTable) -> FittedTable:
+    if console.encoding.startswith("utf"):
+        return table
+    columns = [Column(encodable(c.header, console.encoding), c.justify, c.style, c.role,
+                      None if c.under is None else encodable(c.under, console.encoding)) for c in table.columns]
+    rows = [[_encodable_text(console, cell) for cell in row] for row in table.rows]
+    title = None if table.title is None else encodable(table.title, console.encoding)
+    return FittedTable(columns, title, rows)
+
+
+class _EncodableFile:
+    """A text file whose writes are made encodable first (rich's console writes through it)."""
+
+    def __init__(self, file):
+        self._file = file
+
+    def write(self, text: str) -> int:
+        return self._file.write(encodable(text, self._file.encoding))
+
+    def __getattr__(self, name):
+        return getattr(self._file, name)
+
+
+def encodable_file(file):
+    """``file`` itself when it takes UTF-8; else a wrapper that never raises UnicodeEncodeError."""
+    return file if unicode_ok(file) else _EncodableFile(file)
+
+
 # ---------------------------------------------------------------------------------------------
 # Lines: wrap at spaces and operator boundaries only
 # ---------------------------------------------------------------------------------------------
@@ -111,6 +173,7 @@ def print_line(console: Console, text: Text | str, *, indent: int = 2, markup: b
     """One logical line (rich markup allowed), wrapped to the console's width at safe points only."""
     if isinstance(text, str):
         text = Text.from_markup(text) if markup else Text(text)
+    text = _encodable_text(console, text)
     for line in wrap_text(text, console.width, indent=indent):
         console.print(line, soft_wrap=True)
 
@@ -141,6 +204,7 @@ class FittedTable:
 
 def print_table(console: Console, table: FittedTable) -> str:
     """Print ``table`` in the first layout that fits the console; returns the layout's name."""
+    table = _encodable_table(console, table)
     if table.title:
         print_line(console, Text(table.title, style="italic"), markup=False)
     if not table.rows:
@@ -270,6 +334,7 @@ def print_side_by_side(console: Console, tables: list[FittedTable], *, gap: int 
     another, each in the layout that fits."""
     from rich.columns import Columns
 
+    tables = [_encodable_table(console, t) for t in tables]
     rendered = []
     for t in tables:
         r = _rich_table(t.columns, t.rows)

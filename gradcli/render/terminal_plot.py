@@ -9,7 +9,7 @@ import math
 import os
 import unicodedata
 
-from gradcli.render.layout import terminal_width, wrap_plain
+from gradcli.render.layout import encodable, terminal_width, unicode_ok, wrap_plain
 
 # Narrower than this plotext has no room for its axes: the plot overflows the terminal rather than breaking.
 MIN_WIDTH = 30
@@ -21,11 +21,6 @@ def colorless(file) -> bool:
     """No ANSI colours in a pipe, a file, or when NO_COLOR is set (https://no-color.org)."""
     isatty = getattr(file, "isatty", None)
     return isatty is None or not isatty() or bool(os.environ.get("NO_COLOR"))
-
-
-def unicode_ok(file) -> bool:
-    encoding = (getattr(file, "encoding", None) or "utf-8").lower().replace("_", "-")
-    return encoding.startswith("utf")
 
 
 def plot_width(file) -> int:
@@ -44,14 +39,14 @@ def integer_ticks(high: float, width: int) -> list[int]:
 
 
 def _ascii_char(ch: str) -> str:
-    """Box drawing as - | +; anything else that is not ASCII as '*'."""
+    """Box drawing as - | +; other symbols as :func:`gradcli.render.layout.encodable` spells them."""
     if ord(ch) < 128:
         return ch
     name = unicodedata.name(ch, "")
     if name.startswith("BOX DRAWINGS"):
         horizontal, vertical = "HORIZONTAL" in name, "VERTICAL" in name
         return "-" if horizontal and not vertical else "|" if vertical and not horizontal else "+"
-    return "*"
+    return encodable(ch, "ascii")
 
 
 def for_output(text: str, file) -> str:
