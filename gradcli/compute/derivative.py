@@ -26,7 +26,7 @@ from gradcli.expression.evaluate import PYTHON_FLOAT64, compile_expression
 from gradcli.expression import Expression, Node, parse
 from gradcli.methods.fd import ACCURACY_ORDERS, DEFAULT_ACCURACY, MACHINE_EPSILON, central_coefficients, check_step  # noqa: F401
 from gradcli.methods.fd_notes import fd_line_notes
-from gradcli.compute.grad import check_dtype, check_eps, parse_methods
+from gradcli.compute.grad import check_dtype, check_eps, parse_methods, rounded_point_note, rounding_matters
 # Seconds the nested tapes may take (each order re-records every lower one): see gradcli.methods.tape.
 from gradcli.methods.tape import TAPE_TIME_BUDGET
 from gradcli.expression.points import Point, check_covers, check_point_fits, parse_point
@@ -158,27 +158,34 @@ def fd_derivatives(tree: Node, values: dict[str, float], variable: str, order: i
 # symbolic
 # ---------------------------------------------------------------------------------------------
 def symbolic_derivatives_work(tree: Node, point_exact: dict[str, Node], names: list[str], variable: str,
-                             order: int, cancel: CancelFlag) -> tuple[float | None, list[float | None], list[str]]:
-    """(value, [f', ..., f^(order)] at the exact point, formulas). A :class:`gradcli.methods.worker.BoundedJob`
-    work function (module-level, picklable arguments)."""
+                             order: int, rounded: dict[str, float] | None = None, cancel: CancelFlag | None = None):
+    """(value, [f', ..., f^(order)] at the exact point, formulas), and with ``rounded`` (the dtype's point) a
+    fourth item: how far each derivative moves from the typed point to the dtype's. A
+    :class:`gradcli.methods.worker.BoundedJob` work function (module-level, picklable arguments)."""
     syms = symbolic.symbols_for(names)
     subs = symbolic.exact_point(point_exact, syms)
+    moved = symbolic.rounded_point(subs, rounded, syms)
     d = symbolic.to_sympy(tree, syms)
     value = symbolic.value_at(d, subs)
-    values, formulas = [], []
+    values, formulas, shifts = [], [], []
     for _ in range(order):
         cancel.check()
         d = d.diff(syms[variable])
         values.append(symbolic.value_at(d, subs))
         formulas.append(symbolic.formula_text(d))
-    return value, values, formulas
+        shifts.append(symbolic.point_shift(d, subs, moved, values[-1]))
+    return (value, values, formulas) if rounded is None else (value, values, formulas, shifts)
 
 
 def start_symbolic_derivatives(tree: Node, point: Point, variable: str, order: int, *, time_limit: float,
-                               parallel: bool = True) -> BoundedJob:
-    """Start :func:`symbolic_derivatives_work` as a :class:`gradcli.methods.worker.BoundedJob`."""
-    return BoundedJob(symbolic_derivatives_work, (tree, dict(point.exact), list(point.names), variable, order),
-                      time_limit, parallel=parallel, cancellable=True)
+                               parallel: bool = True, dtype: str | None = None) -> BoundedJob:
+    """Start :func:`symbolic_derivatives_work` as a :class:`gradcli.methods.worker.BoundedJob` (with ``dtype``,
+    also the point shifts)."""
+    from gradcli.compute.grad import dtype_point
+
+    rounded = None if dtype is None else dtype_point(point, dtype)
+    return BoundedJob(symbolic_derivatives_work, (tree, dict(point.exact), list(point.names), variable, order,
+                                                  rounded), time_limit, parallel=parallel, cancellable=True)
 
 
 def symbolic_derivatives(tree: Node, point: Point, variable: str, order: int, *,
@@ -266,7 +273,7 @@ def compute_derivatives(expression: str, *, at: list[str] | str, order: int = 1,
     chosen = [m for m in chosen if m != "complex"]
 
     # SymPy first, before anything imports TensorFlow (see gradcli.methods.worker.BoundedJob).
-    job = (start_symbolic_derivatives(expr.tree, point, variable, order, time_limit=symbolic_time_limit)
+    job = (start_symbolic_derivatives(expr.tree, point, variable, order, time_limit=symbolic_time_limit, dtype=dtype)
            if "symbolic" in chosen else None)
 
     value = compile_expression(expr.tree, PYTHON_FLOAT64)(point.values)
@@ -290,13 +297,17 @@ def compute_derivatives(expression: str, *, at: list[str] | str, order: int = 1,
         _kink(report, rows[0], expr.tree, point, variable, dtype, eps)
     if job is not None:
         try:
-            sym_value, values, texts = job.result()
+            sym_value, values, texts, shifts = job.result()
         except SymbolicTimeout as exc:
             report.notes.append(f"symbolic column left out: {exc} (raise --symbolic-timeout to wait longer)")
             report.methods = [m for m in report.methods if m != "symbolic"]
         else:
-            for r, v, text in zip(rows, values, texts):
-                r.symbolic, r.formula = v, text
+            for r, v, text, shift in zip(rows, values, texts, shifts):
+                r.symbolic, r.formula, r.point_shift = v, text, shift
+            worst = max(range(len(shifts)), key=lambda k: shifts[k] / max(1.0, abs(values[k] or 0.0)), default=None)
+            if worst is not None and rounding_matters(shifts[worst], values[worst], dtype):
+                report.notes.append(rounded_point_note(report, f"{expr.text}", {variable: shifts[worst]},
+                                                       order=worst + 1))
             if sym_value is not None:
                 report.value = sym_value
     _compare(report)

@@ -109,7 +109,7 @@ def compute_gradient(expressions: list[str], *, at: list[str] | str, wrt: str | 
         report.results.append(ExpressionGradient(expression=e.text, value=value))
 
     # SymPy first, before anything imports TensorFlow (see gradcli.methods.worker.BoundedJob).
-    job = _start_symbolic(exprs, point, variables, symbolic_time_limit) if "symbolic" in chosen else None
+    job = _start_symbolic(exprs, point, variables, symbolic_time_limit, dtype) if "symbolic" in chosen else None
     if "tape" in chosen:
         per_tree, unconnected, summed, _ = _tape(exprs, point, variables, dtype)
         for r, g, u in zip(report.results, per_tree, unconnected):
@@ -157,28 +157,42 @@ def _sum_rows(rows: list[dict[str, float | None]], variables: list[str]) -> dict
     return out
 
 
-def symbolic_gradients(trees, point_exact: dict, names: list[str], variables: list[str], cancel: CancelFlag):
-    """For each tree: (value, {var: formula}, {var: exact derivative value}). A
-    :class:`gradcli.methods.worker.BoundedJob` work function (module-level, picklable arguments)."""
+def symbolic_gradients(trees, point_exact: dict, names: list[str], variables: list[str],
+                       rounded: dict[str, float] | None = None, cancel: CancelFlag | None = None):
+    """For each tree: (value, {var: formula}, {var: exact derivative value}), and with ``rounded`` (the dtype's
+    point) a fourth item, {var: how far the exact derivative moves from the typed point to the dtype's} (item
+    5 of issue 8: the point's rounding is no method's error). A :class:`gradcli.methods.worker.BoundedJob`
+    work function (module-level, picklable arguments)."""
     symbols = symbolic.symbols_for(names)
     subs = symbolic.exact_point(point_exact, symbols)
+    moved = symbolic.rounded_point(subs, rounded, symbols)
     out = []
     for tree in trees:
         f = symbolic.to_sympy(tree, symbols)
         value = symbolic.value_at(f, subs)
-        formulas, values = {}, {}
+        formulas, values, shifts = {}, {}, {}
         for v in variables:
             cancel.check()
             d = f.diff(symbols[v])
             formulas[v] = symbolic.formula_text(d)
             values[v] = symbolic.value_at(d, subs)
-        out.append((value, formulas, values))
+            shifts[v] = symbolic.point_shift(d, subs, moved, values[v])
+        out.append((value, formulas, values) if rounded is None else (value, formulas, values, shifts))
     return out
 
 
-def _start_symbolic(exprs, point: Point, variables, time_limit: float) -> BoundedJob:
+def _start_symbolic(exprs, point: Point, variables, time_limit: float, dtype: str = "float64") -> BoundedJob:
     return BoundedJob(symbolic_gradients, ([e.tree for e in exprs], dict(point.exact), list(point.names),
-                                           list(variables)), time_limit, parallel=True, cancellable=True)
+                                           list(variables), dtype_point(point, dtype)), time_limit, parallel=True,
+                      cancellable=True)
+
+
+def dtype_point(point: Point, dtype: str) -> dict[str, float]:
+    """The point tape and fd start from: each typed value rounded to the dtype (as float64 numbers)."""
+    import numpy as np
+
+    with np.errstate(over="ignore"):
+        return {k: float(np.float64(v).astype(dtype)) for k, v in point.values.items()}
 
 
 def _symbolic_column(job: BoundedJob, report: GradientReport, variables, count: int) -> None:
@@ -188,9 +202,13 @@ def _symbolic_column(job: BoundedJob, report: GradientReport, variables, count: 
         report.notes.append(f"symbolic column left out: {exc} (raise --symbolic-timeout to wait longer)")
         report.methods = [m for m in report.methods if m != "symbolic"]
         return
-    for r, (value, formulas, values) in zip(report.results, columns):
+    for r, (value, formulas, values, shifts) in zip(report.results, columns):
         r.formula = formulas
         r.gradient["symbolic"] = values
+        r.point_shift = {v: x for v, x in shifts.items() if x}
+        noted = {v: x for v, x in r.point_shift.items() if rounding_matters(x, values.get(v), report.dtype)}
+        if noted:
+            report.notes.append(rounded_point_note(report, r.expression, noted))
         if value is not None and math.isfinite(value):
             r.value = value
     if count > 1:
@@ -316,6 +334,24 @@ def _errors_and_warnings(report: GradientReport, exprs, point: Point, scheme: Sc
             if cross is not None and cross[1][0, 0, j]:
                 report.warnings.append(cross_disagreement(e.text, v, float(cross[0][0, 0, j]), float(cross[2][0, 0, j]),
                                                           bool(cross[3][0, 0, j]), dtype=report.dtype))
+
+
+def rounding_matters(shift: float, exact: float | None, dtype: str) -> bool:
+    """Whether the point's rounding moves the exact value by more than the dtype's own roundings would."""
+    return shift > 100 * MACHINE_EPSILON[dtype] * max(1.0, abs(exact or 0.0))
+
+
+def rounded_point_note(report, text: str, shifts: dict[str, float], *, order: int | None = None) -> str:
+    """The note for a typed point the dtype cannot hold: the exact values are at the typed point, tape and fd
+    at the dtype's, and the difference is allowed for in the comparison."""
+    def what(v):
+        return f"d({text})/d{v}" if order is None else f"derivative {order} of {text}"
+
+    moved = ", ".join(f"{what(v)} by {x:.3g}" if math.isfinite(x) else
+                      f"{what(v)} to no finite value (the rounded point is outside its domain)"
+                      for v, x in shifts.items())
+    return (f"the point is not exactly a {report.dtype} number: symbolic is evaluated at the point as typed, tape "
+            f"and fd at its {report.dtype} rounding, which moves {moved}; that is allowed for in the comparison")
 
 
 def _fd_notes(report: GradientReport, text: str, fd, variables, point: Point, *, explicit_step: bool) -> None:

@@ -174,11 +174,21 @@ def _search(compute, index, x, dtype, *, sided: bool) -> LineResult:
             if sided:
                 ok &= ~kink(r)
         tried.append((r, ok))
+    # A step whose estimate is as large as its value has resolved nothing, however small that estimate is in
+    # absolute terms (across a pole, D ~ -2 f(x) / h^2 is small at large h): such steps count only where no
+    # step resolves the value.
+    resolved = LineResult(*(np.full(q, np.nan) for _ in range(3)), np.zeros(q, dtype=bool))
     for n, (r, ok) in enumerate(tried):
         neighbour, near_ok = tried[n + 1] if n + 1 < len(tried) else tried[n - 1]
         with np.errstate(all="ignore"):
             estimate = np.where(near_ok, np.maximum(r.estimate, np.abs(r.value - neighbour.value)), r.estimate)
             better = ok & ~(estimate >= best.estimate)
-        best.value[better], best.step[better], best.estimate[better] = r.value[better], r.step[better], estimate[better]
-        best.finite[better] = True
+            sharper = ok & (estimate < 0.5 * np.abs(r.value)) & ~(estimate >= resolved.estimate)
+        for target, where in ((best, better), (resolved, sharper)):
+            target.value[where], target.step[where], target.estimate[where] = \
+                r.value[where], r.step[where], estimate[where]
+    found = ~np.isnan(resolved.estimate)
+    for name in ("value", "step", "estimate"):
+        getattr(best, name)[found] = getattr(resolved, name)[found]
+    best.finite[~np.isnan(best.estimate)] = True
     return best
