@@ -208,6 +208,8 @@ def batches(invoke):
     from gradcli.render import batch, descend_batch
 
     return {
+        "grad --grid": capture_sink(invoke, batch.TableSink, "grad", "x*sin(y)", "--grid", "x=-1:1:2,y=0:3:2",
+                                    "-m", "symbolic,fd"),
         "derivative --grid": capture_sink(invoke, batch.TableSink, "derivative", "x*exp(-x)", "--grid", "x=-1:2:4",
                                           "--order", "2", "-m", "symbolic,fd"),
         "hessian --grid": capture_sink(invoke, batch.TableSink, "hessian", "x**2*y", "--grid", "x=-1:1:2,y=0:2:2",
@@ -219,7 +221,7 @@ def batches(invoke):
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-@pytest.mark.parametrize("name", ["derivative --grid", "hessian --grid"])
+@pytest.mark.parametrize("name", ["grad --grid", "derivative --grid", "hessian --grid"])
 def test_batch_tables_show_every_cell_whole(batches, name, width):
     kept = batches[name]
     sink = kept["sink"]
