@@ -157,11 +157,11 @@ def wrap_text(text: Text | str, width: int, *, indent: int = 2) -> list[Text]:
     if isinstance(text, str):
         text = Text(text)
     lines = []
-    for number, piece in enumerate(text.divide(_cuts(text.plain, max(1, width), indent))):
+    for index, piece in enumerate(text.divide(_cuts(text.plain, max(1, width), indent))):
         lead = len(piece.plain) - len(piece.plain.lstrip())
-        piece = piece[lead:] if number else piece
+        piece = piece[lead:] if index else piece
         piece.rstrip()
-        lines.append(Text(" " * indent) + piece if number else piece)
+        lines.append(Text(" " * indent) + piece if index else piece)
     return lines
 
 
