@@ -111,6 +111,19 @@ def test_sympy_works_for_many_commands():
     assert [d["results"][0]["gradient"]["symbolic"]["x"] for d in docs] == [k * 2 ** (k - 1) * 3 for k in range(2, 9)]
 
 
+def test_a_sympy_job_past_its_deadline_is_killed_and_later_lines_run(monkeypatch):
+    """After the tape has loaded TensorFlow a SymPy job would run in a thread that cannot be stopped (it
+    stalled every later line); the shell hands each job to a process from its fork server instead."""
+    import threading
+
+    slow = 'grad "x**x**x**x" --at x=10 --symbolic-timeout 0.5 -m symbolic,fd -f json'
+    code, out, err = session("\n".join([GRAD_TAPE, slow, GRAD_FD]))
+    docs = json_stream(out)
+    assert code == 1 and "symbolic column left out: SymPy took longer than 0.5 s" in err
+    assert docs[1]["methods"] == ["fd"] and docs[2] == json_stream(alone(GRAD_FD)[1])[0]
+    assert not [t for t in threading.enumerate() if t.name == "gradcli-sympy" and t.is_alive()]
+
+
 def test_comments_blank_lines_exit_and_a_leading_gradcli():
     code, out, err = session(f"  # a comment\n\n   \ngradcli {EVAL}  # trailing words\nexit\n{EVAL}\n")
     assert (code, out, err) == (0, "4.0\n", "")

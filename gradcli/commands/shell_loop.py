@@ -38,6 +38,9 @@ def run_shell(stdin: TextIO, *, interactive: bool) -> int:
         raise UsageError("already in gradcli shell: type the command itself (exit or quit leaves the shell)")
     _active = True
     try:
+        from gradcli.commands.shell_sympy import start_fork_server
+
+        start_fork_server()  # before any thread or TensorFlow (see gradcli.commands.shell_sympy)
         if interactive:  # (the console script lets Ctrl-C raise KeyboardInterrupt here: gradcli.interrupts)
             warm_up = start_warm_up()
             lines = terminal_lines(before_each=warm_up.join)
@@ -126,9 +129,14 @@ def run_line(text: str, *, number: int | None) -> int | None:
 
 
 def run_command_line(argv: list[str]) -> int:
+    from gradcli.commands.shell_sympy import prepare_worker
     from gradcli.launcher import run_command
 
-    return run_command(argv)
+    prepare_worker()  # no-op once one waits (see below) or before TensorFlow is loaded
+    try:
+        return run_command(argv)
+    finally:
+        prepare_worker()  # the next line's worker starts while this line's output is written and read
 
 
 def refusal_for(argv: list[str]) -> str | None:
