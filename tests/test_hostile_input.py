@@ -265,6 +265,17 @@ def test_points_and_expressions_have_a_variable_limit(invoke):
 def test_point_variables_the_expression_lacks_get_a_note(invoke):
     result = invoke("eval", "x", "--at", "x=1,y=2")
     assert result.exit_code == 0 and "--at gives y, which is not in the expression" in result.stderr
-    result = invoke("hessian", "x**2", "--at", "x=1,y=2", "-m", "fd", "--format", "json")
-    assert result.exit_code == 0
-    assert "y, which is not in the expression: its derivatives are 0" in result.stderr
+    for command in ("grad", "hessian"):
+        result = invoke(command, "x**2", "--at", "x=1,y=2", "-m", "fd", "--format", "json")
+        assert result.exit_code == 0
+        assert "--at gives y, which is not in the expression: its derivatives are 0" in result.stderr
+
+
+def test_descend_bounds_variables_times_optimizers(invoke):
+    from gradcli.expression.points import MAX_DESCENT_PAIRS
+
+    names = _names(MAX_DESCENT_PAIRS // 13 + 1)
+    result = invoke("descend", "+".join(f"{v}**2" for v in names), "-o", "all")
+    assert result.exit_code == 2
+    assert f"{len(names)} variables x 13 optimizers" in result.stderr
+    assert f"the limit is {MAX_DESCENT_PAIRS:,}" in result.stderr

@@ -9,7 +9,7 @@ from gradcli.expression.evaluate import PYTHON_FLOAT64, compile_expression
 from gradcli.expression import Expression, parse
 from gradcli.methods.fd import MACHINE_EPSILON, Scheme, _one, check_step, fd_gradients
 from gradcli.methods.fd_notes import fd_line_notes
-from gradcli.expression.points import Point, check_covers, check_point_fits, parse_point
+from gradcli.expression.points import Point, check_covers, check_point_fits, parse_point, unused_variables_note
 from gradcli.results import FIRST_ORDER_METHODS, METHODS, ExpressionGradient, GradientReport, point_text, shortest, value_warning
 from gradcli.methods import symbolic
 from gradcli.methods.worker import BoundedJob, CancelFlag, SymbolicTimeout
@@ -104,6 +104,8 @@ def compute_gradient(expressions: list[str], *, at: list[str] | str, wrt: str | 
         methods=chosen, results=[],
         fd_scheme=scheme.value if "fd" in chosen else None,
     )
+    if note := unused_variables_note(point, [v for e in exprs for v in e.variables]):
+        report.notes.append(note)
     for e in exprs:
         value = compile_expression(e.tree, PYTHON_FLOAT64)(point.values)
         report.results.append(ExpressionGradient(expression=e.text, value=value))

@@ -45,6 +45,7 @@ from gradcli.compute.descend.results import STATUSES, DescentReport, DescentRun
 from gradcli.compute.descend.stationary import _nearest, start_stationary_points
 from gradcli.errors import UsageError
 from gradcli.expression import parse
+from gradcli.expression.points import check_descent_size
 from gradcli.compute.grad import check_dtype
 from gradcli.methods.tf_runtime import load_tensorflow
 
@@ -68,6 +69,7 @@ def plan_descent(expression: str, *, start: list[str] | str | None = None, optim
     expr = parse(expression)
     if not expr.variables:
         raise UsageError(f"{expr.text} has no variables: there is nothing to descend on")
+    check_descent_size(len(expr.variables), len(chosen))
     point, defaulted = start_point(expr, start, dtype)
     return DescentPlan(expr, list(point), point, defaulted, list(chosen), lr, steps, tol, momentum, momentum_given,
                        every, dtype, maximize, rates={k: v for k, v in chosen.items() if v is not None})
