@@ -62,13 +62,67 @@ class ServerWorker:
 
     def __init__(self, context):
         self.conn, child = context.Pipe()
-        self.process = context.Process(target=serve_one_job, args=(child,), daemon=True, name="gradcli-sympy")
+        lifeline_reader, lifeline_writer = context.Pipe(duplex=False)
+        self.process = context.Process(target=serve_one_job, args=(child, lifeline_reader), daemon=True,
+                                       name="gradcli-sympy")
         self.process.start()
         child.close()
+        lifeline_reader.close()
+        _lifelines.append((self.process, lifeline_writer))
+        _close_dead_lifelines()
 
 
-def serve_one_job(conn) -> None:
+# The shell's ends of its workers' lifelines: open while the shell lives (see watch_the_shell).
+_lifelines: list = []
+
+
+def _close_dead_lifelines() -> None:
+    for entry in list(_lifelines):
+        process, writer = entry
+        if not process.is_alive():
+            writer.close()
+            _lifelines.remove(entry)
+
+
+def serve_one_job(conn, lifeline) -> None:
     """In the worker (a child of the fork server, which is its parent for the parent-death signal)."""
     from gradcli.methods import worker
 
+    watch_the_shell(lifeline)
     worker._worker_main(conn, os.getppid())
+
+
+def watch_the_shell(lifeline) -> None:
+    """Fork a watchdog that SIGKILLs this worker's process group once the shell's end of ``lifeline``
+    closes: when the shell ends in any way, SIGKILL included. (The fork server outlives the shell while a
+    worker runs, so the parent-death signal alone would leave a busy worker to its own deadline.) A
+    process, not a thread: SymPy's big-integer work can hold the GIL for seconds."""
+    import signal
+
+    try:
+        os.setpgid(0, 0)  # the worker leads its group before the watchdog joins it
+        watchdog = os.fork()
+    except OSError:  # no process to spare: the worker's own deadline still ends it
+        return
+    if watchdog:
+        lifeline.close()
+        return
+    try:
+        _die_with_parent()
+        while os.read(lifeline.fileno(), 1):
+            pass
+    except OSError:
+        pass
+    finally:
+        os.killpg(0, signal.SIGKILL)
+        os._exit(0)
+
+
+def _die_with_parent() -> None:
+    """Linux's parent-death signal: the watchdog goes when its worker goes."""
+    import ctypes
+    import signal
+    import sys
+
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
