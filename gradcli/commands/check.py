@@ -46,7 +46,7 @@ def check(
 
     \b
       gradcli check "x**2*y" --expect x=2*x*y --expect y=x**2
-      gradcli check "sin(x)" -e x=-sin(x) -n 2 --at x=1
+      gradcli check "sin(x)" -e "x=-sin(x)" -n 2 --at x=1
       gradcli check "log(x)" -e x=1/x --box 0.1:5 -f json
     """
     expression = expression_text(expression, file)

@@ -35,7 +35,7 @@ def eval_value(
 
     \b
       gradcli eval "x**2 + sin(y)" --at x=2,y=0       prints 4.0
-      gradcli eval "exp(x)" --at x=1 --dtype float32  prints 2.7182817
+      gradcli eval "exp(x)" --at x=1 --dtype float32  prints 2.718282
       gradcli eval "log(x)" --at x=2 -f json
     """
     expression = expression_text(expression, file)
