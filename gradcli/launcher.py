@@ -47,7 +47,7 @@ def run_command(argv: list[str]) -> int:
         from gradcli.methods.worker import prestart_worker
 
         prestart_worker()
-    choose_completion_shell(sys.argv[1:])
+    choose_completion_shell(argv)
     import typer
 
     from gradcli.cli import app
