@@ -18,8 +18,8 @@ import oracle
 from strategies import smooth_expressions
 from gradcli.compute.analysis import analyse_hessian
 from gradcli.compute.derivative import compute_derivatives
-from gradcli.compute.grad import compute_gradient, cross_check
-from gradcli.compute.hessian import compute_hessian, judge_hessian
+from gradcli.compute.grad import cross_check
+from gradcli.compute.hessian import judge_hessian
 from gradcli.expression import parse
 from gradcli.methods.fd import fd_derivatives, fd_gradients, fd_hessians
 

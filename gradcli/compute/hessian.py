@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gradcli.methods import symbolic
-from gradcli.compute.analysis import HessianAnalysis, analyse_hessian
+from gradcli.compute.analysis import HessianAnalysis
 from gradcli.errors import UsageError
 from gradcli.expression.evaluate import PYTHON_FLOAT64, compile_expression
 from gradcli.expression import Expression, Node, parse
-from gradcli.methods.fd import MACHINE_EPSILON, check_step
+from gradcli.methods.fd import check_step
 from gradcli.compute.grad import check_dtype, check_eps, parse_methods, resolve_wrt
 # ROWS_MAX: up to this many variables the tape takes one outer gradient per row (the guide's way), which
 # shows every unconnected entry; above it, all rows at once (see gradcli.methods.tape).
@@ -33,6 +33,8 @@ from gradcli.expression.points import (Point, check_covers, check_hessian_size, 
                                       unused_variables_note)
 from gradcli.results import METHODS, clean, flag_undefined_value, point_text, shortest
 from gradcli.methods.worker import BoundedJob, CancelFlag, SymbolicTimeout
+from gradcli.compute.hessian_judge import (best_analysis, cross_check_hessian, entry_tolerance,  # noqa: F401
+                                           hessian_tolerance, judge_hessian)
 
 Matrix = list[list[float | None]]
 
@@ -56,6 +58,7 @@ class HessianReport:
     tape_mode: str | None = None
     fd_steps: dict[str, float] = field(default_factory=dict)
     fd_error_estimate: Matrix | None = None  # fd's own error estimate per entry (gradcli.methods.fd_error)
+    point_shift: Matrix | None = None  # exact entries' move from the typed point to the dtype's
     analysis: HessianAnalysis | None = None
     analysis_source: str | None = None
     warnings: list[str] = field(default_factory=list)
@@ -153,16 +156,20 @@ class SymbolicHessian:
     gradient: list[float | None]
     matrix: Matrix
     formulas: list[list[str]]
+    shift: list[list[float]] | None = None  # each entry's move from the typed point to the dtype's
 
 
 def symbolic_hessian_work(tree: Node, point_exact: dict[str, Node], names: list[str], wrt: list[str],
-                          formulas: bool, cancel: CancelFlag) -> SymbolicHessian:
-    """The exact Hessian (upper triangle, mirrored: SymPy's mixed partials commute for these functions).
+                          formulas: bool, rounded: dict[str, float] | None = None,
+                          cancel: CancelFlag | None = None) -> SymbolicHessian:
+    """The exact Hessian (upper triangle, mirrored: SymPy's mixed partials commute for these functions), and
+    with ``rounded`` (the dtype's point) how far each entry moves from the typed point to it.
 
     A :class:`gradcli.methods.worker.BoundedJob` work function (module-level, picklable arguments).
     """
     syms = symbolic.symbols_for(names)
     subs = symbolic.exact_point(point_exact, syms)
+    moved = symbolic.rounded_point(subs, rounded, syms)
     f = symbolic.to_sympy(tree, syms)
     value = symbolic.value_at(f, subs)
     first = []
@@ -173,21 +180,27 @@ def symbolic_hessian_work(tree: Node, point_exact: dict[str, Node], names: list[
     n = len(wrt)
     matrix: Matrix = [[None] * n for _ in range(n)]
     texts = [[""] * n for _ in range(n)]
+    shift = [[0.0] * n for _ in range(n)]
     for i in range(n):
         for j in range(i, n):
             cancel.check()
             d = symbolic.product_rule_diff(first[i], syms[wrt[j]])
             matrix[i][j] = matrix[j][i] = symbolic.value_at(d, subs)
+            shift[i][j] = shift[j][i] = symbolic.point_shift(d, subs, moved, matrix[i][j])
             if formulas:
                 texts[i][j] = texts[j][i] = symbolic.formula_text(d)
-    return SymbolicHessian(value, gradient, matrix, texts)
+    return SymbolicHessian(value, gradient, matrix, texts, shift if moved is not None else None)
 
 
 def start_symbolic_hessian(tree: Node, point: Point, wrt: list[str], *, time_limit: float,
-                           formulas: bool = True, parallel: bool = True) -> BoundedJob:
-    """Start :func:`symbolic_hessian_work` as a :class:`gradcli.methods.worker.BoundedJob`."""
-    return BoundedJob(symbolic_hessian_work, (tree, dict(point.exact), list(point.names), list(wrt), formulas),
-                      time_limit, parallel=parallel, cancellable=True)
+                           formulas: bool = True, parallel: bool = True, dtype: str | None = None) -> BoundedJob:
+    """Start :func:`symbolic_hessian_work` as a :class:`gradcli.methods.worker.BoundedJob` (with ``dtype``,
+    also each entry's shift between the typed point and the dtype's)."""
+    from gradcli.compute.grad import dtype_point
+
+    rounded = None if dtype is None else dtype_point(point, dtype)
+    return BoundedJob(symbolic_hessian_work, (tree, dict(point.exact), list(point.names), list(wrt), formulas,
+                                              rounded), time_limit, parallel=parallel, cancellable=True)
 
 
 def symbolic_hessian(tree: Node, point: Point, wrt: list[str], *, time_limit: float,
@@ -199,19 +212,6 @@ def symbolic_hessian(tree: Node, point: Point, wrt: list[str], *, time_limit: fl
 # ---------------------------------------------------------------------------------------------
 # the command's core
 # ---------------------------------------------------------------------------------------------
-def hessian_tolerance(method: str, *, dtype: str, scale: float, step: float | None = None) -> float:
-    """How far a method's entry may be from the exact one before gradcli calls it a disagreement.
-
-    tape: a few thousand roundings of the dtype. fd: truncation h^2 plus rounding eps/h^2 (times a
-    safety factor: the derivatives that set the constants are unknown).
-    """
-    eps = MACHINE_EPSILON[dtype]
-    if method == "tape":
-        return 1e4 * eps * scale
-    h = step or 1.0
-    return 100.0 * (h * h + eps / (h * h)) * scale
-
-
 @dataclass
 class HessianSetup:
     """The validated input of ``gradcli hessian``: all that --show-code needs, nothing computed yet."""
@@ -263,7 +263,8 @@ def compute_hessian(expression: str, *, at: list[str] | str, wrt: str | None = N
     dtype, eps = setup.dtype, setup.eps
 
     # SymPy first, before anything imports TensorFlow (see gradcli.methods.worker.BoundedJob).
-    job = (start_symbolic_hessian(expr.tree, point, variables, time_limit=symbolic_time_limit, formulas=formulas)
+    job = (start_symbolic_hessian(expr.tree, point, variables, time_limit=symbolic_time_limit, formulas=formulas,
+                                  dtype=dtype)
            if "symbolic" in chosen else None)
 
     value = compile_expression(expr.tree, PYTHON_FLOAT64)(point.values)
@@ -299,6 +300,8 @@ def compute_hessian(expression: str, *, at: list[str] | str, wrt: str | None = N
             report.methods = [m for m in report.methods if m != "symbolic"]
         else:
             report.hessian["symbolic"] = s.matrix
+            report.point_shift = s.shift
+            _note_rounded_point(report, s)
             report.gradient["symbolic"] = dict(zip(names, s.gradient))
             if formulas:
                 report.formulas = s.formulas
@@ -312,6 +315,21 @@ def compute_hessian(expression: str, *, at: list[str] | str, wrt: str | None = N
     return report
 
 
+def _note_rounded_point(report: HessianReport, s: SymbolicHessian) -> None:
+    """Where the point's rounding moves an exact entry by more than the dtype's roundings: a note."""
+    from gradcli.compute.grad import rounded_point_note, rounding_matters
+
+    if s.shift is None:
+        return
+    names = report.variables
+    moved = {(i, j): x for i, row in enumerate(s.shift) for j, x in enumerate(row) if j >= i and x
+             and rounding_matters(x, s.matrix[i][j], report.dtype)}
+    if moved:
+        (i, j), x = max(moved.items(), key=lambda item: item[1])
+        report.notes.append(rounded_point_note(report, report.expression, {f"{names[i]}d{names[j]}": x},
+                                               order=None).replace("d(", "d2(", 1))
+
+
 def _max_abs(a: Matrix, b: Matrix) -> float | None:
     diffs = [abs(x - y) for ra, rb in zip(a, b) for x, y in zip(ra, rb)
              if x is not None and y is not None and math.isfinite(x) and math.isfinite(y)]
@@ -320,65 +338,6 @@ def _max_abs(a: Matrix, b: Matrix) -> float | None:
 
 def _finite(m: Matrix) -> bool:
     return all(x is not None and math.isfinite(x) for row in m for x in row)
-
-
-def judge_hessian(method: str, matrix, exact, *, wrt: list[str], dtype: str, value: float | None,
-                  step: float | None, estimates=None, shift=None) -> tuple[float | None, str | None]:
-    """A method's Hessian against the exact one, for one point and for a batch alike: (its largest error,
-    the warning for the entry furthest past its tolerance, or None). Each entry on its own: fd within its
-    own error estimate (``estimates``, n x n), the tape within roundings of max(1, |exact entry|); a small
-    entry beside a huge one is not excused by the huge one. ``shift``: the exact entries' move between the
-    typed point and the dtype's (the point's rounding, no method's error)."""
-    import numpy as np
-
-    got = np.array(matrix, dtype=np.float64)
-    ref = np.array(exact, dtype=np.float64)
-    if not (np.all(np.isfinite(got)) and np.all(np.isfinite(ref))):
-        return None, None
-    if not got.size:
-        return 0.0, None
-    err = np.abs(got - ref)
-    tol = entry_tolerance(method, ref, dtype=dtype, estimates=estimates)
-    if shift is not None:
-        tol = tol + np.asarray(shift, dtype=np.float64)
-    if not np.any(err > tol):
-        return float(err.max()), None
-    i, j = np.unravel_index(int(np.argmax(err / tol)), err.shape)
-    why = "fd's own error estimate" if method == "fd" and estimates is not None else f"{dtype} explains"
-    return float(err.max()), (f"{method} and symbolic Hessians disagree at entry ({wrt[i]}, {wrt[j]}): error "
-                              f"{err[i, j]:.3g} is more than {why} (~{tol[i, j]:.1g})")
-
-
-def entry_tolerance(method: str, reference, *, dtype: str, estimates=None):
-    """Per entry: fd its estimate plus the reference's float64 rounding; the tape (and fd without an
-    estimate) :func:`hessian_tolerance` on max(1, |entry|)."""
-    import numpy as np
-
-    ref = np.abs(np.asarray(reference, dtype=np.float64))
-    if method == "fd" and estimates is not None:
-        return np.asarray(estimates, dtype=np.float64) + 4 * MACHINE_EPSILON["float64"] * ref
-    return hessian_tolerance(method if method == "tape" else "tape", dtype=dtype, scale=np.maximum(1.0, ref))
-
-
-def cross_check_hessian(tape, fd, estimates, *, wrt: list[str], dtype: str) -> str | None:
-    """Without the exact matrix: tape against fd entry by entry, within fd's estimate plus the tape's rounding;
-    the warning names the entry furthest apart and the suspect (fd where its estimate is large, else the tape)."""
-    import numpy as np
-
-    t, f, e = (np.asarray(a, dtype=np.float64) for a in (tape, fd, estimates))
-    if not (np.all(np.isfinite(t)) and np.all(np.isfinite(f))) or not t.size:
-        return None
-    gap = np.abs(t - f)
-    tol = e + entry_tolerance("tape", t, dtype=dtype)
-    if not np.any(gap > tol):
-        return None
-    i, j = np.unravel_index(int(np.argmax(gap / tol)), gap.shape)
-    suspect = ("fd is suspect (its own error estimate is large)"
-               if e[i, j] > MACHINE_EPSILON[dtype] ** 0.5 * max(1.0, abs(f[i, j]))
-               else "the tape is suspect (fd's estimate is small)")
-    return (f"tape and fd Hessians disagree at entry ({wrt[i]}, {wrt[j]}): |tape - fd| = {gap[i, j]:.3g} is more "
-            f"than fd's estimate and {dtype}'s rounding explain (~{tol[i, j]:.1g}); no exact value to settle it: "
-            f"{suspect}")
 
 
 def _compare(report: HessianReport) -> None:
@@ -406,49 +365,14 @@ def _compare(report: HessianReport) -> None:
             continue
         err, warning = judge_hessian(method, report.hessian[method], exact, wrt=report.variables,
                                      dtype=report.dtype, value=report.value, step=step,
-                                     estimates=report.fd_error_estimate if method == "fd" else None)
+                                     estimates=report.fd_error_estimate if method == "fd" else None,
+                                     shift=report.point_shift)
         report.error[method] = err
         if warning:
             report.warnings.append(warning)
     if report.symmetry.get("tape") and report.symmetry["tape"] > hessian_tolerance(
             "tape", dtype=report.dtype, scale=scale):
         report.warnings.append(f"the tape Hessian is not symmetric (max |H - H^T| = {report.symmetry['tape']:.3g})")
-
-
-def best_analysis(matrices: dict, gradients: dict, *, dtype: str, step: float | None, fd_estimates=None):
-    """What the Hessian says, for one point and for a batch alike: the exact matrix when it is finite, else
-    the tape's, else fd's; the gradient likewise. Definiteness is scale-aware, each entry judged on its own
-    error (:func:`gradcli.compute.analysis.zero_eigenvalues`): the exact matrix's float64 rounding, the tape's
-    roundings, fd's own estimates. Returns (source, analysis, True when the fd matrix was used), or None
-    when no matrix is finite."""
-    import numpy as np
-
-    def finite(a) -> bool:
-        return a is not None and bool(np.all(np.isfinite(np.asarray(a, dtype=np.float64))))
-
-    source = next((m for m in ("symbolic", "tape", "fd") if finite(matrices.get(m))), None)
-    if source is None:
-        return None
-    matrix = np.asarray(matrices[source], dtype=np.float64)
-    grad_source = next((g for g in ("symbolic", "tape", "fd") if finite(gradients.get(g))), None)
-    gradient = np.asarray(gradients[grad_source], dtype=np.float64).tolist() if grad_source else None
-    gtol = None
-    if grad_source == "fd":
-        # fd's gradient comes from steps of eps^(1/4): it is only good to about sqrt(eps).
-        gtol = 100 * math.sqrt(MACHINE_EPSILON[dtype])
-    elif grad_source == "tape":
-        gtol = 1e3 * MACHINE_EPSILON[dtype]
-    if source == "fd" and fd_estimates is not None:
-        errors = np.asarray(fd_estimates, dtype=np.float64)
-    elif source == "fd":  # no estimates given: the loose bound on the largest entry
-        scale = max([1.0] + [abs(x) for row in matrix.tolist() for x in row])
-        errors = np.full(matrix.shape, hessian_tolerance("fd", dtype=dtype, scale=scale, step=step))
-    else:
-        rounding = MACHINE_EPSILON["float64" if source == "symbolic" else dtype]
-        errors = 8 * matrix.shape[0] * rounding * np.abs(matrix) * (1 if source == "symbolic" else 100)
-    analysis = analyse_hessian(matrix.tolist(), gradient, dtype="float64" if source == "symbolic" else dtype,
-                               gradient_tolerance=gtol, entry_errors=errors)
-    return source, analysis, source == "fd"
 
 
 def _analyse(report: HessianReport) -> None:

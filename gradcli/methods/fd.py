@@ -16,10 +16,7 @@ Richardson 1/5, second differences 1/4, order k with accuracy a 1/(k + a).
 from __future__ import annotations
 
 import enum
-import math
 from dataclasses import dataclass
-from fractions import Fraction
-from functools import lru_cache
 from typing import Mapping
 
 from gradcli.errors import UsageError
