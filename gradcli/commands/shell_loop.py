@@ -56,7 +56,7 @@ def start_warm_up():
     first command starts at once and imports them itself, SymPy in a forked worker on the other core).
 
     SymPy's worker is forked first, before any thread runs (see gradcli.methods.worker), and takes the
-    first symbolic job; later jobs run in threads of this process, which has SymPy loaded by then.
+    first symbolic job; later jobs go to workers of the fork server (gradcli.commands.shell_sympy).
     Commands wait for the warm-up to end: TensorFlow's import silences file descriptor 2 while it runs,
     which would swallow their messages."""
     import threading
