@@ -81,8 +81,25 @@ class GradBatch(engine.BatchCore):
         x = np.stack([np.asarray(pts[v], dtype=np.float64) for v in self.wrt], axis=1)
         estimates = None if fd is None else fd.estimates
         errors, disagree, tols = judge_gradients(values, columns, x, steps, dtype=self.dtype, scheme=self.scheme,
-                                                 estimates=estimates)
+                                                 estimates=estimates, shift=self._point_shift(columns, pts))
         return errors, disagree, tols, cross_check(values, columns, x, estimates, dtype=self.dtype)
+
+    def _point_shift(self, columns, pts):
+        """[T, P, n]: how far each exact derivative moves from the point as read (float64) to the dtype's
+        (float32): the point's rounding is no method's error (issue 8, item 5). None in float64."""
+        import numpy as np
+
+        if self.dtype == "float64" or "symbolic" not in columns:
+            return None
+        with np.errstate(over="ignore"):
+            rounded = {k: np.asarray(v, dtype=np.float64).astype(self.dtype).astype(np.float64)
+                       for k, v in pts.items()}
+        size = len(next(iter(pts.values()))) if pts else 1
+        there = np.stack([np.stack([self.exact_column(i, (v,), rounded, size) for v in self.wrt], axis=1)
+                          for i in range(len(self.exprs))])
+        with np.errstate(invalid="ignore"):
+            shift = np.abs(there - columns["symbolic"])
+        return np.where(np.isnan(shift), np.inf, shift)
 
     def _records(self, chunk, values, columns, judged, undefined, unconnected, steps, fd):
         import numpy as np
