@@ -163,6 +163,16 @@ def test_a_shell_inside_a_shell_is_refused_even_when_called_directly():
         shell_loop._active = False
 
 
+def test_bytes_that_are_not_text_fail_their_line_as_the_command_would():
+    from gradcli.cli import app
+    from typer.testing import CliRunner
+
+    data = b'eval "x\xff" --at x=1\n' + EVAL.encode() + b"\n"
+    result = CliRunner().invoke(app, ["shell"], input=data)
+    assert result.exit_code == 2 and result.stdout == "4.0\n"
+    assert result.stderr.startswith("gradcli: line 1: error: ")
+
+
 def test_the_typer_command_reads_standard_input(invoke, runner):
     from gradcli.cli import app
 
@@ -250,3 +260,9 @@ def test_a_real_pipe_through_the_installed_command():
     assert docs[1]["results"][0]["gradient"]["tape"] == {"x": 8.0}
     assert docs[2]["results"][0]["gradient"] == {"symbolic": {"x": 6.0}, "tape": {"x": 6.0}, "fd": {"x": 6.0}}
     assert done.stdout.endswith("\n4.0\n")
+
+
+def test_the_prompt_goes_to_stderr_when_stdout_is_not_the_terminal(monkeypatch, capsys):
+    monkeypatch.setattr(sys, "stdin", io.StringIO("eval x --at x=1\n"))
+    assert shell_loop.read_at_prompt("gradcli> ") == "eval x --at x=1"
+    assert capsys.readouterr() == ("", "gradcli> ")

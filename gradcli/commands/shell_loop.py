@@ -222,11 +222,30 @@ class LineNumberedStream:
 
 
 def pipe_lines(stdin: TextIO) -> Iterator[tuple[int, str]]:
-    for number, line in enumerate(stdin, start=1):
+    """The lines of a pipe or file. Bytes that are not text in the stream's encoding are kept as Python
+    keeps them in a command's arguments (surrogate escapes), so a line fails as that command would fail,
+    instead of ending the shell at a decoding error."""
+    raw = getattr(stdin, "buffer", None)
+    if raw is None:  # a text-only stream (io.StringIO)
+        lines = iter(stdin)
+    else:
+        encoding = getattr(stdin, "encoding", None) or "utf-8"
+        lines = (line.decode(encoding, "surrogateescape") for line in raw)
+    for number, line in enumerate(lines, start=1):
         yield number, line.rstrip("\r\n")
 
 
-def terminal_lines(read: Callable[[str], str] = input, *,
+def read_at_prompt(prompt: str) -> str:
+    """``input``, with the prompt on stderr when stdout is not the terminal (gradcli shell > results.txt
+    keeps prompts out of the results; line editing then needs both on the terminal, as Python's does)."""
+    if sys.stdout.isatty():
+        return input(prompt)
+    sys.stderr.write(prompt)
+    sys.stderr.flush()
+    return input()
+
+
+def terminal_lines(read: Callable[[str], str] = read_at_prompt, *,
                    before_each: Callable[[], None] = lambda: None) -> Iterator[tuple[int, str]]:
     """Lines typed at the prompt, with line editing and history (Python's ``readline``, where it exists);
     ``before_each`` runs after a line is typed, before it is handed on (Ctrl-C there cancels the line)."""
