@@ -85,7 +85,7 @@ def choose_completion_shell(argv: list[str]) -> None:
         os.environ["_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION"] = "1"
 
 
-COMMANDS = ("grad", "hessian", "derivative", "descend", "eval", "check", "steps")
+COMMANDS = ("grad", "hessian", "derivative", "descend", "eval", "check", "steps", "shell")
 
 
 @functools.cache
