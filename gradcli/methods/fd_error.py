@@ -26,8 +26,11 @@ ROUNDING_ULPS = 2.0
 # look flat, D ~ 0 at every large step, a false plateau), then down to
 # ~1e-12 of it (a point next to a domain edge or a kink needs a stencil that stays on one side).
 STEP_FACTORS = tuple(4.0 ** j for j in range(1, -21, -1))
+# For a point whose default step is merely poor (inside the domain, no kink): the steps near the default one;
+# far smaller steps only multiply the rounding (by 4^k per factor 4).
+NEAR_FACTORS = STEP_FACTORS[:6]
 # The default step's estimate is "poor" above this many times the scheme's best relative error.
-POOR_FACTOR = 100.0
+POOR_FACTOR = 1e3
 # Adapted: where the step sequence was used; one-sided: a one-sided stencil (the two-sided one left the domain).
 ADAPTED, ONE_SIDED, SHRUNK = 1, 2, 3  # SHRUNK: adapted because the default stencil left the domain
 
@@ -133,7 +136,8 @@ def adapt(compute, default: LineResult, x, dtype: str, accuracy: int, order: int
     index = np.nonzero(suspicious)[0]
     if not len(index):
         return default
-    best = _search(compute, index, x, dtype, sided=True)
+    near_only = ~(leaves | kink(default) | ~np.isfinite(default.estimate))[index]
+    best = _search(compute, index, x, dtype, sided=True, near_only=near_only)
     found = ~np.isnan(best.estimate)
     best.how[best.step == default.step[index]] = 0  # the default step won after all
     best.how[(best.how == ADAPTED) & leaves[index]] = SHRUNK
@@ -153,9 +157,10 @@ def adapt(compute, default: LineResult, x, dtype: str, accuracy: int, order: int
     return default
 
 
-def _search(compute, index, x, dtype, *, sided: bool) -> LineResult:
+def _search(compute, index, x, dtype, *, sided: bool, near_only=None) -> LineResult:
     """Over the step factors: the smallest finite estimate per point (NaN where no step gave one). With
     ``sided``, steps whose one-sided derivatives disagree are passed over (a kink inside the stencil).
+    ``near_only`` (bool [Q]): points that try only :data:`NEAR_FACTORS`.
 
     A step's estimate is at least its distance to the value at the next smaller step: a large step can
     make D(h) and D(2h) agree by accident (both near 0 where f has decayed), never with a smaller step too."""
@@ -166,13 +171,22 @@ def _search(compute, index, x, dtype, *, sided: bool) -> LineResult:
     t = np.dtype(dtype).type
     xt = np.asarray(x, dtype=np.float64)[index].astype(t)
     tried = []
-    for factor in STEP_FACTORS:
+    far = np.ones(q, dtype=bool) if near_only is None else ~near_only
+    settled = np.zeros(q, dtype=bool)  # some near step resolved the value
+    for n, factor in enumerate(STEP_FACTORS):
+        if n == len(NEAR_FACTORS):
+            far |= ~settled  # no near step resolved it (a pole just past the stencil): go on down
+        if n >= len(NEAR_FACTORS) and not far.any():
+            break
         r = compute(index, factor)
         with np.errstate(all="ignore"):
             moves = ((xt + r.step.astype(t)) != xt) & ((xt - r.step.astype(t)) != xt)
             ok = r.finite & np.isfinite(r.value) & np.isfinite(r.estimate) & moves
             if sided:
                 ok &= ~kink(r)
+            if n >= len(NEAR_FACTORS):
+                ok &= far
+            settled |= ok & (r.estimate < 0.5 * np.abs(r.value))
         tried.append((r, ok))
     # A step whose estimate is as large as its value has resolved nothing, however small that estimate is in
     # absolute terms (across a pole, D ~ -2 f(x) / h^2 is small at large h): such steps count only where no
