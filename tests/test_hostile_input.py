@@ -279,3 +279,17 @@ def test_descend_bounds_variables_times_optimizers(invoke):
     assert result.exit_code == 2
     assert f"{len(names)} variables x 13 optimizers" in result.stderr
     assert f"the limit is {MAX_DESCENT_PAIRS:,}" in result.stderr
+
+
+def test_many_points_over_many_variables_are_computed_fewer_at_a_time():
+    """A chunk's memory follows points x n^3 (hessian) and points x n^2 (grad): 4,096 points of a Hessian over
+    100 variables went past 24 GB."""
+    from gradcli.compute.batch.grad import GradBatch
+    from gradcli.compute.batch.hessian import HessianBatch
+
+    hessian = HessianBatch("+".join(_names(100)), methods="fd")
+    assert hessian.chunk_size(4096) == 4 and "computed 4 points at a time" in hessian.notes[0]
+    few = HessianBatch("x*y", methods="fd")
+    assert few.chunk_size(4096) == 4096 and few.notes == []
+    grad = GradBatch(["+".join(_names(1000))], methods="fd")
+    assert grad.chunk_size(4096) == 8 and "computed 8 points at a time" in grad.notes[0]

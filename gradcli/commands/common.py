@@ -129,6 +129,7 @@ def run_many(computation, *, points: str | None, grid: str | None, at: list[str]
     if points is not None and grid is not None:
         raise UsageError("give --points or --grid, not both")
     fixed = parse_point(at, required=points is None and grid is None)
+    batch_size = computation.chunk_size(batch_size)  # a core may take fewer points at a time (memory)
     if points is not None:
         source = open_points(points, variables=computation.variables, fixed=fixed, chunk_size=batch_size)
     elif grid is not None:

@@ -178,6 +178,10 @@ class BatchCore:
         """The command's own header keys (expressions, wrt, fd scheme...)."""
         raise NotImplementedError
 
+    def chunk_size(self, requested: int) -> int:
+        """Points per chunk for a requested --batch-size (a core whose memory grows faster may take fewer)."""
+        return requested
+
     def start(self) -> None:
         if "symbolic" in self.methods:
             from gradcli.methods.symbolic import differentiate
