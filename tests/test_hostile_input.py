@@ -293,3 +293,10 @@ def test_many_points_over_many_variables_are_computed_fewer_at_a_time():
     assert few.chunk_size(4096) == 4096 and few.notes == []
     grad = GradBatch(["+".join(_names(1000))], methods="fd")
     assert grad.chunk_size(4096) == 8 and "computed 8 points at a time" in grad.notes[0]
+
+
+def test_a_file_name_in_an_error_is_escaped(invoke, tmp_path):
+    path = tmp_path / f"e{ESC}[2J.txt"
+    path.write_text("x +\n foo(x)\n")
+    result = invoke("eval", "--file", str(path), "--at", "x=1")
+    assert result.exit_code == 2 and no_raw_controls(result.stderr) and "e\\x1b[2J.txt:2:2:" in result.stderr

@@ -79,7 +79,7 @@ def file_error_lines(exc: GradcliError) -> list[str] | None:
         return None
     line, column, text = _current.locate(exc.position)
     caret = display_width(printable(text[:column - 1]))
-    return [f"gradcli: error: {_current.label}:{line}:{column}: {printable(exc.message)}",
+    return [f"gradcli: error: {printable(_current.label)}:{line}:{column}: {printable(exc.message)}",
             "  " + printable(text), "  " + " " * caret + "^"]
 
 
