@@ -81,18 +81,15 @@ def test_warnings_and_notes_are_escaped(capsys):
 
 
 def test_click_usage_errors_are_escaped_by_the_launcher(capsys):
-    """A bad --format/--dtype value is Click's error; the console script writes it escaped."""
-    import typer.main
+    """Click quotes most bad values with repr, but not every message does (a callback's BadParameter, a future
+    Click): the console script escapes whatever Click says."""
+    import typer
 
-    from gradcli.cli import app
     from gradcli.launcher import _usage_error
 
-    argv = ["eval", "x", "--at", "x=1", "--format", f"{ESC}[2Jjson"]
-    with pytest.raises(Exception) as info:
-        typer.main.get_command(app).main(args=argv, prog_name="gradcli", standalone_mode=False)
-    assert _usage_error(info.value, argv) == 2
+    assert _usage_error(typer.BadParameter(f"'{ESC}[2Jjson' is not one of 'plain', 'json'"), ["eval"]) == 2
     err = capsys.readouterr().err
-    assert no_raw_controls(err) and "\\x1b[2Jjson" in err
+    assert no_raw_controls(err) and "\\x1b[2Jjson" in err, err
 
 
 def test_installed_command_escapes_an_expression_and_a_choice():
