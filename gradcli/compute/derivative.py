@@ -24,7 +24,8 @@ from gradcli.methods import symbolic
 from gradcli.errors import UsageError
 from gradcli.expression.evaluate import PYTHON_FLOAT64, compile_expression
 from gradcli.expression import Expression, Node, parse
-from gradcli.methods.fd import ACCURACY_ORDERS, DEFAULT_ACCURACY, MACHINE_EPSILON, central_coefficients, check_step  # noqa: F401
+from gradcli.methods.fd import (ACCURACY_ORDERS, DEFAULT_ACCURACY, MACHINE_EPSILON, central_coefficients,  # noqa: F401
+                                check_step)
 from gradcli.methods.fd_notes import fd_line_notes
 from gradcli.compute.grad import check_dtype, check_eps, parse_methods, rounded_point_note, rounding_matters
 # Seconds the nested tapes may take (each order re-records every lower one): see gradcli.methods.tape.
@@ -319,7 +320,7 @@ def compute_derivatives(expression: str, *, at: list[str] | str, order: int = 1,
 def _fd_notes(report: DerivativeReport, row: DerivativeRow, d: FdDerivative, *, explicit_step: bool) -> None:
     warnings, notes, _ = fd_line_notes(f"derivative {row.order}", point_text(report.point), dtype=report.dtype,
                                        value=d.value, estimate=d.estimate, step=d.step, how=d.how,
-                                       explicit_step=explicit_step)
+                                       explicit_step=explicit_step, order=row.order)
     report.warnings += warnings
     report.notes += notes
 

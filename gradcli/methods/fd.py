@@ -328,8 +328,8 @@ def fd_hessians(tree: Node, points: Mapping[str, object], wrt: list[str], *, dty
         weights = np.where(np.eye(n, dtype=bool), 4.0, 1.0)[None]
         # each value's measured rounding, through the |weights| of the entry's own formula
         measured = np.abs(_second_differences(measured_f[:half], -measured_f[0], h, n, absolute=True))
-        estimates = fd_error.truncation(matrices, wide, wider, 2) + fd_error.rounding(dtype, fmax, weights, hh ** 0.5, 2,
-                                                                              measured)
+        estimates = fd_error.truncation(matrices, wide, wider, 2) \
+            + fd_error.rounding(dtype, fmax, weights, hh ** 0.5, 2, measured)
     return FdHessians(f0.astype(np.float64), gradients, matrices, h.astype(np.float64),
                       estimates.astype(np.float64))
 

@@ -9,7 +9,8 @@ from gradcli.methods import fd_error
 
 
 def fd_line_notes(what: str, where: str, *, dtype: str, value: float, estimate: float, step: float, how: int,
-                  kink: bool = False, left: float = math.nan, right: float = math.nan, explicit_step: bool = False):
+                  kink: bool = False, left: float = math.nan, right: float = math.nan, explicit_step: bool = False,
+                  order: int = 1):
     """(warnings, notes, {"left", "right"} when a kink was found else None) for fd's ``what`` at ``where``.
     With ``explicit_step`` (``--eps``) a large estimate is the step's, shown with the value, not warned about."""
     warnings, notes = [], []
@@ -25,7 +26,8 @@ def fd_line_notes(what: str, where: str, *, dtype: str, value: float, estimate: 
         sided = {"left": left, "right": right}
         warnings.append(f"fd: {what}{at} is at a kink: the one-sided derivatives differ (left {left:.6g}, "
                         f"right {right:.6g}); the two-sided values are not a derivative")
-    elif not explicit_step and math.isfinite(value) and math.isfinite(estimate) and bool(fd_error.cannot_resolve(value, estimate, dtype)):
+    elif not explicit_step and math.isfinite(value) and math.isfinite(estimate) \
+            and bool(fd_error.cannot_resolve(value, estimate, dtype, order)):
         warnings.append(f"fd: {what}{at} cannot be resolved in {dtype}: its error estimate {estimate:.3g} is "
                         f"more than 1% of the value {value:.6g} at every step (cancellation)")
     return warnings, notes, sided

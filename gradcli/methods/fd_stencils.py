@@ -109,7 +109,8 @@ def _adapted_line(tree, env, variable, x64, idx, k, acc, dtype, eps, centre_fini
 
 
 def _derivative_line(tree, env, variable, h, k: int, acc: int, dtype: str) -> fd_error.LineResult:
-    """Order-k derivatives at Q points with the accuracy-``acc`` stencil at step h [Q], and at 2h and 4h (the estimate)."""
+    """Order-k derivatives at Q points with the accuracy-``acc`` stencil at step h [Q], and at 2h and 4h (the
+    estimate)."""
     np = _np()
     t = np.dtype(dtype).type
     offsets, weights = central_coefficients(k, acc)

@@ -137,5 +137,6 @@ class DerivativeBatch(engine.BatchCore):
         for k in range(self.order):
             warnings, _, _ = fd_line_notes(f"derivative {k + 1}", "", dtype=self.dtype,
                                            value=float(fd.values[p, k]), estimate=float(fd.estimates[p, k]),
-                                           step=float(fd.steps[p, k]), how=0, explicit_step=self.eps is not None)
+                                           step=float(fd.steps[p, k]), how=0, explicit_step=self.eps is not None,
+                                           order=k + 1)
             record["warnings"] += warnings
