@@ -20,14 +20,12 @@ from __future__ import annotations
 
 import keyword
 import math
-import re
-import unicodedata
-from dataclasses import dataclass
 from fractions import Fraction
 
 from gradcli.errors import ParseError
 from gradcli.expression.evaluate import PYTHON_FLOAT64, evaluate
 from gradcli.expression.functions import ARITIES, CANONICAL
+from gradcli.expression.tokens import Token, tokenize, written_depth  # noqa: F401 (Token: re-exported)
 from gradcli.expression.tree import (CONSTANTS, Add, Call, Const, Expression, Mul, Neg, Node, Num, Pow, Var,
                                      children, to_text, walk)
 
@@ -60,70 +58,6 @@ _UNSUPPORTED_HINTS = {
 # Names a variable may not take: Python keywords (the --show-code program would not run) and the
 # module name the generated programs use.
 RESERVED = frozenset(keyword.kwlist) | {"tf", "math"}
-
-
-# ---------------------------------------------------------------------------------------------
-# Tokens
-# ---------------------------------------------------------------------------------------------
-_TOKEN = re.compile(
-    r"""
-    (?P<ws>[ \t]+)
-  | (?P<num>(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)
-  | (?P<name>[A-Za-z_][A-Za-z0-9_]*)
-  | (?P<op>\*\*|[-+*/^(),])
-    """,
-    re.VERBOSE,
-)
-
-
-@dataclass(frozen=True)
-class Token:
-    kind: str  # "num" | "name" | "op" | "end"
-    text: str
-    pos: int
-
-
-def _describe_char(ch: str) -> str:
-    if ch.isascii():
-        hints = {
-            "=": "assignments, keyword arguments and comparisons are not allowed",
-            "<": "comparisons are not expressions",
-            ">": "comparisons are not expressions",
-            "!": "comparisons are not expressions",
-            ".": "attribute access is not allowed",
-            "[": "indexing is not allowed",
-            "]": "indexing is not allowed",
-            "'": "strings are not allowed",
-            '"': "strings are not allowed",
-            "%": "use mod-free arithmetic: '%' is not an operator here",
-            "&": "bitwise operators are not allowed",
-            "|": "bitwise operators are not allowed",
-            "~": "bitwise operators are not allowed",
-            ":": "lambdas, slices and walrus are not allowed",
-            ";": "one expression only",
-            "@": "matrix products are not allowed",
-        }
-        extra = hints.get(ch)
-        shown = repr(ch)
-        return f"unexpected character {shown}" + (f": {extra}" if extra else "")
-    name = unicodedata.name(ch, "unknown")
-    return f"non-ASCII character {ch!r} (U+{ord(ch):04X} {name}); only ASCII letters, digits and operators are read"
-
-
-def tokenize(text: str) -> list[Token]:
-    tokens: list[Token] = []
-    i = 0
-    n = len(text)
-    while i < n:
-        m = _TOKEN.match(text, i)
-        if m is None:
-            raise ParseError(_describe_char(text[i]), source=text, position=i)
-        kind = m.lastgroup
-        if kind != "ws":
-            tokens.append(Token(kind, m.group(), i))
-        i = m.end()
-    tokens.append(Token("end", "", n))
-    return tokens
 
 
 # ---------------------------------------------------------------------------------------------
@@ -174,7 +108,7 @@ class _Parser:
     def parse(self) -> Node:
         if not self.text.strip():
             raise ParseError("empty expression", source=self.text, position=0)
-        depth, position = written_depth(self.tokens)
+        depth, position = written_depth(self.tokens, MAX_DEPTH)
         if depth > MAX_DEPTH:
             raise self.error(f"expression nested too deeply: {depth} levels (parentheses, function calls, signs "
                              f"and powers count one level each); the limit is {MAX_DEPTH}", position)
@@ -335,47 +269,6 @@ class _Parser:
 
 
 FLOAT64_LARGEST = 1.7976931348623157e308
-_OPENERS_OF_AN_OPERAND = frozenset({"(", ",", "+", "-", "*", "/", "**", "^"})
-
-
-def written_depth(tokens: list[Token]) -> tuple[int, int]:
-    """The deepest nesting the text has, counted as the parser counts it (a level per parenthesis group,
-    function call, sign and exponent inside another), in one pass without recursion, and the position where
-    it first goes past :data:`MAX_DEPTH` (else where it is deepest). Unbalanced text is measured as far as
-    it goes; the parser says what is wrong with it."""
-    # One frame per open parenthesis: the signs and exponents pending inside it. A sign or an exponent
-    # lasts until a binary operator, ',' or ')' at its own parenthesis level (``-x*y`` is ``(-x)*y``).
-    pending: list[int] = [0]
-    signs_and_exponents = deepest = parens = 0  # signs_and_exponents == sum(pending)
-    where = tokens[0].pos if tokens else 0
-    previous: Token | None = None
-    for tok in tokens:
-        opens_operand = previous is None or (previous.kind == "op" and previous.text in _OPENERS_OF_AN_OPERAND)
-        if tok.kind == "op" and tok.text == "(":
-            parens += 1
-            pending.append(0)
-        elif tok.kind == "op" and tok.text in (")", ",") and parens:
-            signs_and_exponents -= pending[-1]
-            if tok.text == ")":
-                parens -= 1
-                pending.pop()
-            else:
-                pending[-1] = 0
-        elif tok.kind == "op" and tok.text in ("+", "-") and opens_operand or tok.text in ("**", "^"):
-            pending[-1] += 1
-            signs_and_exponents += 1
-        elif tok.kind == "op" and tok.text in ("+", "-", "*", "/"):
-            signs_and_exponents -= pending[-1]
-            pending[-1] = 0
-        depth = parens + signs_and_exponents
-        if depth > deepest:
-            if deepest <= MAX_DEPTH:
-                where = tok.pos
-            deepest = depth
-        previous = tok
-    return deepest, where
-
-
 def check_variable_name(name: str, *, source: str | None = None, position: int | None = None) -> None:
     """Refuse names that cannot be a gradcli variable (the caller has checked the character set)."""
     if name in FUNCTIONS:
