@@ -88,12 +88,12 @@ def best_relative(dtype: str, accuracy: int, order: int = 1) -> float:
 
 def cannot_resolve(value, estimate, dtype: str, order: int = 1):
     """Where no step reaches accuracy (cancellation, a value too large for the dtype): the estimate is more
-    than 1% of the derivative and more than eps^(2/(k+2)) in absolute terms (order k: a derivative that is
+    than 1% of the derivative and more than eps^(1/(k+1)) in absolute terms (order k: a derivative that is
     0, e.g. the 6th of a linear function, is only known to within the rounding floor of its stencil, and its
     estimate says so without a warning)."""
     np = np_()
     with np.errstate(invalid="ignore"):
-        return (estimate > 0.01 * np.abs(value)) & (estimate > MACHINE_EPSILON[dtype] ** (2.0 / (order + 2)))
+        return (estimate > 0.01 * np.abs(value)) & (estimate > MACHINE_EPSILON[dtype] ** (1.0 / (order + 1)))
 
 
 @dataclass
