@@ -18,9 +18,12 @@ DTYPES = ("float64", "float32")
 
 
 def parse_methods(text: str | None, *, allowed=METHODS) -> list[str]:
-    """``symbolic,tape,fd`` (any subset, any order; ``all``) -> the methods in canonical order."""
+    """``symbolic,tape,fd`` (any subset, any order; ``all``) -> the methods in canonical order.
+
+    No ``--method`` and ``all`` both mean the three standard columns; the complex step, an extra method for
+    first derivatives only, runs only when named (so ``derivative --order 6`` needs no ``-m``)."""
     if text is None or text.strip().lower() == "all":
-        return list(allowed)
+        return [m for m in allowed if m in METHODS]
     if not text.strip():
         raise UsageError(f"--method is empty: name one or more of {', '.join(allowed)}")
     chosen = []
