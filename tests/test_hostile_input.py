@@ -297,3 +297,30 @@ def test_a_file_name_in_an_error_is_escaped(invoke, tmp_path):
     path.write_text("x +\n foo(x)\n")
     result = invoke("eval", "--file", str(path), "--at", "x=1")
     assert result.exit_code == 2 and no_raw_controls(result.stderr) and "e\\x1b[2J.txt:2:2:" in result.stderr
+
+
+def test_an_internal_error_quoting_input_is_escaped(capsys):
+    import typer
+
+    from gradcli.commands.common import handle_errors
+
+    @handle_errors
+    def failing():
+        raise ValueError(f"cannot use {HOSTILE}")
+
+    with pytest.raises(typer.Exit) as ended:
+        failing()
+    assert ended.value.exit_code == 1
+    err = capsys.readouterr().err
+    assert err.startswith("gradcli: internal error: ValueError: cannot use \\x1b]0;pwned\\x07")
+    assert no_raw_controls(err), repr(err)
+
+
+@pytest.mark.parametrize("command", [["grad", "x**2", "-m", "symbolic,fd"], ["descend", "x**2", "--steps", "2"]])
+def test_pass_through_columns_are_escaped_in_tables(invoke, tmp_path, command):
+    points = tmp_path / "points.csv"
+    points.write_text(f"x,label{ESC}[2J\n1,a{HOSTILE}b\n", encoding="utf-8")
+    result = invoke(*command, "--points", str(points))
+    assert result.exit_code == 0, result.stderr
+    assert "label\\x1b[2J" in result.stdout and "a\\x1b]0;pwned\\x07" in result.stdout
+    assert no_raw_controls(result.stdout), repr(result.stdout)

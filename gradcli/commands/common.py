@@ -11,7 +11,7 @@ from typing import Annotated, Callable, Optional
 
 import typer
 
-from gradcli.errors import GradcliError
+from gradcli.errors import GradcliError, printable
 from gradcli.streams import BROKEN_PIPE_EXIT, OutputWriteError
 
 
@@ -110,7 +110,8 @@ def handle_errors(fn: Callable) -> Callable:
             say("gradcli: error: out of memory")
             raise typer.Exit(1) from None
         except Exception as exc:  # a bug in gradcli: still one line, still no traceback
-            say(f"gradcli: internal error: {type(exc).__name__}: {exc} (please report this)")
+            # the exception's text may quote what the user typed: escaped like every other message
+            say(f"gradcli: internal error: {type(exc).__name__}: {printable(str(exc))} (please report this)")
             raise typer.Exit(1) from None
 
     return wrapper

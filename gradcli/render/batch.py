@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from gradcli.errors import printable
 from gradcli.render.common import error as fmt_error
 from gradcli.render.common import number as fmt_value
 from gradcli.render.common import print_diagnostics
@@ -23,7 +24,7 @@ TABLE_LIMIT = 40
 def print_batch_diagnostics(summary_text: str, warnings: list[str], notes: list[str]) -> None:
     """Warnings, notes, then the one-line summary, on stderr."""
     print_diagnostics(warnings, notes)
-    print(f"gradcli: summary: {summary_text}", file=sys.stderr)
+    print(f"gradcli: summary: {printable(summary_text)}", file=sys.stderr)
 
 
 def _dumps(obj: Any, **kw) -> str:
@@ -194,6 +195,12 @@ def grad_csv_rows(header: dict, record: dict) -> list[list[tuple[str, Any]]]:
     return rows
 
 
+def field_cells(record: dict) -> list[tuple[str, str]]:
+    """The pass-through columns of a --points file for the table: escaped (names and values are the file's
+    text, and a table is written to a terminal; JSON and CSV carry them as they are, being data)."""
+    return [(printable(str(k)), printable(str(v))) for k, v in record.get("fields", {}).items()]
+
+
 def _best(methods: list[str]) -> str:
     return next(m for m in METHODS_BEST if m in methods) if methods else "fd"
 
@@ -205,7 +212,7 @@ def grad_table_row(header: dict, record: dict) -> list[tuple[str, str]]:
     methods = header["methods"]
     best = _best(methods)
     r = record["results"][0]
-    row = [(k, str(v)) for k, v in record.get("fields", {}).items()]
+    row = field_cells(record)
     row += [(k, fmt_value(v)) for k, v in record["point"].items()]
     row.append(("value", fmt_value(r["value"])))
     for v in header["wrt"]:
@@ -239,7 +246,7 @@ def hessian_csv_rows(header: dict, record: dict) -> list[list[tuple[str, Any]]]:
 
 def hessian_table_row(header: dict, record: dict) -> list[tuple[str, str]]:
     methods = header["methods"]
-    row = [(k, str(v)) for k, v in record.get("fields", {}).items()]
+    row = field_cells(record)
     row += [(k, fmt_value(v)) for k, v in record["point"].items()]
     row.append(("value", fmt_value(record["value"])))
     row.append(("eigenvalues", ", ".join(fmt_value(x) for x in record.get("eigenvalues") or []) or "-"))
@@ -273,7 +280,7 @@ def _at(values, k):
 def derivative_table_row(header: dict, record: dict) -> list[tuple[str, str]]:
     methods = header["methods"]
     best = _best(methods)
-    row = [(k, str(v)) for k, v in record.get("fields", {}).items()]
+    row = field_cells(record)
     row += [(k, fmt_value(v)) for k, v in record["point"].items()]
     row.append(("value", fmt_value(record["value"])))
     for k in range(header["order"]):

@@ -21,6 +21,7 @@ import random
 import sys
 from typing import Any
 
+from gradcli.errors import printable
 from gradcli.render.batch import CsvSink, JsonlSink, JsonSink, print_batch_diagnostics
 from gradcli.render.common import number
 
@@ -153,14 +154,14 @@ def _starts_table(kept: list[dict], header: dict, shown: int):
     names = header["variables"]
     several = len(header["optimizers"]) > 1
     fields = list(kept[0].get("fields", {}))
-    columns = [Column(f, "left") for f in fields] + [Column(f"{v} (start)") for v in names]
+    columns = [Column(printable(f), "left") for f in fields] + [Column(f"{v} (start)") for v in names]
     if several:
         columns.append(Column("optimizer", "left", "bold"))
     columns += [Column("status", "left", role=SECONDARY, under="optimizer" if several else "steps"),
                 Column("steps"), *[Column(v) for v in names], Column("f"), Column("ended at", "left", role=FORMULA)]
     table = FittedTable(columns, title=f"the first {shown} starts")
     for r in kept:
-        row = [str(r.get("fields", {}).get(f, "")) for f in fields]
+        row = [printable(str(r.get("fields", {}).get(f, ""))) for f in fields]  # the file's text, escaped
         row += [number(r["start"][v]) for v in names]
         if several:
             row.append(r["optimizer"])
