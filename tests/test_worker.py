@@ -74,12 +74,12 @@ def test_forked_jobs_in_a_fresh_interpreter():
 
         # the pre-started worker takes the first parallel job (pickled, with its cancel flag)
         prestart_worker()
-        started = worker._worker.process
+        started = worker.waiting_worker().process
         e = parse("(x1+5)*x2**2")
         p = parse_point("x1=2,x2=3")
         job = BoundedJob(symbolic_gradients, ([e.tree], dict(p.exact), list(p.names), ["x1", "x2"]), 30,
                          parallel=True, cancellable=True)
-        assert job.process is started and worker._worker is None
+        assert job.process is started and worker.waiting_worker() is None
         value, formulas, grads = job.result()[0]
         assert (value, grads) == (63.0, {"x1": 9.0, "x2": 42.0}), grads
         assert formulas == {"x1": "x2**2", "x2": "2*x2*(x1 + 5)"}
@@ -88,7 +88,7 @@ def test_forked_jobs_in_a_fresh_interpreter():
         # an error in the pre-started worker, then in a fresh fork, comes back as itself
         prestart_worker()
         job = BoundedJob(divmod, (1, 0), 30, parallel=True)
-        assert job.process is not None and worker._worker is None
+        assert job.process is not None and worker.waiting_worker() is None
         try:
             job.result()
             raise SystemExit("no error from the pre-started worker")

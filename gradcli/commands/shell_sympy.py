@@ -7,8 +7,8 @@ process. In the shell it lives on, holding the GIL: after ``grad "x**x**x**x" --
 stalled. So the shell starts multiprocessing's *fork server* at once: a fresh interpreter (exec'd, so
 safe whatever this process loads later) that imports SymPy on the other core while the first line
 imports TensorFlow, and forks each worker from there in milliseconds. Before each line, once TensorFlow
-is loaded, the shell puts one such worker in the slot :func:`gradcli.methods.worker.prestart_worker`
-fills, and the line's first SymPy job is handed to it, with the worker module's own protocol, deadline
+is loaded, the shell offers one such worker (:func:`gradcli.methods.worker.offer_worker`, the slot
+:func:`~gradcli.methods.worker.prestart_worker` fills), and the line's first SymPy job is handed to it, with the worker module's own protocol, deadline
 and kill. (Before TensorFlow is loaded the launcher's ordinary fork is used, as in a one-shot command.)
 
 A worker's life stays tied to the shell's: the fork server exits when the shell does (even by SIGKILL:
@@ -47,18 +47,14 @@ def start_fork_server() -> None:
 
 def prepare_worker() -> None:
     """Before a line: once TensorFlow is loaded, a worker from the fork server waits for its SymPy job."""
-    from gradcli.methods import worker
+    from gradcli.methods.worker import offer_worker
 
-    if _context is None or worker._worker is not None or worker._fork_safe():
-        return
-    try:
-        worker._worker = ServerWorker(_context)
-    except OSError:  # no process to spare: the job runs in a thread, as in a one-shot command
-        pass
+    if _context is not None:  # without a fork server the jobs run as in a one-shot command
+        offer_worker(lambda: ServerWorker(_context))
 
 
 class ServerWorker:
-    """What :data:`gradcli.methods.worker._worker` holds: ``conn`` to send the job, ``process`` to kill."""
+    """A worker for :func:`gradcli.methods.worker.offer_worker`: ``conn`` to send the job, ``process`` to kill."""
 
     def __init__(self, context):
         self.conn, child = context.Pipe()
@@ -86,10 +82,10 @@ def _close_dead_lifelines() -> None:
 
 def serve_one_job(conn, lifeline) -> None:
     """In the worker (a child of the fork server, which is its parent for the parent-death signal)."""
-    from gradcli.methods import worker
+    from gradcli.methods.worker import serve_one_job
 
     watch_the_shell(lifeline)
-    worker._worker_main(conn, os.getppid())
+    serve_one_job(conn, os.getppid())
 
 
 def watch_the_shell(lifeline) -> None:

@@ -91,8 +91,10 @@ def _reply(conn, fn: Callable, args: tuple, kwargs: dict) -> None:
         conn.send(("error", RuntimeError(f"{type(payload[1]).__name__}: {payload[1]} ({exc})")))
 
 
-def _worker_main(conn, parent: int) -> None:
-    """A pre-started worker: pay for importing SymPy now, then run the one job the parent sends."""
+def serve_one_job(conn, parent: int) -> None:
+    """A pre-started worker's body: pay for importing SymPy now, then run the one job sent on ``conn`` by
+    ``parent`` (the process that will kill it), with the job's own deadline. Public for workers started
+    elsewhere (see :func:`offer_worker`)."""
     _enter_worker(parent)
     import sympy  # noqa: F401  (the point of starting early)
 
@@ -110,7 +112,7 @@ class _Worker:
 
         ctx = multiprocessing.get_context("fork")
         self.conn, child = ctx.Pipe()
-        self.process = _start_forked(ctx, _worker_main, (child, os.getpid()))
+        self.process = _start_forked(ctx, serve_one_job, (child, os.getpid()))
         child.close()
 
 
@@ -126,6 +128,28 @@ def prestart_worker() -> None:
     global _worker
     if _worker is None and _fork_safe():
         _worker = _Worker()
+
+
+def offer_worker(start: Callable[[], Any]) -> None:
+    """Let a worker started another way (``gradcli shell``'s fork server) take the next ``parallel`` job,
+    where this process can no longer fork one safely (TensorFlow is loaded) and none waits already.
+
+    ``start()`` returns the worker: an object with ``conn`` (a multiprocessing connection to a process
+    running :func:`serve_one_job`) and ``process`` (a multiprocessing.Process, killed at the deadline);
+    it is called only when needed. An OSError from it (no process to spare) leaves the slot empty: the
+    job then runs in a thread, as in a one-shot command."""
+    global _worker
+    if _worker is not None or _fork_safe():
+        return
+    try:
+        _worker = start()
+    except OSError:
+        pass
+
+
+def waiting_worker() -> Any | None:
+    """The worker the next ``parallel`` :class:`BoundedJob` will take, if one waits."""
+    return _worker
 
 
 class CancelFlag:
