@@ -33,14 +33,14 @@ class OutputWriteError(Exception):
         self.error = error
 
 
-class _Output(io.RawIOBase):
-    """File descriptor 1, raising :class:`OutputWriteError` on the first failure and dropping the rest."""
+class _StandardDescriptor(io.RawIOBase):
+    """File descriptor 1 or 2 written directly; one that was closed at start is held by /dev/null and is
+    not a terminal. Subclasses say what a failed write does."""
 
     def __init__(self, fd: int, *, closed_at_start: bool):
         super().__init__()
         self._fd = fd
         self._closed_at_start = closed_at_start
-        self.failed = False
 
     def writable(self) -> bool:
         return True
@@ -50,6 +50,14 @@ class _Output(io.RawIOBase):
 
     def isatty(self) -> bool:
         return not self._closed_at_start and os.isatty(self._fd)
+
+
+class _Output(_StandardDescriptor):
+    """File descriptor 1, raising :class:`OutputWriteError` on the first failure and dropping the rest."""
+
+    def __init__(self, fd: int, *, closed_at_start: bool):
+        super().__init__(fd, closed_at_start=closed_at_start)
+        self.failed = False
 
     def write(self, data) -> int:
         if self.failed:
@@ -63,22 +71,8 @@ class _Output(io.RawIOBase):
             raise OutputWriteError(exc) from None
 
 
-class _Diagnostics(io.RawIOBase):
+class _Diagnostics(_StandardDescriptor):
     """File descriptor 2; a write that fails is dropped (there is nowhere left to say so)."""
-
-    def __init__(self, fd: int, *, closed_at_start: bool):
-        super().__init__()
-        self._fd = fd
-        self._closed_at_start = closed_at_start
-
-    def writable(self) -> bool:
-        return True
-
-    def fileno(self) -> int:
-        return self._fd
-
-    def isatty(self) -> bool:
-        return not self._closed_at_start and os.isatty(self._fd)
 
     def write(self, data) -> int:
         if not self._closed_at_start:

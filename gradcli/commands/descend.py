@@ -21,46 +21,49 @@ PROGRESS_MIN_STEPS = 50_000
 PLOT_POINTS = 500
 
 
+ExpressionArgument = Annotated[Optional[str], typer.Argument(
+    metavar="EXPR", help="The function to minimise, e.g. \"x**2+y**2\".", show_default=False)]
+StartOption = Annotated[Optional[list[str]], typer.Option(
+    "--from", metavar="X=V,...", help="Start point (variables left out start at 0).")]
+StartsFileOption = Annotated[Optional[str], typer.Option(
+    "--points", metavar="FILE|-", help="Many starts: CSV or JSON Lines ('-': stdin).")]
+StartsGridOption = Annotated[Optional[str], typer.Option(
+    "--grid", metavar="X=A:B:N,...", help="Many starts: every combination.")]
+OptimizerOption = Annotated[str, typer.Option(
+    "--optimizer", "-o", metavar="OPT[:LR],...", autocompletion=complete_optimizers,
+    help="manual (the guide's loop), sgd, momentum, nesterov, adam, adamw, rmsprop, adagrad, adadelta, "
+         "adamax, nadam, lion, ftrl, or all; several race.")]
+LearningRateOption = Annotated[float, typer.Option(
+    "--lr", metavar="LR", help="Learning rate of optimizers without :LR.")]
+StepsOption = Annotated[int, typer.Option("--steps", metavar="N", help="At most this many steps.")]
+TolOption = Annotated[Optional[float], typer.Option(
+    "--tol", metavar="G", help="Converged below this gradient norm (default 1e-10, float32 1e-6).")]
+MaximizeOption = Annotated[bool, typer.Option("--maximize", help="Climb instead: descend on -f.")]
+MomentumOption = Annotated[Optional[float], typer.Option(
+    "--momentum", metavar="M", help="Of momentum and nesterov (default 0.9).")]
+EveryOption = Annotated[Optional[int], typer.Option(
+    "--every", metavar="K", help=f"Keep the trajectory every K steps (at most {TRAJECTORY_MAX_ROWS:,} "
+    "rows per run: thinned evenly).")]
+PlotOption = Annotated[bool, typer.Option("--plot", help="Plot f by step (on stderr with -f json/csv).")]
+DescendFormatOption = Annotated[OutputFormat, typer.Option(
+    "--format", "-f", case_sensitive=False, metavar="FORMAT",
+    help="table, json, jsonl or csv (a row per run; with --every the trajectory).")]
+ShowProgramOption = Annotated[bool, typer.Option("--show-code", help="Print the TensorFlow program; run nothing.")]
+StationaryTimeoutOption = Annotated[float, typer.Option(
+    "--stationary-timeout", min=0.0, metavar="SECONDS", help="SymPy's time to solve grad f = 0 (0: skip).")]
+StartsBatchSizeOption = Annotated[int, typer.Option(
+    "--batch-size", min=1, max=100_000, metavar="N", help="Starts run together (--points/--grid).")]
+
+
 @handle_errors
 def descend(
-    expression: Annotated[Optional[str], typer.Argument(
-        metavar="EXPR", help="The function to minimise, e.g. \"x**2+y**2\".", show_default=False)] = None,
-    *,
-    file: FileOption = None,
-    start: Annotated[Optional[list[str]], typer.Option(
-        "--from", metavar="X=V,...", help="Start point (variables left out start at 0).")] = None,
-    points: Annotated[Optional[str], typer.Option(
-        "--points", metavar="FILE|-", help="Many starts: CSV or JSON Lines ('-': stdin).")] = None,
-    grid: Annotated[Optional[str], typer.Option(
-        "--grid", metavar="X=A:B:N,...", help="Many starts: every combination.")] = None,
-    optimizer: Annotated[str, typer.Option(
-        "--optimizer", "-o", metavar="OPT[:LR],...", autocompletion=complete_optimizers,
-        help="manual (the guide's loop), sgd, momentum, nesterov, adam, adamw, rmsprop, adagrad, adadelta, "
-             "adamax, nadam, lion, ftrl, or all; several race.")] = "manual",
-    lr: Annotated[float, typer.Option("--lr", metavar="LR", help="Learning rate of optimizers without :LR.")
-                  ] = 0.1,
-    steps: Annotated[int, typer.Option("--steps", metavar="N", help="At most this many steps.")] = 1000,
-    tol: Annotated[Optional[float], typer.Option(
-        "--tol", metavar="G", help="Converged below this gradient norm (default 1e-10, float32 1e-6).")] = None,
-    maximize: Annotated[bool, typer.Option("--maximize", help="Climb instead: descend on -f.")] = False,
-    momentum: Annotated[Optional[float], typer.Option(
-        "--momentum", metavar="M", help="Of momentum and nesterov (default 0.9).")] = None,
-    every: Annotated[Optional[int], typer.Option(
-        "--every", metavar="K", help=f"Keep the trajectory every K steps (at most {TRAJECTORY_MAX_ROWS:,} "
-        "rows per run: thinned evenly).")] = None,
-    plot: Annotated[bool, typer.Option(
-        "--plot", help="Plot f by step (on stderr with -f json/csv).")] = False,
-    dtype: DTypeOption = DType.float64,
-    output: Annotated[OutputFormat, typer.Option(
-        "--format", "-f", case_sensitive=False, metavar="FORMAT",
-        help="table, json, jsonl or csv (a row per run; with --every the trajectory).")] = OutputFormat.table,
-    show_code: Annotated[bool, typer.Option(
-        "--show-code", help="Print the TensorFlow program; run nothing.")] = False,
-    stationary_timeout: Annotated[float, typer.Option(
-        "--stationary-timeout", min=0.0, metavar="SECONDS",
-        help="SymPy's time to solve grad f = 0 (0: skip).")] = 2.0,
-    batch_size: Annotated[int, typer.Option(
-        "--batch-size", min=1, max=100_000, metavar="N", help="Starts run together (--points/--grid).")] = 1024,
+    expression: ExpressionArgument = None, *, file: FileOption = None, start: StartOption = None,
+    points: StartsFileOption = None, grid: StartsGridOption = None, optimizer: OptimizerOption = "manual",
+    lr: LearningRateOption = 0.1, steps: StepsOption = 1000, tol: TolOption = None,
+    maximize: MaximizeOption = False, momentum: MomentumOption = None, every: EveryOption = None,
+    plot: PlotOption = False, dtype: DTypeOption = DType.float64, output: DescendFormatOption = OutputFormat.table,
+    show_code: ShowProgramOption = False, stationary_timeout: StationaryTimeoutOption = 2.0,
+    batch_size: StartsBatchSizeOption = 1024,
 ) -> None:
     """Gradient descent: the guide's hand-written loop and Keras optimizers, compiled; a diverged or
     unbounded run exits 1. Many starts (--points/--grid): a record per start and optimizer, or (table)
@@ -74,17 +77,22 @@ def descend(
       gradcli descend "x**2+3*y**2" -o sgd:0.1,adam:0.05 -f csv --every 10
     """
     expression = expression_text(expression, file)
+    shared = dict(optimizer=optimizer, lr=lr, steps=steps, tol=tol, maximize=maximize, momentum=momentum,
+                  every=every, plot=plot, dtype=dtype.value, output=output, show_code=show_code,
+                  stationary_timeout=stationary_timeout)
+    if points is not None or grid is not None:
+        _descend_many(expression, points=points, grid=grid, start=start, batch_size=batch_size, **shared)
+    else:
+        _descend_one(expression, start=start, **shared)
+
+
+def _descend_one(expression: str, *, start, optimizer, lr, steps, tol, maximize, momentum, every, plot, dtype,
+                 output: OutputFormat, show_code, stationary_timeout) -> None:
+    """--from (or every variable at 0): one start, each optimizer's run reported whole."""
     from gradcli.compute.descend import check_stationary_time_limit, plan_descent, run_plan
 
-    if points is not None or grid is not None:
-        _descend_many(expression, points=points, grid=grid, start=start, optimizer=optimizer, lr=lr, steps=steps,
-                      tol=tol, maximize=maximize, momentum=momentum, every=every, plot=plot, dtype=dtype.value,
-                      output=output, show_code=show_code, stationary_timeout=stationary_timeout,
-                      batch_size=batch_size)
-        return
-
     plan = plan_descent(expression, start=start, optimizers=optimizer, lr=lr, steps=steps, tol=tol,
-                        maximize=maximize, dtype=dtype.value, momentum=momentum, every=every)
+                        maximize=maximize, dtype=dtype, momentum=momentum, every=every)
     stationary_timeout = check_stationary_time_limit(stationary_timeout)
     if show_code:
         from gradcli.programs.descend import show_code_descend
