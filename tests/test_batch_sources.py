@@ -714,3 +714,65 @@ def test_jsonl_round_trip(records, xs):
     assert values == {"x": xs[:len(records)]}
     assert fields == records
     assert line_numbers == list(range(1, len(records) + 1))
+
+
+# ---- values the dtype cannot hold are refused as --at refuses them (issue 10 follow-up, item 3) ----------------
+@pytest.mark.parametrize("name, text, why", [
+    ("p.csv", "x\n2\n1e39\n", "p.csv:3: x=1e+39 does not fit in float32 (largest 3.4e+38)"),
+    ("p.csv", "x\n2\n-1e-300\n", "p.csv:3: x=-1e-300 rounds to 0 in float32"),
+    ("p.jsonl", '{"x": 2}\n{"x": 1e-46}\n', "p.jsonl:2: x=1e-46 rounds to 0 in float32"),
+])
+def test_points_that_do_not_fit_float32_are_refused_with_their_line(tmp_path, name, text, why):
+    path = write(tmp_path, name, text)
+    with pytest.raises(UsageError, match=re.escape(why)):
+        open_points(path, variables=["x"], dtype="float32")
+    got, _, _ = collect(open_points(path, variables=["x"], dtype="float64"))  # float64 holds them
+    assert len(got["x"]) == 2
+
+
+def test_subnormal_float32_points_and_zero_are_accepted(tmp_path):
+    path = write(tmp_path, "p.csv", "x\n0\n1.5e-45\n-3.4e38\n")
+    got, _, _ = collect(open_points(path, variables=["x"], dtype="float32"))
+    assert got["x"] == [0.0, 1.5e-45, -3.4e38]
+
+
+@pytest.mark.parametrize("spec, why", [
+    ("x=0:1e39:3", "--grid: x=5e+38 does not fit in float32"),  # the first value past the largest
+    ("x=-1e-46:1e-46:3", "--grid: x=-1e-46 rounds to 0 in float32"),
+])
+def test_grid_values_that_do_not_fit_float32_are_refused(spec, why):
+    with pytest.raises(UsageError, match=re.escape(why)):
+        grid_points(spec, variables=["x"], dtype="float32")
+    assert grid_points(spec, variables=["x"]).total == 3
+
+
+def test_a_fixed_value_that_does_not_fit_is_refused_for_a_batch(tmp_path):
+    path = write(tmp_path, "p.csv", "y\n2\n")
+    with pytest.raises(UsageError, match=re.escape("--at: x=1e+39 does not fit in float32")):
+        open_points(path, variables=["x", "y"], fixed={"x": 1e39}, dtype="float32")
+
+
+def test_float32_points_on_the_command_line_exit_2(invoke, tmp_path):
+    path = write(tmp_path, "p.csv", "x\n1\n1e39\n")
+    result = invoke("grad", "x**2", "-m", "symbolic,fd", "--dtype", "float32", "--points", path, "-f", "csv")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert "p.csv:3: x=1e+39 does not fit in float32" in result.stderr and "not finite" not in result.stderr
+    result = invoke("descend", "x**2", "--dtype", "float32", "--grid", "x=-1e-46:1e-46:3", "--steps", "2")
+    assert result.exit_code == 2 and "rounds to 0 in float32" in result.stderr
+
+
+# ---- an input with a header and no rows (issue 10 follow-up, item 6) -------------------------------------------
+@pytest.mark.parametrize("output", ["json", "jsonl", "csv", "table"])
+def test_a_header_without_rows_is_an_empty_result_with_a_note(invoke, tmp_path, output):
+    path = write(tmp_path, "p.csv", "x,label\n")
+    result = invoke("grad", "x**2", "-m", "symbolic,fd", "--points", path, "-f", output)
+    assert result.exit_code == 0, result.stderr
+    assert "gradcli: note: no points were read: " in result.stderr and "p.csv has no rows" in result.stderr
+    if output == "json":
+        doc = json.loads(result.stdout)
+        assert doc["points"] == [] and doc["summary"]["points"] == 0
+        assert any("no points were read" in n for n in doc["notes"])
+    elif output == "table":
+        assert result.stdout.strip() == "gradient of x**2 at each point"
+    else:
+        assert result.stdout == ""

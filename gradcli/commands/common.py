@@ -132,15 +132,30 @@ def run_many(computation, *, points: str | None, grid: str | None, at: list[str]
     fixed = parse_point(at, required=points is None and grid is None)
     batch_size = computation.chunk_size(batch_size)  # a core may take fewer points at a time (memory)
     if points is not None:
-        source = open_points(points, variables=computation.variables, fixed=fixed, chunk_size=batch_size)
+        source = open_points(points, variables=computation.variables, fixed=fixed, chunk_size=batch_size,
+                             dtype=computation.dtype)
     elif grid is not None:
-        source = grid_points(grid, variables=computation.variables, fixed=fixed, chunk_size=batch_size)
+        source = grid_points(grid, variables=computation.variables, fixed=fixed, chunk_size=batch_size,
+                             dtype=computation.dtype)
     else:  # -f csv at one point: a batch of one, so that its header is the one of many points
         source = _one_point(fixed, computation.variables)
     from gradcli.compute.batch.engine import run_batch
 
-    summary = run_batch(computation, source.chunks(), sink_for(computation.command, output.value))
+    chunks = source.chunks() if points is None else _noting_no_points(source, computation.notes)
+    summary = run_batch(computation, chunks, sink_for(computation.command, output.value))
     finish(summary.failed)
+
+
+def _noting_no_points(source, notes: list[str]):
+    """``source``'s chunks; when it had none (a CSV header and no rows, an empty file) a note says so. The
+    result is then empty in each format's own terms (JSON: the document with an empty list; JSON Lines and
+    CSV: no lines; table: the title) and the exit code 0: an empty input is not an error."""
+    points = 0
+    for chunk in source.chunks():
+        points += len(chunk)
+        yield chunk
+    if points == 0:
+        notes.append(f"no points were read: {source.label} has no rows")
 
 
 def as_batch(*, points: str | None, grid: str | None, output: OutputFormat, method: str = "") -> bool:

@@ -144,20 +144,21 @@ def _descend_many(expression: str, *, points, grid, start, optimizer, lr, steps,
     from gradcli.compute.descend.batch import DescentBatch, run_starts
 
     batch = DescentBatch(plan, stationary_time_limit=stationary_timeout)
-    source = _open_starts(points, grid, names, batch_size)
+    source = _open_starts(points, grid, names, batch_size, plan.dtype)
     from gradcli.render.descend_batch import sink_for
 
     summary = run_starts(batch, source.chunks(), sink_for(output.value, variables=names, plot=plot))
     finish(summary.failed)
 
 
-def _open_starts(points, grid, names, batch_size):
-    """The starts' source. descend takes every variable from the starts: it has no --at to suggest."""
+def _open_starts(points, grid, names, batch_size, dtype: str):
+    """The starts' source. descend takes every variable from the starts: it has no --at to suggest. A start
+    the dtype cannot hold is refused, as --from refuses it."""
     from gradcli.expression.sources import grid_points, open_points
 
     if points is not None:
-        return open_points(points, variables=names, chunk_size=batch_size, fixed_option=None)
-    return grid_points(grid, variables=names, chunk_size=batch_size, fixed_option=None)
+        return open_points(points, variables=names, chunk_size=batch_size, fixed_option=None, dtype=dtype)
+    return grid_points(grid, variables=names, chunk_size=batch_size, fixed_option=None, dtype=dtype)
 
 
 @contextlib.contextmanager

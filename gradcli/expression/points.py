@@ -195,13 +195,19 @@ LARGEST = {"float64": 1.7976931348623157e308, "float32": 3.4028234663852886e38}
 SMALLEST = {"float64": 5e-324, "float32": 1.401298464324817e-45}
 
 
+def dtype_misfit(value: float, dtype: str) -> str | None:
+    """Why ``value`` cannot be computed in ``dtype`` (beyond its largest value, or nonzero and so small
+    that it rounds to 0; subnormals are numbers like any other), or None when it fits."""
+    if abs(value) > LARGEST[dtype]:
+        return f"does not fit in {dtype} (largest {LARGEST[dtype]:.3g})"
+    if value and abs(value) <= SMALLEST[dtype] / 2:
+        return f"rounds to 0 in {dtype} (smallest {SMALLEST[dtype]:.2g}); use --dtype float64 or a larger value"
+    return None
+
+
 def check_point_fits(point: Point, dtype: str, *, option: str = "--at") -> None:
-    """Every value must be representable in the dtype the numerical methods compute in: not beyond its
-    largest value, and not so small that it rounds to 0 (subnormals are numbers like any other)."""
+    """Every value must be representable in the dtype the numerical methods compute in."""
     for name, v in point.values.items():
-        if abs(v) > LARGEST[dtype]:
-            raise UsageError(f"{option}: {name}={number_text(v)} does not fit in {dtype} "
-                             f"(largest {LARGEST[dtype]:.3g})")
-        if v and dtype == "float32" and abs(v) <= SMALLEST[dtype] / 2:
-            raise UsageError(f"{option}: {name}={number_text(v)} rounds to 0 in {dtype} (smallest "
-                             f"{SMALLEST[dtype]:.2g}); use --dtype float64 or a larger value")
+        why = dtype_misfit(v, dtype)
+        if why:
+            raise UsageError(f"{option}: {name}={number_text(v)} {why}")

@@ -49,17 +49,18 @@ __all__ = ["MAX_GRID_POINTS", "PointChunk", "PointSource", "grid_points", "open_
 # limit) reaches the code that opens and reads the input.
 def open_points(spec: str, *, variables: list[str], fixed: "Point | None" = None,
                 chunk_size: int = 4096, stdin: TextIO | None = None, option: str = "--points",
-                fixed_option: str | None = "--at") -> PointSource:
+                fixed_option: str | None = "--at", dtype: str = "float64") -> PointSource:
     """The points of a CSV or JSON Lines file, or of stdin for ``-``.
 
     A regular file is validated completely here (so ``total`` is known and any bad row is a
     UsageError now); stdin and pipes are validated as ``chunks()`` reads them. ``fixed_option``: the
     option that fixes the variables ``fixed`` gives, named in errors (None: the command has no such
-    option, and errors do not suggest one).
+    option, and errors do not suggest one). ``dtype``: a value it cannot hold (float32: beyond 3.4e38,
+    or nonzero and rounding to 0) is a usage error naming its line, as ``--at`` refuses it.
     """
     if chunk_size < 1:
         raise ValueError("chunk_size must be at least 1")
-    needs = Needs(variables, fixed, fixed_option)
+    needs = Needs(variables, fixed, fixed_option, dtype)
     if spec == "-":
         where = Where(option, "<stdin>")
         stream = sys.stdin if stdin is None else stdin

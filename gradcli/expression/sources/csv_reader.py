@@ -82,4 +82,7 @@ class CsvReader:
                     values.append(parse_number(row[i]))
                 except NotANumber as exc:
                     raise where.at(line, f"{name}: {show(row[i])} {exc.reason}") from None
+                misfit = self._needs.misfit(name, values[-1])
+                if misfit:
+                    raise where.at(line, misfit)
             yield line, values, {n: row[i] for n, i in passing}

@@ -146,22 +146,39 @@ def _grid_axis(option: str, spec: str, name: str, range_text: str, range_offset:
     return axis
 
 
+def _check_axis_fits(option: str, spec: str, needs: Needs, name: str, axis: "np.ndarray", offset: int) -> None:
+    """Every value of the axis in the dtype (the ends, and a tiny nonzero step between them)."""
+    if needs.dtype == "float64":
+        return
+    import numpy as np
+
+    from gradcli.expression.points import LARGEST, SMALLEST
+
+    bad = np.flatnonzero((np.abs(axis) > LARGEST[needs.dtype])
+                         | ((axis != 0) & (np.abs(axis) <= SMALLEST[needs.dtype] / 2)))
+    if bad.size:
+        raise UsageError(f"{option}: {needs.misfit(name, float(axis[bad[0]]))}", source=spec, position=offset)
+
+
 def grid_points(spec: str, *, variables: list[str], fixed: "Point | None" = None,
-                chunk_size: int = 4096, option: str = "--grid", fixed_option: str | None = "--at") -> PointSource:
+                chunk_size: int = 4096, option: str = "--grid", fixed_option: str | None = "--at",
+                dtype: str = "float64") -> PointSource:
     """Points of ``x=-2:2:41,y=-1:3:41``: ``numpy.linspace(start, stop, count)`` per variable, the
     cartesian product in ``itertools.product`` order (the first variable varies slowest).
 
     ``fixed_option``: the option that fixes the variables ``fixed`` gives, named in errors (None: the
-    command has no such option, and errors do not suggest one)."""
+    command has no such option, and errors do not suggest one). ``dtype``: a grid value it cannot hold is a
+    usage error, as ``--at`` refuses it."""
     if chunk_size < 1:
         raise ValueError("chunk_size must be at least 1")
-    needs = Needs(variables, fixed, fixed_option)
+    needs = Needs(variables, fixed, fixed_option, dtype)
     if not spec.strip():
         raise UsageError(f"{option} is empty; write it as {option} x=-2:2:41,y=-1:3:41")
     axes: dict[str, np.ndarray] = {}
     for offset, piece in split_top_level(spec):
         name, range_text, range_offset = _grid_entry(option, spec, needs, axes, piece, offset)
         axes[name] = _grid_axis(option, spec, name, range_text, range_offset)
+        _check_axis_fits(option, spec, needs, name, axes[name], range_offset)
     missing = [v for v in needs.from_input if v not in axes]
     if missing:
         listed = ", ".join(missing)

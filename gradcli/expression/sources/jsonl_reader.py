@@ -146,6 +146,9 @@ class JsonlReader:
                 if name not in obj:
                     raise where.at(line, missing_message("key", [name], needs.fixed_option))
                 values.append(self._number(line, name, obj[name]))
+                misfit = needs.misfit(name, values[-1])
+                if misfit:
+                    raise where.at(line, misfit)
             fields = {k: v for k, v in obj.items() if k not in needs.needed}
             self._register(fields)
             yield line, values, fields

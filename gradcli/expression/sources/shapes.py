@@ -52,17 +52,35 @@ class Needs:
     """The needed variables, split into those the input must give and those --at fixes.
 
     ``fixed_option``: how errors name the option that fixes values (None: the command has no such option,
-    so errors do not suggest one, and no values may be fixed)."""
+    so errors do not suggest one, and no values may be fixed). ``dtype``: what the points are computed in;
+    a value it cannot hold is refused as ``--at`` refuses it (see :meth:`misfit`)."""
 
-    def __init__(self, variables: list[str], fixed, fixed_option: str | None = "--at"):
+    def __init__(self, variables: list[str], fixed, fixed_option: str | None = "--at", dtype: str = "float64"):
         self.names = list(dict.fromkeys(variables))
         self.fixed_option = fixed_option
+        self.dtype = dtype
         given = _fixed_values(fixed)
         if given and fixed_option is None:
             raise ValueError("fixed values need the option that gives them (fixed_option)")
         self.fixed = {v: float(given[v]) for v in self.names if v in given}
         self.from_input = [v for v in self.names if v not in self.fixed]
         self.needed = frozenset(self.names)
+        for name, value in self.fixed.items():
+            misfit = self.misfit(name, value)
+            if misfit:
+                from gradcli.errors import UsageError
+
+                raise UsageError(f"{fixed_option}: {misfit}")
+
+    def misfit(self, name: str, value: float) -> str | None:
+        """``x=1e+39 does not fit in float32 (...)`` when the dtype cannot hold ``value``, else None."""
+        if self.dtype == "float64":  # every parsed value is a finite float64 already
+            return None
+        from gradcli.errors import number_text
+        from gradcli.expression.points import dtype_misfit
+
+        why = dtype_misfit(value, self.dtype)
+        return f"{name}={number_text(value)} {why}" if why else None
 
 
 def _fixed_values(fixed) -> Mapping[str, float]:
