@@ -81,6 +81,7 @@ class ExpressionGradient:
     one_sided: dict[str, dict[str, float]] = field(default_factory=dict)  # kinks: {var: {"left", "right"}}
     point_shift: dict[str, float] = field(default_factory=dict)  # exact derivative's move, typed -> dtype point
     complex_error_estimate: dict[str, float | None] = field(default_factory=dict)  # the complex step's estimate
+    not_analytic: list[str] = field(default_factory=list)  # variables the complex step has no value for (a note)
 
     def to_dict(self) -> dict:
         doc = {

@@ -201,9 +201,10 @@ def test_file_usage_errors(runner, args, message):
     assert result.exit_code == 2 and message in result.stderr, result.stderr
 
 
-def test_csv_with_the_complex_step_keeps_its_columns(invoke):
-    # The complex step is computed at one point only (no batch core): its CSV keeps the per-entry layout.
+def test_csv_with_the_complex_step_has_the_batch_layout(invoke):
+    # One point's CSV comes from the batch core with every method, the complex step included.
     result = invoke("grad", "x**2", "--at", "x=3", "-m", "complex,symbolic", "-f", "csv")
     assert result.exit_code == 0, result.stderr
     (row,) = read_csv(result.stdout)
-    assert float(row["complex"]) == 6.0 and float(row["symbolic"]) == 6.0
+    assert float(row["complex_dx"]) == 6.0 and float(row["symbolic_dx"]) == 6.0
+    assert float(row["complex_error_dx"]) == 0.0 and 0 < float(row["complex_error_estimate_dx"]) < 1e-13

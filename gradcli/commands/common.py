@@ -158,13 +158,10 @@ def _noting_no_points(source, notes: list[str]):
         notes.append(f"no points were read: {source.label} has no rows")
 
 
-def as_batch(*, points: str | None, grid: str | None, output: OutputFormat, method: str = "") -> bool:
+def as_batch(*, points: str | None, grid: str | None, output: OutputFormat) -> bool:
     """Whether the batch core computes: --points/--grid, or -f csv at one point (its rows then have the
-    header of many points), except with the complex step, which batches do not compute (one point only:
-    its CSV keeps the per-entry layout with the complex columns)."""
-    if points is not None or grid is not None:
-        return True
-    return output is OutputFormat.csv and "complex" not in method.lower()
+    header of many points: one CSV layout per command)."""
+    return points is not None or grid is not None or output is OutputFormat.csv
 
 
 def _one_point(fixed, variables: list[str]):
@@ -193,8 +190,10 @@ def refuse_show_code_for_many(points: str | None, grid: str | None, point_option
                          f"{point_option}")
 
 
-def emit(output: OutputFormat, *, json: Callable[[], str], csv: Callable[[], str], table: Callable[[], None]) -> None:
-    """Print the report in the chosen format (the renderers are passed in, already bound to it)."""
+def emit(output: OutputFormat, *, json: Callable[[], str], table: Callable[[], None],
+         csv: Callable[[], str] | None = None) -> None:
+    """Print the report in the chosen format (the renderers are passed in, already bound to it). grad,
+    derivative and hessian have no ``csv``: their CSV at one point comes from the batch core (as_batch)."""
     if output is OutputFormat.json:
         print(json())
     elif output is OutputFormat.jsonl:  # one point: its document on one line

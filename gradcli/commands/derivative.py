@@ -61,7 +61,7 @@ def derivative(
                                    setup.order, setup.dtype), end="")
         return
 
-    if as_batch(points=points, grid=grid, output=output, method=method):  # and CSV: a row per point
+    if as_batch(points=points, grid=grid, output=output):  # and CSV: a row per point
         from gradcli.compute.batch.derivative import DerivativeBatch
 
         run_many(DerivativeBatch(expression, order=order, wrt=wrt, methods=method, eps=eps, dtype=dtype.value,
@@ -75,6 +75,6 @@ def derivative(
                                  symbolic_time_limit=symbolic_timeout)
     from gradcli.render import derivative as render
 
-    emit(output, json=lambda: render.derivative_json(report), csv=lambda: render.derivative_csv(report),
+    emit(output, json=lambda: render.derivative_json(report),
          table=lambda: render.derivative_table(report))
     conclude(report)

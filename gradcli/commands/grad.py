@@ -59,7 +59,7 @@ def grad(
         print(grad_program(expressions, at=at, wrt=wrt, dtype=dtype.value, methods=method, scheme=scheme.value,
                            eps=eps), end="")
         return
-    if as_batch(points=points, grid=grid, output=output, method=method):  # and CSV: a row per point
+    if as_batch(points=points, grid=grid, output=output):  # and CSV: a row per point
         from gradcli.compute.batch.grad import GradBatch
 
         run_many(GradBatch(expressions, wrt=wrt, methods=method, scheme=scheme.value, eps=eps, dtype=dtype.value,
@@ -71,6 +71,6 @@ def grad(
 
     report = compute_gradient(expressions, at=at, wrt=wrt, methods=method, scheme=scheme.value, eps=eps,
                               dtype=dtype.value, symbolic_time_limit=symbolic_timeout)
-    emit(output, json=lambda: render.grad_json(report), csv=lambda: render.grad_csv(report),
+    emit(output, json=lambda: render.grad_json(report),
          table=lambda: render.grad_table(report))
     conclude(report)

@@ -59,7 +59,7 @@ def hessian(
                                 setup.dtype), end="")
         return
 
-    if as_batch(points=points, grid=grid, output=output, method=method):  # and CSV: a row per point
+    if as_batch(points=points, grid=grid, output=output):  # and CSV: a row per point
         from gradcli.compute.batch.hessian import HessianBatch
 
         run_many(HessianBatch(expression, wrt=wrt, methods=method, eps=eps, dtype=dtype.value, formulas=formulas,
@@ -72,6 +72,6 @@ def hessian(
                              formulas=formulas, symbolic_time_limit=symbolic_timeout)
     from gradcli.render import hessian as render
 
-    emit(output, json=lambda: render.hessian_json(report), csv=lambda: render.hessian_csv(report),
+    emit(output, json=lambda: render.hessian_json(report),
          table=lambda: render.hessian_table(report))
     conclude(report)

@@ -1,24 +1,25 @@
-"""The complex-step column of ``grad`` and ``derivative --order 1`` (issue 8, item 7).
+"""The complex-step column of ``grad`` and ``derivative --order 1``, at one point and in batches (issue 8,
+item 7).
 
 :mod:`gradcli.methods.complex_step` computes the derivatives and their error estimates; this module
-puts them into the reports and judges them against the exact column: a value further from SymPy's than
-its estimate plus the effect of rounding the point to the dtype (f's second derivatives times how far
-the dtype's point is from the typed one) is a warning, as for the other methods. Where the expression
-is not analytic at the point (abs at its kink, atan2 on its cut, sqrt at 0), there is a note and no
-number, and the command does not fail for it.
+stacks them over the expressions, puts them into the reports and judges them. Against the exact column
+the judging is :func:`gradcli.compute.grad.judge_gradients`'s (the estimate plus the float64 rounding of
+the exact value plus the effect of rounding the point to the dtype), as for the other methods. Without
+it, the complex step is compared with the tape and fd (:func:`cross_check_complex`), each within its own
+spread, and a disagreement is a warning naming the suspect. Where the expression is not analytic at the
+point (abs at its kink, atan2 on its cut, sqrt at 0), there is a note and no number, and the command does
+not fail for it.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
+from gradcli.compute.grad import cross_pair, disagreement, fd_is_suspect, fd_tolerance
 from gradcli.errors import UsageError
 from gradcli.methods.complex_step import COMPLEX_STEP, complex_gradients, not_analytic_note
 from gradcli.results import point_text, shortest
-
-# The reference itself is a float64 rounding of the exact value.
-REFERENCE_ULPS = 4.0
-FLOAT64_EPS = 2.220446049250313e-16
 
 
 def refuse_higher_orders(methods: list[str], order: int) -> None:
@@ -28,86 +29,103 @@ def refuse_higher_orders(methods: list[str], order: int) -> None:
                          "(use symbolic, tape or fd for higher orders)")
 
 
-def _batch(values: dict[str, float]):
+@dataclass
+class ComplexColumns:
+    """The complex step over several expressions and a batch of points: [T, P, n] each."""
+
+    values: object  # NaN where undefined or not analytic
+    estimates: object  # NaN where the value is NaN
+    not_analytic: object  # bool: f is finite there, its complex step has no derivative
+
+
+def complex_columns(trees: list, points: dict, wrt: list[str], dtype: str) -> ComplexColumns:
+    """Every expression's complex-step gradient at every point of ``points`` ({name: float64 [P]})."""
+    import numpy as np
+
+    results = [complex_gradients(t, points, wrt, dtype=dtype) for t in trees]
+    return ComplexColumns(np.stack([r.values for r in results]), np.stack([r.estimates for r in results]),
+                          np.stack([r.not_analytic for r in results]))
+
+
+# ---------------------------------------------------------------------------------------------
+# without the exact column: against the tape and fd
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class ComplexCross:
+    """The complex step against each other method present: {method: (|complex - m|, apart, tolerance)},
+    where the two others agree with each other and not with the complex step (``outvoted``), and where
+    fd's own estimate is large (``fd_suspect``)."""
+
+    pairs: dict
+    outvoted: object
+    fd_suspect: object
+
+
+def cross_check_complex(values, columns: dict, x, estimates: dict, *, dtype: str) -> ComplexCross | None:
+    """The complex step against the tape and fd where the exact column is absent (``-m tape,complex``, a
+    SymPy timeout). ``estimates`` {"fd": ..., "complex": ...}, all arrays [T, P, n]."""
+    import numpy as np
+
+    if "symbolic" in columns or "complex" not in columns:
+        return None
+    others = [m for m in ("tape", "fd") if m in columns and (m != "fd" or estimates.get("fd") is not None)]
+    if not others:
+        return None
+    pairs = {m: cross_pair("complex", m, values, columns, x, estimates, dtype=dtype) for m in others}
+    outvoted = np.zeros(columns["complex"].shape, dtype=bool)
+    if len(others) == 2:
+        _, tape_fd_apart, _ = cross_pair("tape", "fd", values, columns, x, estimates, dtype=dtype)
+        outvoted = pairs["tape"][1] & pairs["fd"][1] & ~tape_fd_apart
+    fd_suspect = fd_is_suspect(columns["fd"], estimates["fd"], dtype) if "fd" in others else outvoted
+    return ComplexCross(pairs, outvoted, fd_suspect)
+
+
+def complex_cross_warnings(cross: ComplexCross | None, index: tuple, what: str, *, dtype: str) -> list[str]:
+    """The warnings of one value (``index`` into [T, P, n]): the complex step is trusted over a single other
+    method (no truncation, no cancellation), unless that method is fd with a large estimate of its own, and
+    is the suspect when the tape and fd agree with each other and not with it."""
+    if cross is None:
+        return []
+    if cross.outvoted[index]:
+        gap, _, tol = cross.pairs["tape"]
+        return [f"complex disagrees with tape and fd on {what}: |complex - tape| = {float(gap[index]):.3g} is more "
+                f"than their estimates and {dtype}'s rounding explain (~{float(tol[index]):.1g}); no exact value "
+                "to settle it: the complex step is suspect (tape and fd agree with each other)"]
+    out = []
+    for m, (gap, apart, tol) in cross.pairs.items():
+        if not apart[index]:
+            continue
+        why = ("its own error estimate is large" if m == "fd" and cross.fd_suspect[index]
+               else "the complex step has no truncation or cancellation and a small estimate")
+        out.append(f"complex and {m} disagree on {what}: |complex - {m}| = {float(gap[index]):.3g} is more than "
+                   f"their estimates and {dtype}'s rounding explain (~{float(tol[index]):.1g}); no exact value to "
+                   f"settle it: {m} is suspect ({why})")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# one point: the reports
+# ---------------------------------------------------------------------------------------------
+def _one(values: dict[str, float]):
     import numpy as np
 
     return {k: np.array([v], dtype=np.float64) for k, v in values.items()}
 
 
-def point_shift(tree, values: dict[str, float], wrt: list[str], dtype: str) -> list[float]:
-    """For each partial derivative: how far it moves between the typed point and the dtype's point, about
-    sum_k |d^2 f / dx_j dx_k| * |x_k - x_k in dtype| (the mixed derivatives by central differences of
-    float64 complex-step gradients; the typed value is taken as within 2 float64 ulps of ``values``)."""
-    import numpy as np
-
-    names = list(values)
-    x = np.array([values[k] for k in names], dtype=np.float64)
-    delta = np.abs(x - x.astype(dtype).astype(np.float64)) + 2 * FLOAT64_EPS * np.abs(x)
-    if not np.any(delta):
-        return [0.0] * len(wrt)
-    step = FLOAT64_EPS ** (1 / 3) * np.maximum(1.0, np.abs(x))
-    shifted = np.repeat(x[None, :], 2 * len(names), axis=0)  # rows: +step_k, -step_k
-    for k in range(len(names)):
-        shifted[2 * k, k] += step[k]
-        shifted[2 * k + 1, k] -= step[k]
-    g = complex_gradients(tree, {n: shifted[:, k] for k, n in enumerate(names)}, wrt, dtype="float64").values
-    with np.errstate(invalid="ignore"):
-        second = np.abs(g[0::2] - g[1::2]) / (2 * step[:, None])  # [names, wrt]
-        shift = np.nansum(second * delta[:, None], axis=0)
-    return shift.tolist()
-
-
-def _judge(method_value, exact, estimate, shift):
-    """(error, tolerance) against the exact value; None where nothing is compared."""
-    if method_value is None or exact is None or not (math.isfinite(method_value) and math.isfinite(exact)):
-        return None, None
-    tolerance = estimate + shift + REFERENCE_ULPS * FLOAT64_EPS * abs(exact)
-    return abs(method_value - exact), tolerance
-
-
-def _warning(text: str, variable: str, error: float, tolerance: float, dtype: str) -> str:
-    return (f"complex and symbolic disagree on d({text})/d{variable}: error {error:.3g} is more than "
-            f"its estimate and the rounding of the point to {dtype} (~{tolerance:.1g})")
-
-
-def _column(tree, values: dict[str, float], wrt: list[str], dtype: str):
-    """(derivative or None, estimate or None, not analytic) per variable, and the point shifts."""
-    r = complex_gradients(tree, _batch(values), wrt, dtype=dtype)
-    out = {}
-    for j, v in enumerate(wrt):
-        d, est = float(r.values[0, j]), float(r.estimates[0, j])
-        finite = math.isfinite(d)
-        out[v] = (shortest(d, dtype) if finite else None, est if finite else None, bool(r.not_analytic[0, j]))
-    return out, point_shift(tree, values, wrt, dtype)
-
-
 def add_complex_gradient(report, exprs, point, variables: list[str], dtype: str) -> None:
-    """Fill ``report`` (a :class:`gradcli.results.GradientReport`) with the complex-step column and judge it."""
+    """Fill ``report`` (a :class:`gradcli.results.GradientReport`) with the complex-step column and its notes;
+    :func:`gradcli.compute.grad.judge_gradients` judges it with the other columns afterwards."""
     pt = point_text(point.values)
     report.complex_step = COMPLEX_STEP[dtype]
-    for e, r in zip(exprs, report.results):
-        column, shifts = _column(e.tree, point.values, variables, dtype)
-        r.gradient["complex"] = {v: column[v][0] for v in variables}
-        r.complex_error_estimate = {v: column[v][1] for v in variables}
-        if r.value is None:  # an undefined value: already a warning, its derivatives mean nothing
-            r.gradient["complex"] = {v: None for v in variables}
-            continue
-        exact = r.gradient.get("symbolic", {})
-        for j, v in enumerate(variables):
-            d, est, not_analytic = column[v]
-            if not_analytic:
-                report.notes.append(not_analytic_note(e.text, v, pt, e.tree))
-                continue
-            if d is None:
-                report.warnings.append(f"d({e.text})/d{v} is not finite at {pt} (complex: {d})")
-                report.failed = True
-                continue
-            err, tol = _judge(d, exact.get(v), est, shifts[j])
-            if err is None:
-                continue
-            r.error["complex"] = {**r.error.get("complex", {}), v: err}
-            if err > tol:
-                report.warnings.append(_warning(e.text, v, err, tol, dtype))
+    c = complex_columns([e.tree for e in exprs], _one(point.values), variables, dtype)
+    for i, (e, r) in enumerate(zip(exprs, report.results)):
+        finite = [math.isfinite(d) for d in c.values[i, 0].tolist()]
+        r.gradient["complex"] = {v: shortest(float(d), dtype) if ok else None
+                                 for v, d, ok in zip(variables, c.values[i, 0].tolist(), finite)}
+        r.complex_error_estimate = {v: float(s) if ok else None
+                                    for v, s, ok in zip(variables, c.estimates[i, 0].tolist(), finite)}
+        r.not_analytic = [v for v, bad in zip(variables, c.not_analytic[i, 0].tolist()) if bad]
+        report.notes += [not_analytic_note(e.text, v, pt, e.tree) for v in r.not_analytic]
     if len(exprs) > 1:
         rows = [r.gradient["complex"] for r in report.results]
         report.sum = report.sum or {}
@@ -117,28 +135,45 @@ def add_complex_gradient(report, exprs, point, variables: list[str], dtype: str)
 
 def add_complex_derivative(report, tree, point, variable: str, dtype: str) -> None:
     """Fill the first row of ``report`` (a :class:`gradcli.compute.derivative.DerivativeReport`) with the
-    complex-step derivative and judge it; the other rows (orders above 1) get none."""
+    complex-step derivative and judge it (against the exact value, or else the tape and fd); the other rows
+    (orders above 1) get none."""
+    import numpy as np
+
     report.methods = [*report.methods, "complex"]
     row = report.derivatives[0]
-    column, shifts = _column(tree, point.values, [variable], dtype)
-    d, est, not_analytic = column[variable]
-    row.complex, row.complex_error_estimate = d, est
+    c = complex_columns([tree], _one(point.values), [variable], dtype)
+    d, est = float(c.values[0, 0, 0]), float(c.estimates[0, 0, 0])
+    row.complex, row.complex_error_estimate = (shortest(d, dtype), est) if math.isfinite(d) else (None, None)
     if report.value is None:
         row.complex = row.complex_error_estimate = None
         return
     pt = point_text(point.values)
-    if not_analytic:
+    if c.not_analytic[0, 0, 0]:
         report.notes.append(not_analytic_note(report.expression, variable, pt, tree))
         return
-    if d is None:
+    if row.complex is None:
         report.warnings.append(f"derivative of order 1 is not finite at {pt} (complex)")
         report.failed = True
         return
-    err, tol = _judge(d, row.symbolic if "symbolic" in report.methods else None, est, shifts[0])
-    if err is not None:
+    if "symbolic" in report.methods and row.symbolic is not None and math.isfinite(row.symbolic):
+        err, tol = judge_complex_value(row.complex, row.symbolic, est, row.point_shift)
         row.error["complex"] = err
         if err > tol:
-            report.warnings.append(_warning(report.expression, variable, err, tol, dtype))
+            report.warnings.append(disagreement("complex", report.expression, variable, err, dtype=dtype, tol=tol))
+        return
+    columns = {m: np.array([[[np.nan if getattr(row, m) is None else getattr(row, m)]]])
+               for m in ("tape", "fd", "complex") if m in report.methods}
+    estimates = {"complex": np.array([[[est]]]),
+                 "fd": np.array([[[np.nan if row.fd_error_estimate is None else row.fd_error_estimate]]])}
+    cross = cross_check_complex(np.array([[report.value]]), columns, np.array([[point.values[variable]]]),
+                                estimates, dtype=dtype)
+    report.warnings += complex_cross_warnings(cross, (0, 0, 0), "derivative 1", dtype=dtype)
 
 
-__all__ = ["add_complex_derivative", "add_complex_gradient", "point_shift", "refuse_higher_orders"]
+def judge_complex_value(got: float, exact: float, estimate: float, shift: float) -> tuple[float, float]:
+    """(error, tolerance) of one complex-step value against the exact one: judge_gradients' rule, one value."""
+    return abs(got - exact), float(fd_tolerance(estimate, exact)) + shift
+
+
+__all__ = ["ComplexColumns", "ComplexCross", "add_complex_derivative", "add_complex_gradient", "complex_columns",
+           "complex_cross_warnings", "cross_check_complex", "judge_complex_value", "refuse_higher_orders"]

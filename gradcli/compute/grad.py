@@ -31,7 +31,7 @@ def parse_methods(text: str | None, *, allowed=METHODS) -> list[str]:
         name = part.strip().lower()
         if name == "complex" and name not in allowed:
             raise UsageError("--method complex (the complex step) gives first derivatives only: use it with "
-                             "grad or derivative --order 1 at one point (--at)")
+                             "grad or derivative --order 1")
         if name not in allowed:
             raise UsageError(f"--method: unknown method '{part.strip()}' (choose from {', '.join(allowed)})")
         chosen.append(name)
@@ -134,17 +134,17 @@ def compute_gradient(expressions: list[str], *, at: list[str] | str, wrt: str | 
         if len(exprs) > 1:
             report.sum = report.sum or {}
             report.sum["fd"] = _sum_rows([r.gradient["fd"] for r in report.results], variables)
-    if job is not None:
-        _symbolic_column(job, report, variables, len(exprs))
-    for r in report.results:  # JSON lists the methods in their usual order
-        r.gradient = {m: r.gradient[m] for m in METHODS if m in r.gradient}
-    if report.sum:
-        report.sum = {m: report.sum[m] for m in METHODS if m in report.sum}
-    _errors_and_warnings(report, exprs, point, scheme, eps)
-    if "complex" in chosen:  # judged on its own estimate (gradcli.compute.complex_column)
+    if "complex" in chosen:  # its notes now; judged with the other columns below
         from gradcli.compute.complex_column import add_complex_gradient
 
         add_complex_gradient(report, exprs, point, variables, dtype)
+    if job is not None:
+        _symbolic_column(job, report, variables, len(exprs))
+    for r in report.results:  # JSON lists the methods in their usual order
+        r.gradient = {m: r.gradient[m] for m in FIRST_ORDER_METHODS if m in r.gradient}
+    if report.sum:
+        report.sum = {m: report.sum[m] for m in FIRST_ORDER_METHODS if m in report.sum}
+    _errors_and_warnings(report, exprs, point, scheme, eps)
     return report
 
 
@@ -235,12 +235,14 @@ def fd_tolerance(estimate, reference):
     return estimate + 4 * MACHINE_EPSILON["float64"] * np.abs(reference)
 
 
-def judge_gradients(values, columns: dict, x, steps, *, dtype: str, scheme: str, estimates=None, shift=None):
+def judge_gradients(values, columns: dict, x, steps, *, dtype: str, scheme: str, estimates=None, shift=None,
+                    complex_estimates=None):
     """Every point at once, for one point and for a batch alike: (error per method [T, P, n], where it is
     more than the method's tolerance [T, P, n], that tolerance), against the symbolic column.
 
     ``values`` [T, P] (NaN where undefined), ``columns`` {method: [T, P, n]}, ``x`` [P, n], ``estimates``
-    [T, P, n] (fd's error estimates), ``shift`` [T, P, n] or None: how far the exact derivative moves
+    [T, P, n] (fd's error estimates; ``complex_estimates`` the complex step's), ``shift`` [T, P, n] or None:
+    how far the exact derivative moves
     between the typed point and the dtype's (added to every tolerance: the rounding of the point is no
     method's error). An error is NaN where either side is not finite: nothing is compared there.
     """
@@ -252,12 +254,14 @@ def judge_gradients(values, columns: dict, x, steps, *, dtype: str, scheme: str,
     scale = np.maximum(np.maximum(1.0, np.abs(values)[..., None]), np.maximum(np.abs(ref), np.abs(x)[None]))
     errors, disagree, tolerances = {}, {}, {}
     with np.errstate(invalid="ignore", over="ignore"):  # inf/NaN are judged by the callers, not warned about
-        for m in ("tape", "fd"):
+        for m in ("tape", "fd", "complex"):
             if m not in columns:
                 continue
             err = np.abs(columns[m] - ref)
             if m == "fd" and estimates is not None:
                 tol = fd_tolerance(estimates, ref)
+            elif m == "complex":  # judged on its own estimate, as fd is
+                tol = fd_tolerance(complex_estimates, ref)
             else:
                 tol = tolerance(m, dtype=dtype, scale=scale)
             if shift is not None:
@@ -266,21 +270,45 @@ def judge_gradients(values, columns: dict, x, steps, *, dtype: str, scheme: str,
     return errors, disagree, tolerances
 
 
+def method_spread(method: str, values, columns: dict, x, estimates: dict, *, dtype: str):
+    """How far ``method``'s values may be from the true ones: fd and the complex step by their own error
+    estimates (``estimates[method]``), the tape by a few hundred roundings of the dtype."""
+    import numpy as np
+
+    if method != "tape":
+        return estimates[method]
+    scale = np.maximum(np.maximum(1.0, np.abs(values)[..., None]), np.maximum(np.abs(columns["tape"]), np.abs(x)[None]))
+    return tolerance("tape", dtype=dtype, scale=scale)
+
+
+def cross_pair(a: str, b: str, values, columns: dict, x, estimates: dict, *, dtype: str):
+    """Two methods against each other, without the exact value: (|a - b|, where it is more than both
+    methods' spreads together [T, P, n], that tolerance)."""
+    import numpy as np
+
+    with np.errstate(invalid="ignore", over="ignore"):
+        gap = np.abs(columns[a] - columns[b])
+        tol = method_spread(a, values, columns, x, estimates, dtype=dtype) \
+            + method_spread(b, values, columns, x, estimates, dtype=dtype)
+        return gap, gap > tol, tol
+
+
+def fd_is_suspect(fd, estimates, dtype: str):
+    """Where fd's own estimate is large (more than sqrt(eps) of the value): fd is the one to doubt."""
+    import numpy as np
+
+    with np.errstate(invalid="ignore"):
+        return estimates > MACHINE_EPSILON[dtype] ** 0.5 * np.maximum(1.0, np.abs(fd))
+
+
 def cross_check(values, columns: dict, x, estimates, *, dtype: str):
     """Without the exact column: tape against fd, within fd's estimate plus the tape's rounding. Returns
     (|tape - fd|, where it is more [T, P, n], that tolerance, fd suspect [T, P, n]) or None. fd is the
     suspect where its own estimate is large (more than sqrt(eps) of the value), otherwise the tape."""
-    import numpy as np
-
     if "symbolic" in columns or "tape" not in columns or "fd" not in columns or estimates is None:
         return None
-    tape, fd = columns["tape"], columns["fd"]
-    scale = np.maximum(np.maximum(1.0, np.abs(values)[..., None]), np.maximum(np.abs(tape), np.abs(x)[None]))
-    with np.errstate(invalid="ignore", over="ignore"):
-        gap = np.abs(tape - fd)
-        tol = estimates + tolerance("tape", dtype=dtype, scale=scale)
-        fd_suspect = estimates > MACHINE_EPSILON[dtype] ** 0.5 * np.maximum(1.0, np.abs(fd))
-        return gap, gap > tol, tol, fd_suspect
+    gap, apart, tol = cross_pair("tape", "fd", values, columns, x, {"fd": estimates}, dtype=dtype)
+    return gap, apart, tol, fd_is_suspect(columns["fd"], estimates, dtype)
 
 
 def cross_disagreement(text: str, variable: str, gap: float, tol: float, fd_suspect: bool, *, dtype: str) -> str:
@@ -293,7 +321,8 @@ def cross_disagreement(text: str, variable: str, gap: float, tol: float, fd_susp
 
 def disagreement(method: str, text: str, variable: str, error: float, *, dtype: str, tol: float) -> str:
     """The warning for a method further from the exact value than its tolerance (fd: its own estimate)."""
-    why = "fd's own error estimate" if method == "fd" else f"{dtype} explains"
+    why = {"fd": "fd's own error estimate",
+           "complex": f"its estimate and the rounding of the point to {dtype}"}.get(method, f"{dtype} explains")
     return (f"{method} and symbolic disagree on d({text})/d{variable}: error {error:.3g} is more than "
             f"{why} (~{tol:.1g})")
 
@@ -317,14 +346,18 @@ def _errors_and_warnings(report: GradientReport, exprs, point: Point, scheme: Sc
         steps = np.array([[report.fd_steps.get(v, nan) for v in wrt]]) if report.fd_steps else None
         estimates = np.array([[[r.fd_error_estimate.get(v, nan) for v in wrt]]]) if r.fd_error_estimate else None
         shift = np.array([[[r.point_shift.get(v, 0.0) for v in wrt]]]) if r.point_shift else None
+        complex_estimates = np.array([[[nan if r.complex_error_estimate.get(v) is None else
+                                        r.complex_error_estimate[v] for v in wrt]]])
         errors, disagree, tols = judge_gradients(values, columns, x, steps, dtype=report.dtype, scheme=scheme,
-                                                 estimates=estimates, shift=shift)
+                                                 estimates=estimates, shift=shift, complex_estimates=complex_estimates)
         cross = cross_check(values, columns, x, estimates, dtype=report.dtype)
+        cross_complex = _cross_check_complex(values, columns, x, estimates, complex_estimates, report.dtype)
         for m, err in errors.items():
             r.error[m] = {v: (float(err[0, 0, j]) if math.isfinite(err[0, 0, j]) else None)
                           for j, v in enumerate(wrt)}
         for j, v in enumerate(wrt):
-            bad = {m: g.get(v) for m, g in r.gradient.items() if g.get(v) is None or not math.isfinite(g.get(v))}
+            bad = {m: g.get(v) for m, g in r.gradient.items() if (g.get(v) is None or not math.isfinite(g.get(v)))
+                   and not (m == "complex" and v in r.not_analytic)}  # not analytic: a note already
             if bad:
                 said = ", ".join(f"{m}: {_show(x)}" for m, x in bad.items())
                 report.warnings.append(f"d({e.text})/d{v} is not finite at {pt} ({said})")
@@ -339,6 +372,20 @@ def _errors_and_warnings(report: GradientReport, exprs, point: Point, scheme: Sc
             if cross is not None and cross[1][0, 0, j]:
                 report.warnings.append(cross_disagreement(e.text, v, float(cross[0][0, 0, j]), float(cross[2][0, 0, j]),
                                                           bool(cross[3][0, 0, j]), dtype=report.dtype))
+            if cross_complex is not None:
+                from gradcli.compute.complex_column import complex_cross_warnings
+
+                report.warnings += complex_cross_warnings(cross_complex, (0, 0, j), f"d({e.text})/d{v}",
+                                                          dtype=report.dtype)
+
+
+def _cross_check_complex(values, columns, x, estimates, complex_estimates, dtype: str):
+    """The complex step against tape and fd, without the exact column (None when it did not run)."""
+    if "complex" not in columns:
+        return None
+    from gradcli.compute.complex_column import cross_check_complex
+
+    return cross_check_complex(values, columns, x, {"fd": estimates, "complex": complex_estimates}, dtype=dtype)
 
 
 def rounding_matters(shift: float, exact: float | None, dtype: str) -> bool:

@@ -189,6 +189,8 @@ def grad_csv_rows(header: dict, record: dict) -> list[list[tuple[str, Any]]]:
                     and "symbolic" in methods]
             if "fd" in methods:
                 row.append((f"fd_step_{v}", record.get("fd_step", {}).get(v)))
+            if "complex" in methods:
+                row.append((f"complex_error_estimate_d{v}", r.get("complex_error_estimate", {}).get(v)))
         row.append(("status", _status(record)))
         row.append(("warnings", "; ".join(record["warnings"])))
         rows.append(row)
@@ -205,7 +207,7 @@ def _best(methods: list[str]) -> str:
     return next(m for m in METHODS_BEST if m in methods) if methods else "fd"
 
 
-METHODS_BEST = ("symbolic", "tape", "fd")
+METHODS_BEST = ("symbolic", "tape", "complex", "fd")  # the complex step has no truncation error
 
 
 def grad_table_row(header: dict, record: dict) -> list[tuple[str, str]]:
@@ -269,6 +271,8 @@ def derivative_csv_rows(header: dict, record: dict) -> list[list[tuple[str, Any]
         row += [(f"{m}_d{k + 1}", _at(record["derivatives"].get(m), k)) for m in methods]
         row += [(f"{m}_error_d{k + 1}", _at(record["error"].get(m), k)) for m in methods
                 if m != "symbolic" and "symbolic" in methods]
+    if "complex" in methods:
+        row.append(("complex_error_estimate_d1", _at(record.get("complex_error_estimate"), 0)))
     row += [("status", _status(record)), ("warnings", "; ".join(record["warnings"]))]
     return [row]
 

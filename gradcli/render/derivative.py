@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gradcli.compute.derivative import DerivativeReport
-from gradcli.render.common import error, number, stdout_console, to_csv, to_json
+from gradcli.render.common import error, number, stdout_console, to_json
 from gradcli.render.layout import (
     FORMULA,
     SECONDARY,
@@ -18,19 +18,6 @@ _LABEL = {"symbolic": "exact (SymPy)", "tape": "tape (nested)", "fd": "fd (stenc
 
 def derivative_json(report: DerivativeReport) -> str:
     return to_json(report.to_dict())
-
-
-def derivative_csv(report: DerivativeReport) -> str:
-    header = ["order", "formula", "symbolic", "tape", "tape_error", "fd", "fd_error", "fd_step", "fd_points",
-              "structural_zero"]
-    rows = [[r.order, r.formula, r.symbolic, r.tape if "tape" in report.methods else None, r.error.get("tape"),
-             r.fd if "fd" in report.methods else None, r.error.get("fd"), r.fd_step, r.fd_points,
-             "yes" if r.structural else ""] for r in report.derivatives]
-    if "complex" in report.methods:  # the complex step's columns are there only when it ran
-        header += ["complex", "complex_error", "complex_error_estimate"]
-        rows = [row + [r.complex, r.error.get("complex"), r.complex_error_estimate]
-                for row, r in zip(rows, report.derivatives)]
-    return to_csv(header, rows)
 
 
 def derivative_table(report: DerivativeReport) -> None:

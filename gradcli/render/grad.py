@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gradcli.render.common import error, number, stdout_console, to_csv, to_json
+from gradcli.render.common import error, number, stdout_console, to_json
 from gradcli.render.layout import (
     FORMULA,
     SECONDARY,
@@ -18,38 +18,6 @@ _LABEL = {"symbolic": "exact (SymPy)", "tape": "tape (TF)", "fd": "fd", "complex
 
 def grad_json(report: GradientReport) -> str:
     return to_json(report.to_dict())
-
-
-def grad_csv(report: GradientReport) -> str:
-    header = ["expression", "variable", "formula", "symbolic", "tape", "tape_error", "fd", "fd_error",
-              "fd_step", "unconnected"]
-    rows = []
-    for r in report.results:
-        for v in report.wrt:
-            rows.append([
-                r.expression, v, r.formula.get(v),
-                r.gradient.get("symbolic", {}).get(v),
-                r.gradient.get("tape", {}).get(v), r.error.get("tape", {}).get(v),
-                r.gradient.get("fd", {}).get(v), r.error.get("fd", {}).get(v),
-                report.fd_steps.get(v) if "fd" in r.gradient else None,
-                "yes" if v in r.unconnected else "",
-            ] + _complex_cells(report, r, v))
-    if report.sum:
-        for v in report.wrt:
-            rows.append(["sum", v, None, report.sum.get("symbolic", {}).get(v), report.sum.get("tape", {}).get(v),
-                         None, report.sum.get("fd", {}).get(v), None, None, ""]
-                        + ([report.sum.get("complex", {}).get(v), None, None] if report.complex_step else []))
-    if report.complex_step:
-        header += ["complex", "complex_error", "complex_error_estimate"]
-    return to_csv(header, rows)
-
-
-def _complex_cells(report: GradientReport, r, v: str) -> list:
-    """The complex step's CSV cells (the columns are there only when it ran)."""
-    if report.complex_step is None:
-        return []
-    return [r.gradient.get("complex", {}).get(v), r.error.get("complex", {}).get(v),
-            r.complex_error_estimate.get(v)]
 
 
 def grad_table(report: GradientReport) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.markup import escape
 
 from gradcli.compute.hessian import HessianReport
-from gradcli.render.common import error, number, stdout_console, to_csv, to_json
+from gradcli.render.common import error, number, stdout_console, to_json
 from gradcli.render.layout import (
     FORMULA,
     Column,
@@ -22,25 +22,6 @@ TABLE_MAX = 6
 
 def hessian_json(report: HessianReport) -> str:
     return to_json(report.to_dict())
-
-
-def hessian_csv(report: HessianReport) -> str:
-    header = ["row", "column", "formula", "symbolic", "tape", "tape_error", "fd", "fd_error", "structural_zero"]
-    structural = set(report.structural_zeros)
-    rows = []
-    names = report.variables
-    for i, vi in enumerate(names):
-        for j, vj in enumerate(names):
-            cells = {m: report.hessian[m][i][j] if m in report.hessian else None for m in ("symbolic", "tape", "fd")}
-            exact = cells["symbolic"]
-
-            def err(m):
-                x = cells[m]
-                return None if x is None or exact is None else abs(x - exact)
-            rows.append([vi, vj, report.formulas[i][j] if report.formulas else None, exact,
-                         cells["tape"], err("tape"), cells["fd"], err("fd"),
-                         "yes" if (vi, vj) in structural else ""])
-    return to_csv(header, rows)
 
 
 def hessian_table(report: HessianReport) -> None:

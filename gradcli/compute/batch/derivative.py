@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 from gradcli.compute.batch import engine
+from gradcli.compute.complex_column import (complex_columns, complex_cross_warnings, cross_check_complex,
+                                            judge_complex_value, refuse_higher_orders)
+from gradcli.compute.grad import disagreement
 from gradcli.compute.derivative import (ACCURACY_ORDERS, DEFAULT_ACCURACY, check_order, cross_derivative,
                                        judge_derivative)
 from gradcli.errors import UsageError
 from gradcli.expression import parse
 from gradcli.methods import symbolic as exact
 from gradcli.methods.fd import fd_derivatives, fd_gradients
+from gradcli.methods.complex_step import COMPLEX_STEP, not_analytic_note
 from gradcli.methods.fd_notes import fd_line_notes
-from gradcli.results import shortest
+from gradcli.results import FIRST_ORDER_METHODS, shortest
 
 
 class DerivativeBatch(engine.BatchCore):
     command = "derivative"
+    allowed_methods = FIRST_ORDER_METHODS  # the complex step at --order 1 only
 
     def __init__(self, expression: str, *, order: int = 1, wrt: str | None = None, methods: str | None = None,
                  eps: float | None = None, dtype: str = "float64", accuracy: int = DEFAULT_ACCURACY,
@@ -33,6 +38,7 @@ class DerivativeBatch(engine.BatchCore):
         self.variables = list(self.expr.variables) + \
             ([self.variable] if self.variable not in self.expr.variables else [])
         self.order = check_order(order)
+        refuse_higher_orders(self.methods, self.order)
         if accuracy not in ACCURACY_ORDERS:
             raise UsageError(f"--accuracy must be one of {', '.join(map(str, ACCURACY_ORDERS))}, not {accuracy}")
         self.accuracy = accuracy
@@ -44,6 +50,8 @@ class DerivativeBatch(engine.BatchCore):
         doc = {"expression": self.expr.text, "variable": self.variable, "order": self.order,
                "fd": self.fd_header(f"central stencils of accuracy {self.accuracy}",
                                     "eps**(1/(k + accuracy)) * max(1, |x|)")}
+        if "complex" in self.methods:
+            doc["complex"] = {"step": COMPLEX_STEP[self.dtype]}
         if self._formulas is not None and self.formulas:
             doc["formulas"] = [self._formulas[0].texts.get((self.variable,) * k) for k in range(1, self.order + 1)]
         return doc
@@ -65,14 +73,20 @@ class DerivativeBatch(engine.BatchCore):
             cols["fd"], steps = f.values, f
             # order 1's one-sided derivatives, as grad's central fd sees them: kinks
             f.kinks = fd_gradients(self.expr.tree, pts, [self.variable], dtype=self.dtype, eps=self.eps)
+        cc = None
+        if "complex" in self.methods:  # order 1 only: [P, 1]
+            cc = complex_columns([self.expr.tree], pts, [self.variable], self.dtype)
+            cols["complex"] = cc.values[0]
         if self._formulas is not None:
             cols["symbolic"] = np.stack([self.exact_column(0, (self.variable,) * k, pts, size)
                                          for k in range(1, self.order + 1)], axis=1)
+        shift = self._point_shift(pts, size, cols) if cc is not None else None
         order = [m for m in self.methods if m in cols]
         records = []
         for p, point in enumerate(engine.point_dicts(chunk, self.variables)):
             record = engine.base_record(chunk, p, point)
             record["warnings"], record["undefined"] = [], False
+            record["not_analytic"] = cc is not None and bool(cc.not_analytic[0, p, 0])
             record["value"] = float(value[p])
             record["derivatives"] = {m: [float(x) if m == "symbolic" else shortest(float(x), self.dtype)
                                          for x in cols[m][p].tolist()] for m in order}
@@ -81,8 +95,13 @@ class DerivativeBatch(engine.BatchCore):
             if steps is not None:
                 record["fd_step"] = steps.steps[p].tolist()
                 record["fd_error_estimate"] = steps.estimates[p].tolist()
+            if cc is not None:
+                record["complex_error_estimate"] = cc.estimates[0, p].tolist()
             self._judge(record, point, steps, p)
+            if cc is not None:
+                self._judge_complex(record, point, cc, p, shift)
             warnings, undefined = record.pop("warnings"), record.pop("undefined")
+            record.pop("not_analytic")
             records.append(engine.close_record(engine.json_safe(record), warnings, undefined))  # null: not finite
         return engine.RecordBatch.of(records)
 
@@ -95,7 +114,8 @@ class DerivativeBatch(engine.BatchCore):
             record["derivatives"] = {m: [None] * len(v) for m, v in ds.items()}  # no numbers either
             return
         for k in range(self.order):
-            bad = [m for m, vals in ds.items() if k < len(vals) and not engine.finite(vals[k])]
+            bad = [m for m, vals in ds.items() if k < len(vals) and not engine.finite(vals[k])
+                   and not (m == "complex" and record["not_analytic"])]  # a note instead (_judge_complex)
             if bad:
                 record["warnings"].append(f"derivative of order {k + 1} is not finite ({', '.join(bad)})")
                 record["undefined"] = True
@@ -140,3 +160,46 @@ class DerivativeBatch(engine.BatchCore):
                                            step=float(fd.steps[p, k]), how=0, explicit_step=self.eps is not None,
                                            order=k + 1)
             record["warnings"] += warnings
+
+    def _point_shift(self, pts, size: int, cols):
+        """[P]: how far the exact first derivative moves from the point as read to the dtype's (float32):
+        the point's rounding is no method's error (issue 8, item 5). Zeros in float64 or without SymPy."""
+        import numpy as np
+
+        if self.dtype == "float64" or "symbolic" not in cols:
+            return np.zeros(size)
+        with np.errstate(over="ignore"):
+            rounded = {k: np.asarray(v, dtype=np.float64).astype(self.dtype).astype(np.float64)
+                       for k, v in pts.items()}
+        with np.errstate(invalid="ignore"):
+            shift = np.abs(self.exact_column(0, (self.variable,), rounded, size) - cols["symbolic"][:, 0])
+        return np.where(np.isnan(shift), np.inf, shift)
+
+    def _judge_complex(self, record: dict, point: dict, cc, p: int, shift) -> None:
+        """The complex step at order 1: a note where not analytic, else against the exact value or, without
+        it, against the tape and fd (gradcli.compute.complex_column, as at one point)."""
+        import numpy as np
+
+        ds, text = record["derivatives"], self.expr.text
+        if record["value"] is None:
+            return
+        if record["not_analytic"]:
+            record["warnings"].append(not_analytic_note(text, self.variable, engine.point_text(point), self.expr.tree))
+            return
+        got, est = ds["complex"][0], float(cc.estimates[0, p, 0])
+        if not engine.finite(got):
+            return  # said by _judge: not finite
+        ref = (ds.get("symbolic") or [None])[0]
+        if engine.finite(ref):
+            err, tol = judge_complex_value(got, ref, est, float(shift[p]))
+            record["error"]["complex"] = [err]
+            engine.note_error(self, "complex", err)
+            if err > tol:
+                record["warnings"].append(disagreement("complex", text, self.variable, err, dtype=self.dtype, tol=tol))
+            return
+        columns = {m: np.array([[[np.nan if not engine.finite(ds[m][0]) else ds[m][0]]]]) for m in ds}
+        fd_estimate = record.get("fd_error_estimate", [np.nan])[0]
+        estimates = {"complex": np.array([[[est]]]), "fd": np.array([[[fd_estimate]]])}
+        cross = cross_check_complex(np.array([[record["value"]]]), columns, np.array([[point[self.variable]]]),
+                                    estimates, dtype=self.dtype)
+        record["warnings"] += complex_cross_warnings(cross, (0, 0, 0), "derivative 1", dtype=self.dtype)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Protocol
 
 from gradcli.errors import UsageError
-from gradcli.results import METHODS, point_text
+from gradcli.results import FIRST_ORDER_METHODS, METHODS, point_text
 from gradcli.results import clean as json_safe
 from gradcli.methods.worker import BoundedJob, SymbolicTimeout
 
@@ -76,7 +76,7 @@ class Summary:
 
     def text(self) -> str:
         errors = ", ".join(f"{m} {e:.2g}" for m, e in sorted(self.largest_error.items(),
-                                                               key=lambda kv: METHODS.index(kv[0])))
+                                                               key=lambda kv: FIRST_ORDER_METHODS.index(kv[0])))
         text = (f"{self.points} point{'s' if self.points != 1 else ''} done, {self.with_warnings} with warnings, "
                 f"{self.undefined} undefined")
         if errors:
@@ -152,12 +152,13 @@ class BatchCore:
     """
 
     command = ""
+    allowed_methods = METHODS  # grad and derivative also take the complex step (FIRST_ORDER_METHODS)
 
     def __init__(self, *, methods: str | None, dtype: str, eps: float | None, symbolic_time_limit: float,
                  formulas: bool = False):
         from gradcli.compute.grad import check_dtype, check_eps, parse_methods
 
-        self.methods = parse_methods(methods)
+        self.methods = parse_methods(methods, allowed=self.allowed_methods)
         self.dtype = check_dtype(dtype)
         self.eps = check_eps(eps)
         if formulas and "symbolic" not in self.methods:

@@ -11,7 +11,7 @@ from gradcli.errors import UsageError
 from gradcli.methods import symbolic as exact
 from gradcli.methods.fd import SCHEMES, STEP_POWER, fd_gradients
 from gradcli.methods.fd_notes import fd_line_notes
-from gradcli.results import shortest
+from gradcli.results import FIRST_ORDER_METHODS, shortest
 
 
 # fd evaluates 2n stencil points of n coordinates per point (central), so a chunk's memory grows as
@@ -22,6 +22,7 @@ GRAD_CHUNK_SQUARE = 8_000_000
 
 class GradBatch(engine.BatchCore):
     command = "grad"
+    allowed_methods = FIRST_ORDER_METHODS
 
     def __init__(self, expressions: list[str], *, wrt: str | None = None, methods: str | None = None,
                  scheme: str = "central", eps: float | None = None, dtype: str = "float64",
@@ -51,6 +52,10 @@ class GradBatch(engine.BatchCore):
                                     "the step x + h takes")}
         if self._formulas is not None:
             doc["formulas"] = [{v: f.texts.get((v,)) for v in self.wrt} for f in self._formulas]
+        if "complex" in self.methods:
+            from gradcli.methods.complex_step import COMPLEX_STEP
+
+            doc["complex"] = {"step": COMPLEX_STEP[self.dtype]}
         return doc
 
     # -----------------------------------------------------------------------------------------
@@ -62,7 +67,7 @@ class GradBatch(engine.BatchCore):
         values = np.stack([exact.evaluate(t, pts, size) for t in self.trees])  # [T, P]
         columns: dict[str, np.ndarray] = {}  # method -> [T, P, n]
         unconnected: list[list[str]] = [[] for _ in self.exprs]
-        steps, self._tape_sum, fd = None, None, None
+        steps, self._tape_sum, fd, cc = None, None, None, None
         if "tape" in self.methods:
             from gradcli.methods.tape import tape_gradients
 
@@ -74,6 +79,11 @@ class GradBatch(engine.BatchCore):
             columns["fd"] = np.stack([r.values for r in results])
             steps = results[0].steps
             fd = _FdExtras(results)
+        if "complex" in self.methods:  # NumPy only, every expression and point at once
+            from gradcli.compute.complex_column import complex_columns
+
+            cc = complex_columns(self.trees, pts, self.wrt, self.dtype)
+            columns["complex"] = cc.values
         if self._formulas is not None:
             columns["symbolic"] = np.stack([np.stack([self.exact_column(i, (v,), pts, size) for v in self.wrt],
                                                      axis=1) for i in range(len(self.exprs))])
@@ -84,19 +94,25 @@ class GradBatch(engine.BatchCore):
         if "tape" in columns and len(self.exprs) > 1:  # what tape.gradient([z1, z2, ...]) returns
             tape_sum[undefined.any(axis=0)] = np.nan
             self._tape_sum = _lists(tape_sum, self.dtype)
-        judged = self._judge(values, columns, pts, steps, fd)
-        return self._records(chunk, values, columns, judged, undefined, unconnected, steps, fd)
+        judged = self._judge(values, columns, pts, steps, fd, cc)
+        return self._records(chunk, values, columns, judged, undefined, unconnected, steps, fd, cc)
 
-    def _judge(self, values, columns, pts, steps, fd):
+    def _judge(self, values, columns, pts, steps, fd, cc):
         """(error per method [T, P, n], where it exceeds its tolerance [T, P, n], the tolerances, the
-        tape-fd cross-check without the exact column or None)."""
+        tape-fd cross-check without the exact column or None, the complex step's or None)."""
         import numpy as np
+
+        from gradcli.compute.complex_column import cross_check_complex
 
         x = np.stack([np.asarray(pts[v], dtype=np.float64) for v in self.wrt], axis=1)
         estimates = None if fd is None else fd.estimates
+        complex_estimates = None if cc is None else cc.estimates
         errors, disagree, tols = judge_gradients(values, columns, x, steps, dtype=self.dtype, scheme=self.scheme,
-                                                 estimates=estimates, shift=self._point_shift(columns, pts))
-        return errors, disagree, tols, cross_check(values, columns, x, estimates, dtype=self.dtype)
+                                                 estimates=estimates, shift=self._point_shift(columns, pts),
+                                                 complex_estimates=complex_estimates)
+        cross_complex = cross_check_complex(values, columns, x, {"fd": estimates, "complex": complex_estimates},
+                                            dtype=self.dtype)
+        return errors, disagree, tols, cross_check(values, columns, x, estimates, dtype=self.dtype), cross_complex
 
     def _point_shift(self, columns, pts):
         """[T, P, n]: how far each exact derivative moves from the point as read (float64) to the dtype's
@@ -115,16 +131,19 @@ class GradBatch(engine.BatchCore):
             shift = np.abs(there - columns["symbolic"])
         return np.where(np.isnan(shift), np.inf, shift)
 
-    def _records(self, chunk, values, columns, judged, undefined, unconnected, steps, fd):
+    def _records(self, chunk, values, columns, judged, undefined, unconnected, steps, fd, cc):
         import numpy as np
 
-        errors, disagree, tols, cross = judged
+        errors, disagree, tols, cross, cross_complex = judged
         flagged = undefined | np.any([~np.isfinite(c) for c in columns.values()], axis=(0, 3)) \
             if columns else undefined
         for d in disagree.values():
             flagged = flagged | d.any(axis=2)
         if cross is not None:
             flagged = flagged | cross[1].any(axis=2)
+        if cross_complex is not None:
+            for _, apart, _ in cross_complex.pairs.values():
+                flagged = flagged | apart.any(axis=2)
         if fd is not None:
             flagged = flagged | fd.remarkable(self.dtype, self.eps is not None)
         for m, e in errors.items():
@@ -136,10 +155,10 @@ class GradBatch(engine.BatchCore):
         for k in np.nonzero(flagged.any(axis=0))[0].tolist():
             point = {v: float(chunk.values[v][k]) for v in self.variables}
             warnings: list[str] = []
-            bad = self._warn(warnings, point, k, values, columns, judged, fd)
+            bad = self._warn(warnings, point, k, values, columns, judged, fd, cc)
             said[k] = (point, warnings, bad)
         parts = _Parts(chunk, values, columns, errors, unconnected, steps, said, self.dtype,
-                       None if fd is None else fd.estimates)
+                       None if fd is None else fd.estimates, None if cc is None else cc.estimates)
         fast = len(self.exprs) == 1 and bool(self.wrt)
         return engine.RecordBatch(size, list(said.values()), lambda: self._dicts(parts, range(size)),
                                   (lambda: self._lines(parts)) if fast else None)
@@ -149,7 +168,7 @@ class GradBatch(engine.BatchCore):
         per (expression, point), then a record per point (C-level dict(zip(...)), no per-point frames)."""
         wrt, texts = self.wrt, [e.text for e in self.exprs]
         indices = list(indices)
-        cols, errs, vals, steps, ests = p.lists()
+        cols, errs, vals, steps, ests, cests = p.lists()
         points = engine.point_dicts(p.chunk, self.variables)
         gnames, enames = list(cols), list(errs)
         per_expression = []
@@ -165,6 +184,9 @@ class GradBatch(engine.BatchCore):
             if ests is not None:
                 for k, result in zip(indices, per_expression[-1]):
                     result["fd_error_estimate"] = dict(zip(wrt, ests[i][k]))
+            if cests is not None:
+                for k, result in zip(indices, per_expression[-1]):
+                    result["complex_error_estimate"] = dict(zip(wrt, cests[i][k]))
         results = list(zip(*per_expression))
         records = []
         for n, k in enumerate(indices):
@@ -199,6 +221,8 @@ class GradBatch(engine.BatchCore):
             columns += _text_columns(p.errors[m][0])
         if p.estimates is not None:
             columns += _text_columns(p.estimates[0])
+        if p.complex_estimates is not None:
+            columns += _text_columns(p.complex_estimates[0])
         if p.steps is not None:
             columns += _text_columns(p.steps)
 
@@ -210,7 +234,8 @@ class GradBatch(engine.BatchCore):
                     + ",".join(f'"{m}":' + obj(wrt) for m in p.columns) + '},"error":{'
                     + ",".join(f'"{m}":' + obj(wrt) for m in p.errors) + '},"unconnected":'
                     + orjson.dumps(p.unconnected[0]).decode()
-                    + (',"fd_error_estimate":' + obj(wrt) if p.estimates is not None else "") + "}]"
+                    + (',"fd_error_estimate":' + obj(wrt) if p.estimates is not None else "")
+                    + (',"complex_error_estimate":' + obj(wrt) if p.complex_estimates is not None else "") + "}]"
                     + (',"fd_step":' + obj(wrt) if p.steps is not None else "") + ',"status":"ok","warnings":[]}')
         lines = [template % row for row in zip(*columns)]
         if p.said:  # points with warnings: their records, as the dict path writes them
@@ -219,10 +244,14 @@ class GradBatch(engine.BatchCore):
                 lines[k] = engine.json_line(record)
         return lines
 
-    def _warn(self, warnings, point, k, values, columns, judged, fd) -> bool:
+    def _warn(self, warnings, point, k, values, columns, judged, fd, cc) -> bool:
         """The single-point warnings, for one point that has something to say; True when it has an
-        undefined value or derivative."""
-        errors, disagree, tols, cross = judged
+        undefined value or derivative. Where the expression is not analytic, the complex step's note is
+        the point's warning (the point is not undefined for it)."""
+        from gradcli.compute.complex_column import complex_cross_warnings
+        from gradcli.methods.complex_step import not_analytic_note
+
+        errors, disagree, tols, cross, cross_complex = judged
         undefined = False
         for i, text in enumerate(e.text for e in self.exprs):
             if engine.undefined_value(warnings, text, float(values[i, k])):
@@ -230,6 +259,9 @@ class GradBatch(engine.BatchCore):
                 continue
             for j, v in enumerate(self.wrt):
                 bad = {m: c[i, k, j] for m, c in columns.items() if not math.isfinite(c[i, k, j])}
+                if cc is not None and cc.not_analytic[i, k, j]:
+                    bad.pop("complex", None)
+                    warnings.append(not_analytic_note(text, v, engine.point_text(point), self.trees[i]))
                 if bad:
                     said = ", ".join(f"{m}: {'undefined' if math.isnan(x) else x}" for m, x in bad.items())
                     warnings.append(f"d({text})/d{v} is not finite ({said})")
@@ -242,6 +274,7 @@ class GradBatch(engine.BatchCore):
                 if cross is not None and cross[1][i, k, j]:
                     warnings.append(cross_disagreement(text, v, float(cross[0][i, k, j]), float(cross[2][i, k, j]),
                                                        bool(cross[3][i, k, j]), dtype=self.dtype))
+                warnings += complex_cross_warnings(cross_complex, (i, k, j), f"d({text})/d{v}", dtype=self.dtype)
                 if fd is not None:
                     warnings += fd.warnings(i, k, j, f"d({text})/d{v}", self.dtype, self.eps is not None)
         return undefined
@@ -295,21 +328,26 @@ def _line_and_fields(chunk, k: int) -> str:
 class _Parts:
     """One chunk's results (arrays), ready to become records: dicts, or JSON lines straight from the arrays."""
 
-    def __init__(self, chunk, values, columns, errors, unconnected, steps, said, dtype, estimates=None):
+    def __init__(self, chunk, values, columns, errors, unconnected, steps, said, dtype, estimates=None,
+                 complex_estimates=None):
         self.chunk, self.values, self.columns, self.errors = chunk, values, columns, errors
         self.unconnected, self.steps, self.said, self.dtype = unconnected, steps, said, dtype
         self.estimates = estimates  # [T, P, n] fd's error estimates, or None
+        self.complex_estimates = complex_estimates  # [T, P, n] the complex step's, or None
         self._lists = None
 
     def lists(self):
-        """(columns, errors, values, steps, estimates) as nested Python lists, None where not finite (built once)."""
+        """(columns, errors, values, steps, fd's and the complex step's estimates) as nested Python lists, None
+        where not finite (built once)."""
         if self._lists is None:
             self._lists = ({m: _lists(c, self.dtype if m != "symbolic" else "float64")
                             for m, c in self.columns.items()},
                            {m: _lists(e, "float64") for m, e in self.errors.items()},
                            _lists(self.values, "float64"),
                            self.steps.tolist() if self.steps is not None else None,
-                           _lists(self.estimates, "float64") if self.estimates is not None else None)
+                           _lists(self.estimates, "float64") if self.estimates is not None else None,
+                           _lists(self.complex_estimates, "float64") if self.complex_estimates is not None
+                           else None)
         return self._lists
 
 
