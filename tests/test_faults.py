@@ -258,3 +258,39 @@ def test_broken_pipe_exits_141_quietly(tmp_path, args):
     finally:
         os.close(write_end)
     assert (result.returncode, result.stderr) == (141, "")
+
+
+# ---- memory: a run inside the documented limits stays under ~2 GB (issue 10, item 3) ------------------------
+# The largest Hessian allowed (100 variables): a sparse cyclic cubic keeps SymPy quick.
+HESSIAN_LIMIT = ["hessian", "+".join(f"x{i}**2*x{(i + 1) % 100}" for i in range(100)),
+                 "--at", ",".join(f"x{i}=0.5" for i in range(100)), "-f", "json"]
+TWO_GB = 2 * 2**30
+
+
+def test_a_hessian_at_the_variable_limit_runs_within_2_gb_of_address_space(tmp_path):
+    """Under ``ulimit -v`` 2 GB (RLIMIT_AS). Only without TensorFlow: TensorFlow reserves far more address
+    space than it uses and dies by SIGSEGV under such a limit whatever the input (the next test measures
+    its resident memory instead)."""
+    import resource
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (TWO_GB, TWO_GB))
+
+    done = subprocess.run([GRADCLI, *HESSIAN_LIMIT, "-m", "symbolic,fd"], capture_output=True, text=True,
+                          env=environment(tmp_path), preexec_fn=limit, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    doc = json.loads(done.stdout)
+    assert len(doc["hessian"]["fd"]) == 100 and "tensorflow" not in done.stderr.lower()
+
+
+def test_a_tensorflow_hessian_at_the_variable_limit_peaks_under_2_gb_resident(tmp_path):
+    """The tape's Hessian of 100 variables: the peak resident memory of gradcli (and the workers it
+    waited for), as the kernel reports it to ``wait4`` for this one child."""
+    with open(tmp_path / "out", "wb") as out, open(tmp_path / "err", "wb") as err:
+        process = subprocess.Popen([GRADCLI, *HESSIAN_LIMIT, "-m", "tape"], stdout=out, stderr=err,
+                                   env=environment(tmp_path))
+        _, status, usage = os.wait4(process.pid, 0)
+        process.returncode = os.waitstatus_to_exitcode(status)
+    assert process.returncode == 0, (tmp_path / "err").read_text()[-2000:]
+    assert len(json.loads((tmp_path / "out").read_text())["hessian"]["tape"]) == 100
+    assert usage.ru_maxrss * 1024 < TWO_GB, f"peak RSS {usage.ru_maxrss / 2**20:.2f} GB"
