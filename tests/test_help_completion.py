@@ -15,7 +15,7 @@ import pytest
 from gradcli.commands.completion import complete_methods, complete_optimizers
 
 GRADCLI = str(Path(sys.executable).with_name("gradcli"))
-COMMANDS = ("grad", "hessian", "derivative", "descend", "eval", "check")
+COMMANDS = ("grad", "hessian", "derivative", "descend", "eval", "check", "steps")
 
 
 def help_text(runner, *args: str, columns: int = 80) -> str:
@@ -93,6 +93,8 @@ def test_installed_command_completes_commands_options_and_choices():
     assert _complete_bash("gradcli gr") == ["grad"]
     assert _complete_bash("gradcli grad x --dt") == ["--dtype"]
     assert _complete_bash("gradcli grad x --format ") == ["table", "json", "jsonl", "csv"]
+    assert _complete_bash("gradcli steps x --fi") == ["--file"]
+    assert _complete_bash("gradcli steps x --dtype float64,") == ["float64,float32"]
     assert _complete_bash("gradcli descend x -o sgd,ada") == [
         "sgd,adam", "sgd,adamw", "sgd,adagrad", "sgd,adadelta", "sgd,adamax"]
 

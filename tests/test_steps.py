@@ -154,7 +154,21 @@ def test_plot_with_json_goes_to_stderr(invoke):
     assert "log-log" in result.stderr
 
 
+def test_expression_from_a_file(invoke_json, runner, tmp_path):
+    from gradcli.cli import app
+
+    path = tmp_path / "f.txt"
+    path.write_text("sin(x)  # the guide's function\n  * 2\n")
+    doc = invoke_json("steps", "--file", str(path), "--at", "x=1")
+    assert doc["expression"] == "sin(x)*2" and doc["exact"] == pytest.approx(2 * math.cos(1))
+    bad = runner.invoke(app, ["steps", "--file", "-", "--at", "x=1"], input="sin(x)\n  +* 2\n")
+    assert bad.exit_code == 2 and "<stdin>:2:4: unexpected '*'" in bad.stderr
+    both = runner.invoke(app, ["steps", "x", "--file", str(path), "--at", "x=1"])
+    assert both.exit_code == 2 and "not both" in both.stderr
+
+
 @pytest.mark.parametrize("args, code, fragment", [
+    (["--at", "x=1"], 2, "--file"),
     (["x*y", "--at", "x=1,y=2"], 2, "--wrt"),
     (["x*y", "--at", "x=1,y=2", "--wrt", "z"], 2, "--wrt"),
     (["sin(x)", "--at", "x=1", "--order", "5"], 2, "--order"),

@@ -33,5 +33,10 @@ def _optimizer_names() -> tuple[str, ...]:
     return (*OPTIMIZERS, "all")
 
 
+def _dtype_names() -> tuple[str, ...]:
+    return ("float64", "float32")  # steps --dtype takes both: float32,float64
+
+
 complete_methods = complete_comma_list(_method_names)
+complete_dtypes = complete_comma_list(_dtype_names)
 complete_optimizers = complete_comma_list(_optimizer_names)

@@ -7,21 +7,25 @@ from typing import Annotated, Optional
 
 import typer
 
-from gradcli.commands.common import (FormatOption, OutputFormat, SymbolicTimeoutOption, at_option, conclude, emit,
-                                     handle_errors)
+from gradcli.commands.common import (FileOption, FormatOption, OutputFormat, SymbolicTimeoutOption, at_option,
+                                     conclude, emit, handle_errors)
+from gradcli.commands.completion import complete_dtypes
+from gradcli.commands.expression_file import expression_text
 
 
 @handle_errors
 def steps(
-    expression: Annotated[str, typer.Argument(metavar="EXPR", help="The expression, e.g. \"sin(x)\".",
-                                              show_default=False)],
+    expression: Annotated[Optional[str], typer.Argument(
+        metavar="EXPR", help="The expression, e.g. \"sin(x)\".", show_default=False)] = None,
     *,
+    file: FileOption = None,
     at: at_option("required") = None,
     wrt: Annotated[Optional[str], typer.Option(
         "--wrt", metavar="X", help="The variable, when there are several (others fixed).")] = None,
     order: Annotated[int, typer.Option("--order", "-n", metavar="N", help="Derivative order, 1 to 4.")] = 1,
     dtype: Annotated[str, typer.Option(
-        "--dtype", metavar="DTYPES", help="float64, float32, or both: float32,float64.")] = "float64",
+        "--dtype", metavar="DTYPES", help="float64, float32, or both: float32,float64.",
+        autocompletion=complete_dtypes)] = "float64",
     output: FormatOption = OutputFormat.table,
     plot: Annotated[bool, typer.Option(
         "--plot", help="Also draw the errors against h, log-log (on stderr with -f json/csv).")] = False,
@@ -38,7 +42,9 @@ def steps(
       gradcli steps "sin(x)" --at x=1 --plot
       gradcli steps "exp(x)" --at x=1 --dtype float32,float64
       gradcli steps "log(x)" --at x=2 -n 2 -f csv
+      gradcli steps --file f.txt --at x=1
     """
+    expression = expression_text(expression, file)
     from gradcli.compute.steps import compute_steps
 
     report = compute_steps(expression, at=at, wrt=wrt, order=order, dtypes=dtype,
