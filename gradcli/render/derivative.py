@@ -6,9 +6,9 @@ from gradcli.compute.derivative import DerivativeReport
 from gradcli.render.common import error, number, stdout_console, to_json
 from gradcli.render.layout import (
     FORMULA,
-    SECONDARY,
     Column,
     FittedTable,
+    method_columns,
     print_line,
     print_table,
 )
@@ -28,12 +28,7 @@ def derivative_table(report: DerivativeReport) -> None:
     columns = [Column("order", style="bold")]
     if report.formulas:
         columns.append(Column("formula", "left", role=FORMULA))
-    for m in methods:
-        columns.append(Column(_LABEL[m]))
-        if m != "symbolic" and "symbolic" in methods:
-            columns.append(Column(f"{m} error", role=SECONDARY, under=_LABEL[m]))
-        if m == "fd":  # fd's own error estimate (gradcli.methods.fd_error), with or without the exact value
-            columns.append(Column("fd ± estimate", role=SECONDARY, under=_LABEL[m]))
+    columns += method_columns(methods, _LABEL)
     if "fd" in methods:
         columns.append(Column("fd step (points)"))
     table = FittedTable(columns, title=f"derivatives of {report.expression} by {report.variable}   "

@@ -5,9 +5,9 @@ from __future__ import annotations
 from gradcli.render.common import error, number, stdout_console, to_json
 from gradcli.render.layout import (
     FORMULA,
-    SECONDARY,
     Column,
     FittedTable,
+    method_columns,
     print_line,
     print_table,
 )
@@ -45,12 +45,7 @@ def _gradient_table(report: GradientReport, r, methods: list[str]) -> FittedTabl
     columns = [Column("variable", "left", "bold")]
     if "symbolic" in methods:
         columns.append(Column("formula", "left", role=FORMULA))
-    for m in methods:
-        columns.append(Column(_LABEL[m]))
-        if m != "symbolic" and "symbolic" in methods:
-            columns.append(Column(f"{m} error", role=SECONDARY, under=_LABEL[m]))
-        if m == "fd":  # fd's own error estimate (gradcli.methods.fd_error), with or without the exact value
-            columns.append(Column("fd ± estimate", role=SECONDARY, under=_LABEL[m]))
+    columns += method_columns(methods, _LABEL)
     table = FittedTable(columns, title=f"gradient of {r.expression}   (value {number(r.value)})")
     for v in report.wrt:
         row = [v]

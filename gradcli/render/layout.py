@@ -202,6 +202,19 @@ class FittedTable:
         self.rows.append([c if isinstance(c, Text) else Text(str(c)) for c in cells])
 
 
+def method_columns(methods: list[str], labels: dict[str, str]) -> list[Column]:
+    """grad's and derivative's columns per method: its value, then (stacked under it when narrow) its error
+    against the exact column when SymPy's is there, and fd's own error estimate, with or without it."""
+    columns = []
+    for m in methods:
+        columns.append(Column(labels[m]))
+        if m != "symbolic" and "symbolic" in methods:
+            columns.append(Column(f"{m} error", role=SECONDARY, under=labels[m]))
+        if m == "fd":  # gradcli.methods.fd_error
+            columns.append(Column("fd ± estimate", role=SECONDARY, under=labels[m]))
+    return columns
+
+
 def print_table(console: Console, table: FittedTable) -> str:
     """Print ``table`` in the first layout that fits the console; returns the layout's name."""
     table = _encodable_table(console, table)
