@@ -278,6 +278,16 @@ def test_descend_bounds_variables_times_optimizers(invoke):
     assert f"the limit is {MAX_DESCENT_PAIRS:,}" in result.stderr
 
 
+def test_descend_bounds_variables_with_one_optimizer(invoke):
+    """1,000 variables with adam peaked at 2.04 GiB (gradcli and its SymPy worker): past the ~2 GB bound."""
+    from gradcli.expression.points import MAX_DESCENT_PAIRS
+
+    names = _names(MAX_DESCENT_PAIRS + 1)
+    result = invoke("descend", "+".join(f"{v}**2" for v in names), "-o", "adam")
+    assert result.exit_code == 2 and MAX_DESCENT_PAIRS <= 500
+    assert f"{len(names)} variables x 1 optimizer is {len(names)} variable-optimizer pairs" in result.stderr
+
+
 def test_many_points_over_many_variables_are_computed_fewer_at_a_time():
     """A chunk's memory follows points x n^3 (hessian) and points x n^2 (grad): 4,096 points of a Hessian over
     100 variables went past 24 GB."""

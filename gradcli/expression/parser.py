@@ -39,9 +39,9 @@ MAX_NODES = 5_000
 MAX_NUMBER_CHARS = 40
 MAX_DECIMAL_EXPONENT = 308
 MAX_NAME_LENGTH = 64
-# Distinct variables an expression may have, and values a point may give (--at, --from): a gradient and a
-# descent over 1,000 variables take under 1.3 GB and about a minute (measured); the Hessian has its own,
-# smaller limit (gradcli.expression.points.MAX_HESSIAN_VARIABLES).
+# Distinct variables an expression may have, and values a point may give (--at, --from): a gradient over
+# 1,000 variables takes under 1.3 GB (measured); the Hessian and descend have their own, smaller limits
+# (gradcli.expression.points.MAX_HESSIAN_VARIABLES, MAX_DESCENT_PAIRS).
 MAX_VARIABLES = 1_000
 # A constant power whose exact value would have more digits than this is refused (SymPy would try).
 MAX_EXACT_EXPONENT = 10_000

@@ -144,15 +144,17 @@ def check_variable_count(count: int, *, option: str = "--at") -> None:
 
 
 # A descent keeps a variable (and each Keras optimizer its slots) per variable and optimizer, and compiles a
-# loop per optimizer: 1,000 variables with one optimizer took 1.25 GB and 58 s for 100 steps; 200 variables with
-# all 13 optimizers took 2.1 GB and 290 s for 10 steps (1,000 with all 13: over 2.9 GB).
-MAX_DESCENT_PAIRS = 1_000
+# loop per optimizer. Peak resident memory of gradcli and its SymPy worker, 1,000 steps of sum(x_i**2): 1,000
+# variables with adam 2.04 GiB (over the ~2 GB bound: the limit was 1,000 pairs), 500 with adam 1.35 GiB,
+# 76 with all 13 optimizers 1.23 GiB; 200 with all 13 took 2.1 GB.
+MAX_DESCENT_PAIRS = 500
 
 
 def check_descent_size(variables: int, optimizers: int) -> None:
     """At most MAX_DESCENT_PAIRS variables x optimizers (exit 2 above it, saying how many and the limit)."""
     if variables * optimizers > MAX_DESCENT_PAIRS:
-        raise UsageError(f"descend: {variables:,} variables x {optimizers} optimizers is {variables * optimizers:,} "
+        raise UsageError(f"descend: {variables:,} variables x {optimizers} optimizer{'s' if optimizers != 1 else ''} "
+                         f"is {variables * optimizers:,} "
                          f"variable-optimizer pairs; the limit is {MAX_DESCENT_PAIRS:,} (race fewer optimizers, or "
                          f"descend on fewer variables)")
 
