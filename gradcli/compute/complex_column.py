@@ -3,7 +3,7 @@ item 7).
 
 :mod:`gradcli.methods.complex_step` computes the derivatives and their error estimates; this module
 stacks them over the expressions, puts them into the reports and judges them. Against the exact column
-the judging is :func:`gradcli.compute.grad.judge_gradients`'s (the estimate plus the float64 rounding of
+the judging is :func:`gradcli.compute.judge.judge_gradients`'s (the estimate plus the float64 rounding of
 the exact value plus the effect of rounding the point to the dtype), as for the other methods. Without
 it, the complex step is compared with the tape and fd (:func:`cross_check_complex`), each within its own
 spread, and a disagreement is a warning naming the suspect. Where the expression is not analytic at the
@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gradcli.compute.grad import cross_pair, disagreement, fd_is_suspect, fd_tolerance
+from gradcli.compute.judge import cross_pair, disagreement, fd_is_suspect, fd_tolerance
 from gradcli.errors import UsageError
 from gradcli.methods.complex_step import COMPLEX_STEP, complex_gradients, not_analytic_note
 from gradcli.results import point_text, shortest
@@ -114,7 +114,7 @@ def _one(values: dict[str, float]):
 
 def add_complex_gradient(report, exprs, point, variables: list[str], dtype: str) -> None:
     """Fill ``report`` (a :class:`gradcli.results.GradientReport`) with the complex-step column and its notes;
-    :func:`gradcli.compute.grad.judge_gradients` judges it with the other columns afterwards."""
+    :func:`gradcli.compute.judge.judge_gradients` judges it with the other columns afterwards."""
     pt = point_text(point.values)
     report.complex_step = COMPLEX_STEP[dtype]
     c = complex_columns([e.tree for e in exprs], _one(point.values), variables, dtype)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from gradcli.compute.batch import engine
 from gradcli.compute.complex_column import (complex_columns, complex_cross_warnings, cross_check_complex,
                                             judge_complex_value, refuse_higher_orders)
-from gradcli.compute.grad import disagreement
+from gradcli.compute.judge import disagreement
 from gradcli.compute.derivative import (ACCURACY_ORDERS, DEFAULT_ACCURACY, check_order, cross_derivative,
                                        judge_derivative)
 from gradcli.errors import UsageError

@@ -6,7 +6,8 @@ import math
 import warnings as python_warnings
 
 from gradcli.compute.batch import engine
-from gradcli.compute.grad import cross_check, cross_disagreement, disagreement, judge_gradients, parse_expressions
+from gradcli.compute.grad import parse_expressions
+from gradcli.compute.judge import cross_check, cross_disagreement, disagreement, judge_gradients
 from gradcli.errors import UsageError
 from gradcli.methods import symbolic as exact
 from gradcli.methods.fd import SCHEMES, STEP_POWER, fd_gradients
