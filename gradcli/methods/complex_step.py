@@ -252,11 +252,13 @@ def sensitive_pieces(tree: Node) -> list[str]:
     return found
 
 
-def not_analytic_note(text: str, variable: str, where: str, tree: Node) -> str:
-    """The note in place of a complex-step value."""
+def not_analytic_note(text: str, variable: str, where: str | None, tree: Node) -> str:
+    """The note in place of a complex-step value (``where``: the point in words; None in a batch record,
+    whose point is beside it)."""
     pieces = sensitive_pieces(tree)
     why = f" ({', '.join(pieces)})" if pieces else ""
-    return (f"complex step: d({text})/d{variable} at {where} has no value: the expression is not analytic "
+    at = f" at {where}" if where else ""
+    return (f"complex step: d({text})/d{variable}{at} has no value: the expression is not analytic "
             f"there{why}; the one-sided derivatives may differ")
 
 

@@ -184,7 +184,7 @@ class DerivativeBatch(engine.BatchCore):
         if record["value"] is None:
             return
         if record["not_analytic"]:
-            record["warnings"].append(not_analytic_note(text, self.variable, engine.point_text(point), self.expr.tree))
+            record["warnings"].append(not_analytic_note(text, self.variable, None, self.expr.tree))
             return
         got, est = ds["complex"][0], float(cc.estimates[0, p, 0])
         if not engine.finite(got):

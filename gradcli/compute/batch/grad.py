@@ -262,7 +262,7 @@ class GradBatch(engine.BatchCore):
                 bad = {m: c[i, k, j] for m, c in columns.items() if not math.isfinite(c[i, k, j])}
                 if cc is not None and cc.not_analytic[i, k, j]:
                     bad.pop("complex", None)
-                    warnings.append(not_analytic_note(text, v, engine.point_text(point), self.trees[i]))
+                    warnings.append(not_analytic_note(text, v, None, self.trees[i]))
                 if bad:
                     said = ", ".join(f"{m}: {'undefined' if math.isnan(x) else x}" for m, x in bad.items())
                     warnings.append(f"d({text})/d{v} is not finite ({said})")
