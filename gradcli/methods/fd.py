@@ -144,17 +144,17 @@ def _combine(scheme: str, F, h, s=1.0):
     return d2 + (d2 - d1) / 3
 
 
-def _along(tree: Node, env: dict, variable: str, h, offsets, dtype: str) -> tuple[dict, dict]:
-    """f at x + m h for every offset m (one call over all of them), and the rounding error each of those
-    values carries, measured against the same points in a wider type: ({m: [Q]}, {m: [Q]})."""
+def _along(tree: Node, env: dict, variable: str, h, offsets, dtype: str, measure=None):
+    """f at x + m h for every offset m (one call over all of them), and the rounding errors of the values at
+    the offsets in ``measure`` (default: all), see :class:`fd_error.StencilRounding`: ({m: [Q]}, rounding)."""
     np = _np()
     t = np.dtype(dtype).type
     q = len(h)
     stacked = {k: np.tile(v, len(offsets)) for k, v in env.items() if k != variable}
     stacked[variable] = np.concatenate([env[variable] + t(m) * h for m in offsets])
     fx = _evaluate(tree, stacked, dtype, (len(offsets) * q,))
-    rounding = fd_error.measured_rounding(tree, stacked, fx, dtype)
-    return (dict(zip(offsets, fx.reshape(len(offsets), q))), dict(zip(offsets, rounding.reshape(len(offsets), q))))
+    rounding = fd_error.StencilRounding(tree, stacked, fx, dtype, offsets, q, measure)
+    return dict(zip(offsets, fx.reshape(len(offsets), q))), rounding
 
 
 def _taken_steps(x64, h_default, factor: float, dtype: str):
@@ -171,21 +171,24 @@ def _taken_steps(x64, h_default, factor: float, dtype: str):
 
 def _sided(dtype: str, F, E, h):
     """Second-order one-sided derivatives from f(x), f(x +- h), f(x +- 2h), with their estimates (the
-    first-order ones' distance, and the values' measured rounding) together: (left, right, estimate)."""
+    first-order ones' distance, and the values' rounding, ``E`` a :class:`fd_error.StencilRounding`) together:
+    (left, right, estimate)."""
     np = _np()
     right = (-3 * F(0.0) + 4 * F(1.0) - F(2.0)) / (2 * h)
     left = (3 * F(0.0) - 4 * F(-1.0) + F(-2.0)) / (2 * h)
     fmax = np.maximum.reduce([np.abs(F(m)) for m in (0.0, 1.0, -1.0, 2.0, -2.0)])
-    measured = (3 * E(0.0) + 2 * (E(1.0) + E(-1.0)) + 0.5 * (E(2.0) + E(-2.0))) / h
+    measured = (3 * E[0.0] + 2 * (E[1.0] + E[-1.0]) + 0.5 * (E[2.0] + E[-2.0])) / h
     est = np.abs(right - (F(1.0) - F(0.0)) / h) + np.abs(left - (F(0.0) - F(-1.0)) / h) \
-        + fd_error.rounding(dtype, fmax, 8.0, h, 1, measured)
+        + fd_error.rounding(dtype, fmax, 8.0, h, 1, measured, E.bounded)
     return left, right, est
 
 
 def _gradient_line(tree, env, variable, x64, h, scheme: str, dtype: str) -> fd_error.LineResult:
     """One variable's partial derivatives at Q points, step h [Q] in dtype, with the estimate."""
     np = _np()
-    f, e = _along(tree, env, variable, h, _OFFSETS[scheme], dtype)
+    two_sided = scheme in ("central", "richardson")
+    needed = set(_WEIGHTS[scheme]) | ({0.0, 1.0, -1.0, 2.0, -2.0} if two_sided else set())
+    f, e = _along(tree, env, variable, h, _OFFSETS[scheme], dtype, measure=needed)
 
     def F(m):
         return f[m]
@@ -193,13 +196,13 @@ def _gradient_line(tree, env, variable, x64, h, scheme: str, dtype: str) -> fd_e
     value = _combine(scheme, F, h)
     wide, wider = _combine(scheme, F, h, 2.0), _combine(scheme, F, h, 4.0)
     fmax = np.maximum.reduce([np.abs(v) for v in f.values()])
-    measured = sum(w * e[m] for m, w in _WEIGHTS[scheme].items()) / h
-    estimate = fd_error.truncation(value, wide, wider, SCHEME_ORDER[scheme]) + fd_error.rounding(
-        dtype, fmax, _WEIGHT_SUM[scheme], h, 1, measured)
+    truncation = fd_error.truncation(value, wide, wider, SCHEME_ORDER[scheme])
+    estimate = truncation + fd_error.rounding(dtype, fmax, _WEIGHT_SUM[scheme], h, 1,
+                                              sum(w * e[m] for m, w in _WEIGHTS[scheme].items()) / h, e.bounded)
     finite = np.all(np.isfinite(np.stack(list(f.values()))), axis=0)
     r = fd_error.LineResult(value.astype(np.float64), estimate.astype(np.float64), h.astype(np.float64), finite)
-    if scheme in ("central", "richardson"):  # two-sided: the one-sided derivatives show kinks
-        left, right, est = _sided(dtype, F, lambda m: e[m], h)
+    if two_sided:  # the one-sided derivatives show kinks
+        left, right, est = _sided(dtype, F, e, h)
         r.left, r.right, r.sided_estimate = (a.astype(np.float64) for a in (left, right, est))
     return r
 
@@ -208,13 +211,14 @@ def _one_sided_line(tree, env, variable, x64, h, dtype: str) -> fd_error.LineRes
     """Second-order forward and backward derivatives; each point keeps the finite one with the smaller estimate."""
     np = _np()
     f, e = _along(tree, env, variable, h, (0.0, 1.0, 2.0, -1.0, -2.0), dtype)
-    left, right, _ = _sided(dtype, lambda m: f[m], lambda m: e[m], h)
+    left, right, _ = _sided(dtype, lambda m: f[m], e, h)
     out = []
     for sign, d in ((1.0, right), (-1.0, left)):
         first = (f[sign] - f[0.0]) / (sign * h)
         fmax = np.maximum.reduce([np.abs(f[m * sign]) for m in (0.0, 1.0, 2.0)])
         measured = (1.5 * e[0.0] + 2 * e[sign] + 0.5 * e[2 * sign]) / h
-        est = fd_error.TRUNCATION_SAFETY * np.abs(d - first) + fd_error.rounding(dtype, fmax, 4.0, h, 1, measured)
+        est = fd_error.TRUNCATION_SAFETY * np.abs(d - first) + fd_error.rounding(dtype, fmax, 4.0, h, 1, measured,
+                                                                                 e.bounded)
         finite = np.isfinite(f[0.0]) & np.isfinite(f[sign]) & np.isfinite(f[2 * sign])
         out.append((d, np.where(finite, est, np.nan), finite))
     use_right = ~(out[1][1] < out[0][1])
@@ -313,10 +317,10 @@ def fd_hessians(tree: Node, points: Mapping[str, object], wrt: list[str], *, dty
             # [S, P]: x + offset * h, in dtype
             stacked[v] = (env[v][None, :] + offsets[:, c:c + 1] * h[None, :, c]).reshape(-1)
         fx = _evaluate(tree, stacked, dtype, (count * p,))
-        measured_f = fd_error.measured_rounding(tree, stacked, fx, dtype).reshape(count, p)
+        half = 1 + 2 * n + 2 * n * (n - 1)  # the stencil at h; the ones at 2h and 4h follow (without the centre)
+        e = fd_error.StencilRounding(tree, stacked, fx, dtype, tuple(range(count)), p, range(half))
         fx = fx.reshape(count, p)
         f0 = fx[0]
-        half = 1 + 2 * n + 2 * n * (n - 1)  # the stencil at h; the ones at 2h and 4h follow (without the centre)
         gradients = np.empty((p, n), dtype=np.float64)
         for i in range(n):
             gradients[:, i] = (fx[1 + 2 * i] - fx[2 + 2 * i]) / (2 * h[:, i])
@@ -327,9 +331,10 @@ def fd_hessians(tree: Node, points: Mapping[str, object], wrt: list[str], *, dty
         hh = h[:, :, None] * h[:, None, :]
         weights = np.where(np.eye(n, dtype=bool), 4.0, 1.0)[None]
         # each value's measured rounding, through the |weights| of the entry's own formula
-        measured = np.abs(_second_differences(measured_f[:half], -measured_f[0], h, n, absolute=True))
-        estimates = fd_error.truncation(matrices, wide, wider, 2) \
-            + fd_error.rounding(dtype, fmax, weights, hh ** 0.5, 2, measured)
+        truncation = fd_error.truncation(matrices, wide, wider, 2)
+        measured = np.abs(_second_differences(e.values[:half], -e.values[0], h, n, absolute=True))
+        estimates = truncation + fd_error.rounding(dtype, fmax, weights, hh ** 0.5, 2, measured,
+                                                   e.bounded[:, None, None])
     return FdHessians(f0.astype(np.float64), gradients, matrices, h.astype(np.float64),
                       estimates.astype(np.float64))
 

@@ -5,9 +5,10 @@ Every fd value comes with an estimate of its error, from the stencil itself:
 - truncation: the same formula at 2h (and 4h); with truncation error ~ c h^a, D(2h) - D(h) ~ (2^a - 1) c h^a,
   so |D(h) - D(2h)| / (2^a - 1) estimates D(h)'s truncation where D(4h) confirms that the differences
   shrink that fast, |D(h) - D(2h)| where they do not (times :data:`TRUNCATION_SAFETY`);
-- rounding: each f value's own rounding error, measured against f computed in a wider type at the same
-  points, through the stencil's |weights|, divided by h^k (twice), plus a few eps |f| (what the wider
-  evaluation cannot see).
+- rounding: each f value's own rounding error through the stencil's |weights|, divided by h^k, plus a few
+  eps |f| (the stencil's own sum, and what a wider evaluation cannot see). float32 measures it against f in
+  float64 (twice); float64 bounds it by a running-error pass (:mod:`gradcli.methods.fd_bound`) and measures
+  it in long double (twice) only where that bound shows a cancellation inside f (:class:`StencilRounding`).
 
 A derivative along one variable (a gradient entry, a k-th derivative) where the estimate at the default
 step is poor, where the stencil leaves the domain (f finite at x, not at x + m h) or where the one-sided
@@ -41,11 +42,16 @@ def np_():
     return np
 
 
-def rounding(dtype: str, fmax, weight_sum, h, order: int, measured=0.0):
+def rounding(dtype: str, fmax, weight_sum, h, order: int, measured=0.0, bounded=None):
     """The rounding part of the estimate: the values' measured rounding errors through the stencil's
     |weights| (``measured``, already divided by h^order), twice, plus a few eps of the largest |f| the
-    stencil saw (what the wider evaluation cannot see, e.g. a function NumPy computes in float64 only)."""
-    return 2.0 * measured + ROUNDING_ULPS * MACHINE_EPSILON[dtype] * fmax * weight_sum / h ** order
+    stencil saw (what the wider evaluation cannot see, e.g. a function NumPy computes in float64 only).
+    Where ``bounded`` (see :class:`StencilRounding`), ``measured`` is made of upper bounds that already
+    include every operation's and function's own error: it counts once (the eps |f| term stays: the
+    stencil's own sum rounds too)."""
+    np = np_()
+    floor = ROUNDING_ULPS * MACHINE_EPSILON[dtype] * fmax * weight_sum / h ** order
+    return floor + (2.0 * measured if bounded is None else np.where(bounded, 1.0, 2.0) * measured)
 
 
 # The type the rounding of an fd value is measured in: f at the same points, computed wider.
@@ -66,6 +72,53 @@ def measured_rounding(tree, env: dict, fx, dtype: str):
         hi = np.broadcast_to(np.asarray(hi, dtype=wide), np.shape(fx))
         err = np.abs(np.asarray(fx, dtype=wide) - hi).astype(np.float64)
     return np.where(np.isfinite(err), err, 0.0)
+
+
+# A value whose running-error bound (:mod:`gradcli.methods.fd_bound`) is within this many eps of |f| has no
+# cancellation to speak of: the bound stands in for the measurement. Above it (f small next to its terms,
+# 100*(y - x**2)**2 near y = x**2) the rounding is measured in the wider type.
+CANCELLATION_RATIO = 16.0
+
+
+class StencilRounding:
+    """The rounding errors of a stencil's f values, rows of offsets x Q points (``e[m]``: the row of offset m).
+
+    float32: measured in float64 (cheap). float64: the running-error bound of :mod:`gradcli.methods.fd_bound`
+    (~1/4 of the cost of long double), and the long-double measurement only at the points where some value's
+    bound exceeds :data:`CANCELLATION_RATIO` eps |f|. ``bounded`` [Q]: the points whose rows are bounds (see
+    :func:`rounding`). Rows not in ``rows`` stay 0 (not used)."""
+
+    def __init__(self, tree, stacked: dict, fx, dtype: str, offsets, q: int, rows=None):
+        np = np_()
+        self.row_of = {m: i for i, m in enumerate(offsets)}
+        rows = sorted(self.row_of[m] for m in (offsets if rows is None else rows))
+        self.values = np.zeros((len(offsets), q))
+        self.bounded = np.zeros(q, dtype=bool)
+        if len(rows) == len(offsets):  # every row: no copy
+            flat, env = slice(None), stacked
+        else:
+            flat = (np.asarray(rows)[:, None] * q + np.arange(q)[None, :]).reshape(-1)
+            env = {k: v[flat] for k, v in stacked.items()}
+        if dtype == "float64" and np.dtype(WIDER[dtype]).itemsize > 8:
+            from gradcli.methods.fd_bound import rounding_bound
+
+            bound = rounding_bound(tree, env)[1].reshape(len(rows), q)
+            with np.errstate(invalid="ignore"):
+                tight = bound <= CANCELLATION_RATIO * MACHINE_EPSILON[dtype] * np.abs(fx[flat].reshape(len(rows), q))
+            self.bounded = tight.all(axis=0)
+            self.values[rows] = np.where(self.bounded, bound, 0.0)
+            index = np.nonzero(~self.bounded)[0]
+            if not len(index):
+                return
+            flat = (np.asarray(rows)[:, None] * q + index[None, :]).reshape(-1)
+            env = {k: v[flat] for k, v in stacked.items()}
+            measured = measured_rounding(tree, env, fx[flat], dtype)
+            self.values[np.ix_(rows, index)] = measured.reshape(len(rows), len(index))
+        else:
+            self.values[rows] = measured_rounding(tree, env, fx[flat], dtype).reshape(len(rows), q)
+
+    def __getitem__(self, m):
+        return self.values[self.row_of[m]]
 
 
 def truncation(d_h, d_2h, d_4h, accuracy: int):

@@ -115,7 +115,7 @@ def _derivative_line(tree, env, variable, h, k: int, acc: int, dtype: str) -> fd
     t = np.dtype(dtype).type
     offsets, weights = central_coefficients(k, acc)
     wide = sorted(set(float(m) for m in offsets) | {2.0 * m for m in offsets} | {4.0 * m for m in offsets})
-    f, e = _along(tree, env, variable, h, tuple(wide), dtype)
+    f, e = _along(tree, env, variable, h, tuple(wide), dtype, measure=[float(m) for m in offsets])
     w = [t(float(c)) for c in weights]
 
     def combine(scale: float):
@@ -127,9 +127,10 @@ def _derivative_line(tree, env, variable, h, k: int, acc: int, dtype: str) -> fd
         return total / (t(scale) * h) ** k
 
     value = combine(1.0)
+    truncation = fd_error.truncation(value, combine(2.0), combine(4.0), acc)
+    fmax = np.maximum.reduce([np.abs(f[float(m)]) for m in offsets])
+    weight_sum = sum(abs(float(c)) for c in weights)
     measured = sum(abs(float(c)) * e[float(m)] for c, m in zip(weights, offsets)) / h ** k
-    estimate = fd_error.truncation(value, combine(2.0), combine(4.0), acc) + fd_error.rounding(
-        dtype, np.maximum.reduce([np.abs(f[float(m)]) for m in offsets]), sum(abs(float(c)) for c in weights), h, k,
-        measured)
+    estimate = truncation + fd_error.rounding(dtype, fmax, weight_sum, h, k, measured, e.bounded)
     finite = np.all(np.isfinite(np.stack([f[float(m)] for m in offsets])), axis=0)
     return fd_error.LineResult(value.astype(np.float64), estimate.astype(np.float64), h.astype(np.float64), finite)

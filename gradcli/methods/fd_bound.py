@@ -1,0 +1,128 @@
+"""A cheap bound on the rounding error of f in float64, so that fd measures it (in long double, ~20x the
+cost of f) only where the bound is too loose to state (issue 8 follow-up: fd's speed in batches).
+
+Running error analysis (Wilkinson): each operation's result r carries an absolute error of at most
+u |r| (u = eps / 2, correctly rounded arithmetic) plus the errors of its operands times the operation's
+sensitivity to them, to first order. ``S`` below is that sum in units of u, so |f - f exact at the same
+points| <= u S (1 + O(u S / |f|)). A library function's own error is taken as :data:`FUNCTION_ULPS`
+units of u. Functions without a rule here, and any S that is not finite, give inf: "measure this one".
+The points are exact in the dtype (they are the stencil's own points), so variables carry no error; folded
+constants are the same in the wider evaluation the bound stands in for, so they carry none either.
+"""
+
+from __future__ import annotations
+
+import math
+
+from gradcli.expression.evaluate import numpy_backend
+from gradcli.expression.tree import Add, Call, Const, Mul, Neg, Node, Num, Pow, Var, is_constant
+
+# A library function's own error, in units of u (2 ulp: NumPy's float64 exp/log/sin/... are within 1 ulp)
+FUNCTION_ULPS = 4.0
+# The bound is first order: this factor covers the rest while u S / |f| is small (where it is not, the bound
+# is far above eps |f| and the value is measured instead).
+FIRST_ORDER_SAFETY = 1.25
+
+
+def _np():
+    import numpy as np
+
+    return np
+
+
+def _sensitivity(np):
+    """name -> (a, r) -> |f'(a)| for the one-argument functions (r = f(a), reused where it is cheaper)."""
+    return {
+        "sin": lambda a, r: np.abs(np.cos(a)), "cos": lambda a, r: np.abs(np.sin(a)),
+        "tan": lambda a, r: 1.0 + r * r, "cot": lambda a, r: 1.0 + r * r,
+        "sec": lambda a, r: np.abs(r * np.tan(a)), "csc": lambda a, r: np.abs(r / np.tan(a)),
+        "asin": lambda a, r: 1.0 / np.sqrt(1.0 - a * a), "acos": lambda a, r: 1.0 / np.sqrt(1.0 - a * a),
+        "atan": lambda a, r: 1.0 / (1.0 + a * a), "sinh": lambda a, r: np.cosh(a),
+        "cosh": lambda a, r: np.abs(np.sinh(a)), "tanh": lambda a, r: 1.0 - r * r,
+        "asinh": lambda a, r: 1.0 / np.sqrt(1.0 + a * a), "acosh": lambda a, r: 1.0 / np.sqrt(a * a - 1.0),
+        "atanh": lambda a, r: 1.0 / np.abs(1.0 - a * a), "exp": lambda a, r: np.abs(r),
+        "log": lambda a, r: 1.0 / np.abs(a), "log2": lambda a, r: 1.0 / (np.abs(a) * math.log(2.0)),
+        "log10": lambda a, r: 1.0 / (np.abs(a) * math.log(10.0)), "sqrt": lambda a, r: 0.5 / np.abs(r),
+        "abs": lambda a, r: np.ones_like(r), "erf": lambda a, r: 2.0 / math.sqrt(math.pi) * np.exp(-a * a),
+        "sigmoid": lambda a, r: r * (1.0 - r),
+    }
+
+
+def rounding_bound(tree: Node, env: dict):
+    """(f, B): f in float64 at ``env``'s float64 arrays, and B >= |f - f exact| to first order (inf where
+    no rule applies or the bound is not finite)."""
+    np = _np()
+    backend = numpy_backend("float64")
+    sensitivity = _sensitivity(np)
+    with np.errstate(all="ignore"):
+        value, s = _walk(tree, env, backend, sensitivity, np)
+        shape = np.shape(next(iter(env.values()))) if env else np.shape(value)
+        bound = np.broadcast_to(FIRST_ORDER_SAFETY * 0.5 * 2.220446049250313e-16 * s, shape)
+        return np.broadcast_to(value, shape), np.where(np.isfinite(bound), bound, np.inf)
+
+
+def _walk(tree: Node, env: dict, backend, sensitivity, np):
+    """(value, S) of ``tree``: S in units of u (see the module's docstring)."""
+    if isinstance(tree, (Num, Const)) or is_constant(tree):
+        from gradcli.expression.evaluate import compile_expression
+
+        return compile_expression(tree, backend)(env), 0.0
+    if isinstance(tree, Var):
+        return env[tree.name], 0.0
+    if isinstance(tree, Neg):
+        v, s = _walk(tree.operand, env, backend, sensitivity, np)
+        return -v, s
+    if isinstance(tree, Add):
+        acc, s = _walk(tree.terms[0][1], env, backend, sensitivity, np)
+        for sign, term in tree.terms[1:]:  # left to right, as the evaluator adds
+            v, sv = _walk(term, env, backend, sensitivity, np)
+            acc = acc + v if sign > 0 else acc - v
+            s = np.abs(acc) + s if np.isscalar(sv) and sv == 0.0 else np.abs(acc) + s + sv
+        return acc, s
+    if isinstance(tree, Mul):
+        acc, s = _walk(tree.factors[0][1], env, backend, sensitivity, np)
+        for divide, factor in tree.factors[1:]:
+            v, sv = _walk(factor, env, backend, sensitivity, np)
+            if divide:
+                r = np.divide(acc, v)
+                s = s / np.abs(v) + np.abs(r) * sv / np.abs(v) + np.abs(r)
+            else:
+                r = acc * v
+                s = np.abs(r) + _times(np.abs(v), s, np, finite=True) + _times(np.abs(acc), sv, np, finite=True)
+            acc = r
+        return acc, s
+    if isinstance(tree, Pow):
+        b, sb = _walk(tree.base, env, backend, sensitivity, np)
+        e, se = _walk(tree.exponent, env, backend, sensitivity, np)
+        r = np.power(b, e)
+        own = FUNCTION_ULPS * np.abs(r)
+        if np.isscalar(se) and se == 0.0 and np.ndim(e) == 0 and float(e) == int(e) and e >= 1:
+            # a constant integer power: d r / d b = n b^(n-1), finite everywhere
+            n = int(e)
+            sensitivity = 2.0 * np.abs(b) if n == 2 else (1.0 if n == 1 else n * np.abs(b) ** (n - 1))
+            return r, own + _times(sensitivity, sb, np, finite=True)
+        # d r / d b = e r / b, d r / d e = r log b; pow's own error as a library function's
+        s = own + _times(np.abs(e * r / b), sb, np)
+        if not (np.isscalar(se) and se == 0.0):
+            s = s + _times(np.abs(r * np.log(np.abs(b))), se, np)
+        return r, s
+    if isinstance(tree, Call):
+        fn = backend.functions[tree.func]
+        rule = sensitivity.get(tree.func)
+        if rule is None or len(tree.args) != 1:
+            args = [_walk(a, env, backend, sensitivity, np)[0] for a in tree.args]
+            r = fn(*args)
+            return r, np.full(np.shape(r), np.inf)
+        a, sa = _walk(tree.args[0], env, backend, sensitivity, np)
+        r = fn(a)
+        own = FUNCTION_ULPS * np.abs(r)
+        return r, own + _times(rule(a, r), sa, np)
+    raise TypeError(f"unknown node {tree!r}")
+
+
+def _times(sensitivity, s, np, finite: bool = False):
+    """sensitivity * s, with an operand that carries no error (s == 0) contributing nothing even where the
+    sensitivity is infinite (x**0.5 at 0 with an exact x); ``finite``: the sensitivity is known finite."""
+    if np.isscalar(s) and s == 0.0:
+        return 0.0
+    return sensitivity * s if finite else np.where(s == 0.0, 0.0, sensitivity * s)
