@@ -12,6 +12,8 @@
   Where the wide stencil leaves the function's domain, narrower ones are tried.
 - symbolic: SymPy's k-th derivatives and their exact values, started first as a
   :class:`gradcli.methods.worker.BoundedJob`.
+
+Judging the columns against each other is :mod:`gradcli.compute.derivative_judge`.
 """
 
 from __future__ import annotations
@@ -32,7 +34,10 @@ from gradcli.compute.grad import check_dtype, check_eps, parse_methods, rounded_
 from gradcli.methods.tape import TAPE_TIME_BUDGET
 from gradcli.expression.points import Point, check_covers, check_point_fits, parse_point
 from gradcli.compute.complex_column import add_complex_derivative, refuse_higher_orders
-from gradcli.results import FIRST_ORDER_METHODS, METHODS, clean, flag_undefined_value, point_text, shortest
+# judging lives in its own module; re-exported for the batch and the tests
+from gradcli.compute.derivative_judge import (compare_derivatives, cross_derivative,  # noqa: F401
+                                              derivative_tolerance, judge_derivative)
+from gradcli.results import FIRST_ORDER_METHODS, METHODS, clean, point_text, shortest
 from gradcli.methods.worker import BoundedJob, CancelFlag, SymbolicTimeout
 
 MAX_ORDER = 10
@@ -198,12 +203,6 @@ def symbolic_derivatives(tree: Node, point: Point, variable: str, order: int, *,
 # ---------------------------------------------------------------------------------------------
 # the command's core
 # ---------------------------------------------------------------------------------------------
-def derivative_tolerance(method: str, *, dtype: str, scale: float, order: int) -> float:
-    """How far the nested tapes may be from the exact value: roundings, growing with the order. (fd is
-    judged against its own error estimate: :func:`judge_derivative`.)"""
-    return 1e3 * 4 ** order * MACHINE_EPSILON[dtype] * scale
-
-
 def check_order(order: int) -> int:
     if not 1 <= order <= MAX_ORDER:
         raise UsageError(f"--order must be between 1 and {MAX_ORDER}, not {order}")
@@ -311,7 +310,7 @@ def compute_derivatives(expression: str, *, at: list[str] | str, order: int = 1,
                                                        order=worst + 1))
             if sym_value is not None:
                 report.value = sym_value
-    _compare(report)
+    compare_derivatives(report)
     if complex_step:
         add_complex_derivative(report, expr.tree, point, variable, dtype)
     return report
@@ -337,70 +336,3 @@ def _kink(report: DerivativeReport, row: DerivativeRow, tree: Node, point: Point
                                                    step=float(g.steps[0, 0]), how=0, kink=True,
                                                    left=float(g.left[0, 0]), right=float(g.right[0, 0]))
         report.warnings += warnings
-
-
-def judge_derivative(method: str, order: int, got: float | None, exact: float | None, *, dtype: str,
-                     value: float | None, x: float, estimate: float | None = None,
-                     shift: float = 0.0) -> tuple[float | None, str | None]:
-    """One derivative against the exact one, for one point and for a batch alike: (its error, the warning
-    when the error is more than its tolerance; None, None where nothing is compared). fd's tolerance is its
-    own ``estimate`` plus the exact value's float64 rounding; ``shift``: how far the exact derivative moves
-    between the typed point and the dtype's, added to every tolerance (the point's rounding is no method's)."""
-    if got is None or exact is None or not (math.isfinite(got) and math.isfinite(exact)):
-        return None, None
-    err = abs(got - exact)
-    if method == "fd" and estimate is not None and math.isfinite(estimate):
-        tol, why = estimate + 4 * MACHINE_EPSILON["float64"] * abs(exact) + shift, "fd's own error estimate"
-    else:
-        size = max(1.0, abs(value or 0.0))
-        tol = derivative_tolerance(method, dtype=dtype, scale=max(size, abs(exact), abs(x)), order=order) + shift
-        why = f"{dtype} explains"
-    if err <= tol:
-        return err, None
-    return err, (f"{method} and symbolic disagree on derivative {order}: error {err:.3g} is more than {why} "
-                 f"(~{tol:.1g})")
-
-
-def cross_derivative(order: int, tape: float | None, fd: float | None, estimate: float | None, *, dtype: str,
-                     value: float | None, x: float) -> str | None:
-    """Without the exact value: the warning when tape and fd are further apart than fd's estimate and the
-    tape's rounding explain, naming the suspect (fd where its own estimate is large, else the tape)."""
-    if any(v is None or not math.isfinite(v) for v in (tape, fd, estimate)):
-        return None
-    gap = abs(tape - fd)
-    tol = estimate + derivative_tolerance("tape", dtype=dtype, order=order,
-                                          scale=max(1.0, abs(value or 0.0), abs(tape), abs(x)))
-    if gap <= tol:
-        return None
-    suspect = ("fd is suspect (its own error estimate is large)"
-               if estimate > MACHINE_EPSILON[dtype] ** 0.5 * max(1.0, abs(fd))
-               else "the tape is suspect (fd's estimate is small)")
-    return (f"tape and fd disagree on derivative {order}: |tape - fd| = {gap:.3g} is more than fd's estimate "
-            f"and {dtype}'s rounding explain (~{tol:.1g}); no exact value to settle it: {suspect}")
-
-
-def _compare(report: DerivativeReport) -> None:
-    pt = point_text(report.point)
-    flag_undefined_value(report)
-    x = report.point[report.variable]
-    for r in report.derivatives:
-        bad = [m for m in report.methods if not (m == "tape" and r.tape_left_out)
-               and (getattr(r, m) is None or not math.isfinite(getattr(r, m)))]
-        if bad:
-            report.warnings.append(f"derivative of order {r.order} is not finite at {pt} ({', '.join(bad)})")
-            report.failed = True
-        if "symbolic" not in report.methods or r.symbolic is None:
-            if not bad and "tape" in report.methods and "fd" in report.methods and "symbolic" not in report.methods:
-                warning = cross_derivative(r.order, r.tape, r.fd, r.fd_error_estimate, dtype=report.dtype,
-                                           value=report.value, x=x)
-                if warning:
-                    report.warnings.append(warning)
-            continue
-        for m in ("tape", "fd"):
-            got = getattr(r, m) if m in report.methods else None
-            err, warning = judge_derivative(m, r.order, got, r.symbolic, dtype=report.dtype, value=report.value,
-                                            x=x, estimate=r.fd_error_estimate, shift=r.point_shift)
-            if err is not None:
-                r.error[m] = err
-            if warning:
-                report.warnings.append(warning)
