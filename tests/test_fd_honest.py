@@ -182,6 +182,26 @@ def test_a_rounded_point_is_not_blamed_on_the_tape(invoke):
     assert result.exit_code == 0 and "disagree" not in result.stderr
 
 
+def _batch(runner, *args):
+    from gradcli.cli import app
+
+    result = runner.invoke(app, list(args) + ["-f", "jsonl"], catch_exceptions=False)
+    return result, [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
+
+
+def test_a_rounded_point_is_allowed_for_in_derivative_and_hessian_batches(runner):
+    # float32 moves 2.001 to 2.00099993: the exact derivatives move by 145 and 4.3e5 (order 1, 2), by 8e12 for
+    # the Hessian's (x, x) at 2.00001: the tape is exact for the float32 point and is not blamed
+    result, records = _batch(runner, "derivative", "1/(x-2)", "--grid", "x=2.001:2.002:2", "-n", "2",
+                             "--dtype", "float32", "-m", "symbolic,tape,fd")
+    assert result.exit_code == 0 and "disagree" not in result.stderr, result.stderr
+    assert records[0]["error"]["fd"][0] > 100
+    result, records = _batch(runner, "hessian", "1/(x-2)+y", "--grid", "x=2.00001:2.00002:2", "--at", "y=1",
+                             "--dtype", "float32", "-m", "symbolic,tape")
+    assert result.exit_code == 0 and "disagree" not in result.stderr, result.stderr
+    assert records[0]["error"]["tape"] > 1e12
+
+
 # --------------------------------------------------------------------------------------------- item 6
 def test_a_kink_is_warned_with_both_one_sided_values(invoke):
     result = invoke("grad", "abs(x-1)", "--at", "x=1", "--format", "json")

@@ -80,7 +80,7 @@ class DerivativeBatch(engine.BatchCore):
         if self._formulas is not None:
             cols["symbolic"] = np.stack([self.exact_column(0, (self.variable,) * k, pts, size)
                                          for k in range(1, self.order + 1)], axis=1)
-        shift = self._point_shift(pts, size, cols) if cc is not None else None
+        shift = self._point_shift(pts, size, cols)  # [P, order]
         order = [m for m in self.methods if m in cols]
         records = []
         for p, point in enumerate(engine.point_dicts(chunk, self.variables)):
@@ -97,15 +97,15 @@ class DerivativeBatch(engine.BatchCore):
                 record["fd_error_estimate"] = steps.estimates[p].tolist()
             if cc is not None:
                 record["complex_error_estimate"] = cc.estimates[0, p].tolist()
-            self._judge(record, point, steps, p)
+            self._judge(record, point, steps, p, shift[p])
             if cc is not None:
-                self._judge_complex(record, point, cc, p, shift)
+                self._judge_complex(record, point, cc, p, shift[:, 0])
             warnings, undefined = record.pop("warnings"), record.pop("undefined")
             record.pop("not_analytic")
             records.append(engine.close_record(engine.json_safe(record), warnings, undefined))  # null: not finite
         return engine.RecordBatch.of(records)
 
-    def _judge(self, record: dict, point: dict, fd, p: int) -> None:
+    def _judge(self, record: dict, point: dict, fd, p: int, shift) -> None:
         text, value, ds = self.expr.text, record["value"], record["derivatives"]
         record["error"] = {}
         if engine.undefined_value(record["warnings"], text, value):
@@ -137,7 +137,8 @@ class DerivativeBatch(engine.BatchCore):
             errors = []
             for k, (got, want) in enumerate(zip(ds[m], ref)):
                 err, warning = judge_derivative(m, k + 1, got, want, dtype=self.dtype, value=value, x=x,
-                                                estimate=float(fd.estimates[p, k]) if m == "fd" else None)
+                                                estimate=float(fd.estimates[p, k]) if m == "fd" else None,
+                                                shift=float(shift[k]))
                 errors.append(err)
                 engine.note_error(self, m, err)
                 if warning:
@@ -162,17 +163,20 @@ class DerivativeBatch(engine.BatchCore):
             record["warnings"] += warnings
 
     def _point_shift(self, pts, size: int, cols):
-        """[P]: how far the exact first derivative moves from the point as read to the dtype's (float32):
-        the point's rounding is no method's error (issue 8, item 5). Zeros in float64 or without SymPy."""
+        """[P, order]: how far each exact derivative moves from the point as read to the dtype's (float32):
+        the point's rounding is no method's error (issue 8, item 5), as in the single-point command. Zeros
+        in float64 or without SymPy."""
         import numpy as np
 
         if self.dtype == "float64" or "symbolic" not in cols:
-            return np.zeros(size)
+            return np.zeros((size, self.order))
         with np.errstate(over="ignore"):
             rounded = {k: np.asarray(v, dtype=np.float64).astype(self.dtype).astype(np.float64)
                        for k, v in pts.items()}
+        there = np.stack([self.exact_column(0, (self.variable,) * k, rounded, size)
+                          for k in range(1, self.order + 1)], axis=1)
         with np.errstate(invalid="ignore"):
-            shift = np.abs(self.exact_column(0, (self.variable,), rounded, size) - cols["symbolic"][:, 0])
+            shift = np.abs(there - cols["symbolic"])
         return np.where(np.isnan(shift), np.inf, shift)
 
     def _judge_complex(self, record: dict, point: dict, cc, p: int, shift) -> None:

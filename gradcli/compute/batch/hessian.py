@@ -74,6 +74,7 @@ class HessianBatch(engine.BatchCore):
                 for j in range(i, n):
                     m[:, i, j] = m[:, j, i] = self.exact_column(0, _key(a, self.wrt[j]), pts, size)
             mats["symbolic"], grads["symbolic"] = m, g
+        shift = self._point_shift(pts, size, mats)
         order = [m for m in self.methods if m in mats]
         records = []
         for k, point in enumerate(engine.point_dicts(chunk, self.variables)):
@@ -88,7 +89,8 @@ class HessianBatch(engine.BatchCore):
                 record["fd_step"] = {v: float(steps[k, i]) for i, v in enumerate(self.wrt)}
                 record["fd_error_estimate"] = estimates[k].tolist()
             est = None if estimates is None else estimates[k]
-            self._judge(record, {m: mats[m][k] for m in order}, steps[k] if steps is not None else None, est)
+            self._judge(record, {m: mats[m][k] for m in order}, steps[k] if steps is not None else None, est,
+                        None if shift is None else shift[k])
             if record["value"] is not None:
                 self._analyse(record, {m: mats[m][k] for m in order}, {m: grads[m][k] for m in order},
                               steps[k] if steps is not None else None, est)
@@ -99,8 +101,29 @@ class HessianBatch(engine.BatchCore):
     def _out(self, method: str, x: float) -> float:
         return float(x) if method == "symbolic" else shortest(float(x), self.dtype)
 
-    def _judge(self, record: dict, mats: dict, steps, estimates) -> None:
-        """Each entry on its own scale (|exact entry|, |f|): a tiny entry beside a huge one is still judged."""
+    def _point_shift(self, pts, size: int, mats):
+        """[P, n, n]: how far each exact entry moves from the point as read to the dtype's (float32): the
+        point's rounding is no method's error (issue 8, item 5), as in the single-point command. None in
+        float64 or without SymPy."""
+        import numpy as np
+
+        if self.dtype == "float64" or "symbolic" not in mats:
+            return None
+        with np.errstate(over="ignore"):
+            rounded = {k: np.asarray(v, dtype=np.float64).astype(self.dtype).astype(np.float64)
+                       for k, v in pts.items()}
+        n = len(self.wrt)
+        there = np.full((size, n, n), np.nan)
+        for i, a in enumerate(self.wrt):
+            for j in range(i, n):
+                there[:, i, j] = there[:, j, i] = self.exact_column(0, _key(a, self.wrt[j]), rounded, size)
+        with np.errstate(invalid="ignore"):
+            shift = np.abs(there - mats["symbolic"])
+        return np.where(np.isnan(shift), np.inf, shift)
+
+    def _judge(self, record: dict, mats: dict, steps, estimates, shift=None) -> None:
+        """Each entry on its own scale (|exact entry|, |f|): a tiny entry beside a huge one is still judged;
+        ``shift`` [n, n]: the exact entries' move with the point's rounding, allowed for."""
         import numpy as np
 
         text, value = self.expr.text, record["value"]
@@ -128,7 +151,7 @@ class HessianBatch(engine.BatchCore):
             if m not in mats or not np.all(np.isfinite(mats[m])):
                 continue
             worst, warning = judge_hessian(m, mats[m], ref, wrt=self.wrt, dtype=self.dtype, value=value, step=step,
-                                           estimates=estimates if m == "fd" else None)
+                                           estimates=estimates if m == "fd" else None, shift=shift)
             record["error"][m] = worst
             engine.note_error(self, m, worst)
             if warning:
