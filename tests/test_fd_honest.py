@@ -137,6 +137,21 @@ def test_a_stencil_leaving_the_domain_shrinks_the_step(invoke_json):
     assert not doc["warnings"] and doc["derivatives"][1]["fd"] == pytest.approx(-1e14, rel=1e-6)
 
 
+def test_hessian_steps_shrink_near_a_domain_edge_or_a_pole(invoke):
+    # follow-up item 2: at 1e-7 from log's edge or 1/x's pole the default stencil (h ~ 1.2e-4) left the domain
+    # or straddled the pole, and the (x, x) entry was wrong by 1e14 (warned); the step shrinks now
+    for expr, exact in (("log(x)*y", -2e14), ("1/x + y**2", 2e21)):
+        h = fd_hessians(parse(expr).tree, {"x": np.array([1e-7]), "y": np.array([2.0 if "log" in expr else 1.0])},
+                        ["x", "y"])
+        assert h.how[0] == 3 and abs(h.matrices[0, 0, 0] - exact) <= h.estimates[0, 0, 0] < 1e-5 * abs(exact)
+        assert h.steps[0, 1] > 1e-4  # y's step is left alone
+    result = invoke("hessian", "log(x)*y", "--at", "x=1e-7,y=2", "-m", "symbolic,fd")
+    assert result.exit_code == 0 and "disagree" not in result.stderr
+    assert "stencil leaves the domain or crosses a pole" in result.stderr
+    h = fd_hessians(parse("log(x)").tree, {"x": np.array([1e-7])}, ["x"], eps=1e-4)  # --eps: as given
+    assert h.how[0] == 0 and not np.isfinite(h.matrices[0, 0, 0])
+
+
 def test_one_sided_where_no_two_sided_step_fits():
     g = fd_gradients(parse("sqrt(x)*x").tree, {"x": np.array([0.0])}, ["x"])
     assert math.isfinite(g.values[0, 0]) and abs(g.values[0, 0]) <= g.estimates[0, 0] < 1e-6

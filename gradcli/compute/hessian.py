@@ -135,6 +135,7 @@ class FdHessian:
     matrix: list[list[float]]
     steps: list[float]
     estimates: list[list[float]] | None = None
+    shrunk: bool = False  # the default steps' stencil left the domain or crossed a pole: smaller steps
 
 
 def fd_hessian(tree: Node, values: dict[str, float], wrt: list[str], *, dtype: str = "float64",
@@ -144,7 +145,7 @@ def fd_hessian(tree: Node, values: dict[str, float], wrt: list[str], *, dtype: s
 
     r = fd_hessians(tree, _one(values), wrt, dtype=dtype, eps=eps)
     return FdHessian(float(r.values[0]), r.gradients[0].tolist(), r.matrices[0].tolist(), r.steps[0].tolist(),
-                     r.estimates[0].tolist())
+                     r.estimates[0].tolist(), bool(r.how[0]))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -292,6 +293,10 @@ def compute_hessian(expression: str, *, at: list[str] | str, wrt: str | None = N
         report.gradient["fd"] = {k: shortest(g, dtype) for k, g in zip(names, fd.gradient)}
         report.fd_steps = dict(zip(names, fd.steps))
         report.fd_error_estimate = fd.estimates
+        if fd.shrunk:
+            steps = ", ".join(f"h({k}) = {h:.3g}" for k, h in zip(names, fd.steps))
+            report.notes.append("fd: the default steps' stencil leaves the domain or crosses a pole; smaller "
+                                f"steps ({steps}: the smallest estimate of a sequence) are used")
     if job is not None:
         try:
             s = job.result()

@@ -264,103 +264,6 @@ def fd_gradients(tree: Node, points: Mapping[str, object], wrt: list[str], *, sc
 
 
 # ---------------------------------------------------------------------------------------------
-# Hessians
-# ---------------------------------------------------------------------------------------------
-@dataclass
-class FdHessians:
-    values: object  # [P]
-    gradients: object  # [P, n]: central first differences from the same stencil (step eps^(1/4): rough)
-    matrices: object  # [P, n, n]
-    steps: object  # [P, n]
-    estimates: object = None  # [P, n, n]: each entry's error estimate (the same differences at 2h)
-
-
-def _hessian_offsets(n: int, scale: float = 1.0, centre: bool = True):
-    """Stencil offsets in units of the steps: the centre, +-e_i, then the four corners of each pair
-    (times ``scale``: the same stencil at 2h, for the estimate, follows without its centre)."""
-    np = _np()
-    offsets = [np.zeros(n)] if centre else []
-    for i in range(n):
-        for s in (1, -1):
-            e = np.zeros(n)
-            e[i] = s * scale
-            offsets.append(e)
-    for i in range(n):
-        for j in range(i + 1, n):
-            for si, sj in ((1, 1), (1, -1), (-1, 1), (-1, -1)):
-                e = np.zeros(n)
-                e[i], e[j] = si * scale, sj * scale
-                offsets.append(e)
-    return np.array(offsets).reshape(-1, n)
-
-
-def fd_hessians(tree: Node, points: Mapping[str, object], wrt: list[str], *, dtype: str = "float64",
-                eps: float | None = None) -> FdHessians:
-    """Central second differences, all 1 + 2n^2 stencil points of all P points in one call.
-
-    diagonal: (f(x+h_i) - 2 f(x) + f(x-h_i)) / h_i^2
-    mixed:    (f(x+h_i+h_j) - f(x+h_i-h_j) - f(x-h_i+h_j) + f(x-h_i-h_j)) / (4 h_i h_j)
-    """
-    np = _np()
-    t = np.dtype(dtype).type
-    env = _typed_env(points, dtype)
-    n = len(wrt)
-    p = len(next(iter(env.values()))) if env else 1
-    h = np.stack([steps(points[v], dtype, SECOND_DIFFERENCE_POWER, eps) for v in wrt], axis=1) if n else \
-        np.zeros((p, 0), dtype=t)
-    offsets = np.concatenate([_hessian_offsets(n), _hessian_offsets(n, 2.0, centre=False),
-                              _hessian_offsets(n, 4.0, centre=False)]).astype(t)  # [S, n]
-    count = len(offsets)
-    with np.errstate(all="ignore"):
-        stacked = {k: np.tile(x, count) for k, x in env.items() if k not in wrt}
-        for c, v in enumerate(wrt):
-            # [S, P]: x + offset * h, in dtype
-            stacked[v] = (env[v][None, :] + offsets[:, c:c + 1] * h[None, :, c]).reshape(-1)
-        fx = _evaluate(tree, stacked, dtype, (count * p,))
-        half = 1 + 2 * n + 2 * n * (n - 1)  # the stencil at h; the ones at 2h and 4h follow (without the centre)
-        e = fd_error.StencilRounding(tree, stacked, fx, dtype, tuple(range(count)), p, range(half))
-        fx = fx.reshape(count, p)
-        f0 = fx[0]
-        gradients = np.empty((p, n), dtype=np.float64)
-        for i in range(n):
-            gradients[:, i] = (fx[1 + 2 * i] - fx[2 + 2 * i]) / (2 * h[:, i])
-        matrices = _second_differences(fx[:half], f0, h, n)
-        wide = _second_differences(np.concatenate([fx[:1], fx[half:2 * half - 1]]), f0, 2 * h, n)
-        wider = _second_differences(np.concatenate([fx[:1], fx[2 * half - 1:]]), f0, 4 * h, n)
-        fmax = np.max(np.abs(fx), axis=0)[:, None, None]
-        hh = h[:, :, None] * h[:, None, :]
-        weights = np.where(np.eye(n, dtype=bool), 4.0, 1.0)[None]
-        # each value's measured rounding, through the |weights| of the entry's own formula
-        truncation = fd_error.truncation(matrices, wide, wider, 2)
-        measured = np.abs(_second_differences(e.values[:half], -e.values[0], h, n, absolute=True))
-        estimates = truncation + fd_error.rounding(dtype, fmax, weights, hh ** 0.5, 2, measured,
-                                                   e.bounded[:, None, None])
-    return FdHessians(f0.astype(np.float64), gradients, matrices, h.astype(np.float64),
-                      estimates.astype(np.float64))
-
-
-def _second_differences(fx, f0, h, n: int, absolute: bool = False):
-    """[P, n, n] from the rows of one stencil (centre, +-e_i, then the corners of each pair) at steps h [P, n].
-
-    diagonal: (f(x+h_i) - 2 f(x) + f(x-h_i)) / h_i^2
-    mixed:    (f(x+h_i+h_j) - f(x+h_i-h_j) - f(x-h_i+h_j) + f(x-h_i-h_j)) / (4 h_i h_j)
-    """
-    np = _np()
-    out = np.empty((fx.shape[1], n, n), dtype=np.float64)
-    sign = 1.0 if absolute else -1.0  # absolute: every weight taken as |w| (with f0 passed as -|f0|)
-    for i in range(n):
-        fp, fm = fx[1 + 2 * i], fx[2 + 2 * i]
-        out[:, i, i] = (fp - 2 * f0 + fm) / (h[:, i] * h[:, i])
-    k = 1 + 2 * n
-    for i in range(n):
-        for j in range(i + 1, n):
-            pp, pm, mp, mm = fx[k], fx[k + 1], fx[k + 2], fx[k + 3]
-            k += 4
-            out[:, i, j] = out[:, j, i] = (pp + sign * pm + sign * mp + mm) / (4 * h[:, i] * h[:, j])
-    return out
-
-
-# ---------------------------------------------------------------------------------------------
 # one point: the single-point commands' view of the same engine
 # ---------------------------------------------------------------------------------------------
 def _one(values: dict[str, float]) -> dict:
@@ -376,5 +279,6 @@ def fd_gradient(tree: Node, values: dict[str, float], wrt: list[str], *, scheme:
     return dict(zip(wrt, r.values[0].tolist())), dict(zip(wrt, r.steps[0].tolist()))
 
 
-# k-th derivatives live in their own module; imported last (it uses the helpers above)
+# k-th derivatives and Hessians live in their own modules; imported last (they use the helpers above)
 from gradcli.methods.fd_stencils import FdDerivatives, central_coefficients, fd_derivatives  # noqa: E402,F401
+from gradcli.methods.fd_hessian import FdHessians, fd_hessians  # noqa: E402,F401
