@@ -231,6 +231,24 @@ def test_a_kink_is_warned_with_both_one_sided_values(invoke):
     assert not g.kinks[0, 0] and abs(g.values[0, 0] - 1) <= g.estimates[0, 0]
 
 
+def test_kinks_above_order_1_are_warned_with_both_one_sided_values(invoke, runner):
+    # follow-up item 5: x*abs(x) has a first derivative at 0 but its one-sided second derivatives are -2 and 2;
+    # abs(x)**3's third; near the kink (not at it) and on smooth functions nothing is said
+    from gradcli.methods.fd_stencils import sided_kinks
+
+    result = invoke("derivative", "x*abs(x)", "--at", "x=0", "-n", "2", "--format", "json")
+    assert result.exit_code == 0 and "derivative 2 at x=0 is at a kink" in result.stderr
+    assert "derivative 1 at x=0 is at a kink" not in result.stderr
+    sided = json.loads(result.stdout)["derivatives"][1]["one_sided"]
+    assert sided["left"] == pytest.approx(-2) and sided["right"] == pytest.approx(2)
+    kinks, left, right = sided_kinks(parse("abs(x)**3").tree, {"x": np.array([0.0, 0.1])}, "x", 3)
+    assert kinks.tolist() == [[False, False, True], [False, False, False]]
+    kinks, _, _ = sided_kinks(parse("sin(x)*exp(x) + x*abs(x - 2)").tree, {"x": np.array([0.3, 1.0, 2.001])}, "x", 4)
+    assert not kinks.any()
+    result, records = _batch(runner, "derivative", "x*abs(x)", "--grid", "x=-1:1:3", "-n", "2")
+    assert "one_sided" in records[1] and "one_sided" not in records[0] and "one_sided" not in records[2]
+
+
 def test_sign_like_pieces_and_undefined_points(invoke):
     result = invoke("grad", "x/abs(x) + x", "--at", "x=0.5")
     assert result.exit_code == 0 and "kink" not in result.stderr

@@ -59,7 +59,7 @@ class DerivativeRow:
     complex: float | None = None  # order 1 only (gradcli.compute.complex_column)
     complex_error_estimate: float | None = None
     fd_error_estimate: float | None = None  # fd's own error estimate (gradcli.methods.fd_error)
-    one_sided: dict[str, float] | None = None  # order 1 at a kink: {"left", "right"}
+    one_sided: dict[str, float] | None = None  # at a kink (any order): {"left", "right"}
     point_shift: float = 0.0  # how far the exact value moves between the typed point and the dtype's
 
     def to_dict(self, methods: list[str], with_formula: bool) -> dict:
@@ -294,7 +294,7 @@ def compute_derivatives(expression: str, *, at: list[str] | str, order: int = 1,
             r.fd, r.fd_step, r.fd_accuracy, r.fd_points = shortest(d.value, dtype), d.step, d.accuracy, d.points
             r.fd_error_estimate = d.estimate
             _fd_notes(report, r, d, explicit_step=eps is not None)
-        _kink(report, rows[0], expr.tree, point, variable, dtype, eps)
+        _kink(report, rows, expr.tree, point, variable, dtype, eps)
     if job is not None:
         try:
             sym_value, values, texts, shifts = job.result()
@@ -324,15 +324,20 @@ def _fd_notes(report: DerivativeReport, row: DerivativeRow, d: FdDerivative, *, 
     report.notes += notes
 
 
-def _kink(report: DerivativeReport, row: DerivativeRow, tree: Node, point: Point, variable: str, dtype: str,
+def _kink(report: DerivativeReport, rows: list[DerivativeRow], tree: Node, point: Point, variable: str, dtype: str,
           eps: float | None) -> None:
-    """Order 1: the one-sided derivatives (as grad's central fd sees them); apart beyond their estimates: a kink."""
+    """Order 1: the one-sided derivatives (as grad's central fd sees them); apart beyond their estimates: a kink.
+    Orders 2 and up: one-sided stencils of each order (:func:`gradcli.methods.fd_stencils.sided_kinks`)."""
     from gradcli.methods.fd import _one, fd_gradients
+    from gradcli.methods.fd_stencils import sided_kinks
 
     g = fd_gradients(tree, _one(point.values), [variable], scheme="central", dtype=dtype, eps=eps)
-    if g.kinks[0, 0]:
-        warnings, _, row.one_sided = fd_line_notes("derivative 1", point_text(report.point), dtype=dtype,
-                                                   value=float(g.values[0, 0]), estimate=float(g.estimates[0, 0]),
-                                                   step=float(g.steps[0, 0]), how=0, kink=True,
-                                                   left=float(g.left[0, 0]), right=float(g.right[0, 0]))
-        report.warnings += warnings
+    kinks, left, right = sided_kinks(tree, _one(point.values), variable, len(rows), dtype=dtype)
+    kinks[0, 0], left[0, 0], right[0, 0] = g.kinks[0, 0], g.left[0, 0], g.right[0, 0]
+    for k, row in enumerate(rows):
+        if kinks[0, k]:
+            warnings, _, row.one_sided = fd_line_notes(
+                f"derivative {k + 1}", point_text(report.point), dtype=dtype, value=row.fd or 0.0,
+                estimate=row.fd_error_estimate or 0.0, step=row.fd_step or 0.0, how=0, kink=True,
+                left=float(left[0, k]), right=float(right[0, k]))
+            report.warnings += warnings

@@ -134,3 +134,79 @@ def _derivative_line(tree, env, variable, h, k: int, acc: int, dtype: str) -> fd
     estimate = truncation + fd_error.rounding(dtype, fmax, weight_sum, h, k, measured, e.bounded)
     finite = np.all(np.isfinite(np.stack([f[float(m)] for m in offsets])), axis=0)
     return fd_error.LineResult(value.astype(np.float64), estimate.astype(np.float64), h.astype(np.float64), finite)
+
+
+# ---------------------------------------------------------------------------------------------
+# kinks above order 1: one-sided k-th derivatives (issue 8 follow-up, item 5)
+# ---------------------------------------------------------------------------------------------
+@lru_cache(maxsize=None)
+def forward_coefficients(order: int, accuracy: int) -> tuple[tuple[int, ...], tuple[Fraction, ...]]:
+    """Offsets 0..order+accuracy-1 and exact weights of the forward stencil for f^(order) (error ~h^accuracy)."""
+    offsets = list(range(order + accuracy))
+    size = len(offsets)
+    rows = [[Fraction(m) ** j for m in offsets] + [Fraction(math.factorial(order) if j == order else 0)]
+            for j in range(size)]
+    for c in range(size):
+        pivot = next(r for r in range(c, size) if rows[r][c] != 0)
+        rows[c], rows[pivot] = rows[pivot], rows[c]
+        for r in range(size):
+            if r != c and rows[r][c] != 0:
+                factor = rows[r][c] / rows[c][c]
+                rows[r] = [a - factor * b for a, b in zip(rows[r], rows[c])]
+    return tuple(offsets), tuple(rows[i][size] / rows[i][i] for i in range(size))
+
+
+# The one-sided stencils are compared at the default step and at 1/16 of it: near a kink but not at it the
+# smaller one stays on one side (no warning); at the kink both differ.
+SIDED_LEVELS = (1.0, 1.0 / 16.0)
+
+
+def sided_kinks(tree: Node, points: Mapping[str, object], variable: str, order: int, *, dtype: str = "float64"):
+    """For k = 2..order: (kink [P, order] bool, left [P, order], right [P, order]) where the one-sided k-th
+    derivatives (forward and backward stencils of accuracy 2) differ beyond their estimates (the distance to
+    the accuracy-1 stencil's value, and the values' rounding) at every level of :data:`SIDED_LEVELS`. Column
+    0 (order 1) is left False: grad's central fd sees order 1's kinks."""
+    np = _np()
+    env = _typed_env(points, dtype)
+    x64 = np.asarray(points[variable], dtype=np.float64)
+    p = len(x64)
+    kink = np.zeros((p, order), dtype=bool)
+    left, right = np.full((p, order), np.nan), np.full((p, order), np.nan)
+    with np.errstate(all="ignore"):
+        for k in range(2, order + 1):
+            h0 = steps(x64, dtype, 1.0 / (k + 2), None)
+            index = np.arange(p)
+            for n, level in enumerate(SIDED_LEVELS):  # each level only where the ones before found a kink
+                h = _taken_steps(x64[index], h0[index], level, dtype)
+                sub = {name: a[index] for name, a in env.items()}
+                (lo, lo_est), (hi, hi_est) = (_one_side(tree, sub, variable, h, k, sign, dtype) for sign in (-1.0, 1.0))
+                gap = np.abs(hi - lo)
+                apart = np.isfinite(gap) & (gap > 4.0 * (lo_est + hi_est) + 1e-6 * (np.abs(lo) + np.abs(hi)))
+                if n == 0:
+                    left[:, k - 1], right[:, k - 1] = lo, hi
+                index = index[apart]
+            kink[index, k - 1] = True
+    return kink, left, right
+
+
+def _one_side(tree, env, variable, h, k: int, sign: float, dtype: str):
+    """The k-th derivative from one side (sign -1: backward), accuracy 2, with its estimate: (value, estimate)."""
+    np = _np()
+    t = np.dtype(dtype).type
+    offsets, weights = forward_coefficients(k, 2)
+    rough_offsets, rough = forward_coefficients(k, 1)
+    f, e = _along(tree, env, variable, h, tuple(sign * float(m) for m in offsets), dtype)
+    scale = (t(sign) * h) ** k
+
+    def combine(ws, ms):
+        total = t(float(ws[0])) * f[sign * float(ms[0])]
+        for w, m in zip(ws[1:], ms[1:]):
+            total = total + t(float(w)) * f[sign * float(m)]
+        return total / scale
+
+    value = combine(weights, offsets)
+    fmax = np.maximum.reduce([np.abs(v) for v in f.values()])
+    measured = sum(abs(float(c)) * e[sign * float(m)] for c, m in zip(weights, offsets)) / h ** k
+    estimate = fd_error.TRUNCATION_SAFETY * np.abs(value - combine(rough, rough_offsets)) + fd_error.rounding(
+        dtype, fmax, sum(abs(float(c)) for c in weights), h, k, measured, e.bounded)
+    return value.astype(np.float64), estimate.astype(np.float64)

@@ -14,6 +14,7 @@ from gradcli.methods import symbolic as exact
 from gradcli.methods.fd import fd_derivatives, fd_gradients
 from gradcli.methods.complex_step import COMPLEX_STEP, not_analytic_note
 from gradcli.methods.fd_notes import fd_line_notes
+from gradcli.methods.fd_stencils import sided_kinks
 from gradcli.results import FIRST_ORDER_METHODS, shortest
 
 
@@ -73,6 +74,7 @@ class DerivativeBatch(engine.BatchCore):
             cols["fd"], steps = f.values, f
             # order 1's one-sided derivatives, as grad's central fd sees them: kinks
             f.kinks = fd_gradients(self.expr.tree, pts, [self.variable], dtype=self.dtype, eps=self.eps)
+            f.sided = sided_kinks(self.expr.tree, pts, self.variable, self.order, dtype=self.dtype)  # orders 2+
         cc = None
         if "complex" in self.methods:  # order 1 only: [P, 1]
             cc = complex_columns([self.expr.tree], pts, [self.variable], self.dtype)
@@ -155,11 +157,15 @@ class DerivativeBatch(engine.BatchCore):
         if sided:
             record["one_sided"] = sided
             record["warnings"] += warnings
+        kinks, left, right = fd.sided
         for k in range(self.order):
-            warnings, _, _ = fd_line_notes(f"derivative {k + 1}", "", dtype=self.dtype,
-                                           value=float(fd.values[p, k]), estimate=float(fd.estimates[p, k]),
-                                           step=float(fd.steps[p, k]), how=0, explicit_step=self.eps is not None,
-                                           order=k + 1)
+            warnings, _, sided = fd_line_notes(f"derivative {k + 1}", "", dtype=self.dtype,
+                                               value=float(fd.values[p, k]), estimate=float(fd.estimates[p, k]),
+                                               step=float(fd.steps[p, k]), how=0, explicit_step=self.eps is not None,
+                                               order=k + 1, kink=k > 0 and bool(kinks[p, k]),
+                                               left=float(left[p, k]), right=float(right[p, k]))
+            if sided and "one_sided" not in record:  # the record's field is the lowest order's kink
+                record["one_sided"] = sided
             record["warnings"] += warnings
 
     def _point_shift(self, pts, size: int, cols):
