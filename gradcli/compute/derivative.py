@@ -328,8 +328,7 @@ def _kink(report: DerivativeReport, rows: list[DerivativeRow], tree: Node, point
           eps: float | None) -> None:
     """Order 1: the one-sided derivatives (as grad's central fd sees them); apart beyond their estimates: a kink.
     Orders 2 and up: one-sided stencils of each order (:func:`gradcli.methods.fd_stencils.sided_kinks`)."""
-    from gradcli.methods.fd import _one, fd_gradients
-    from gradcli.methods.fd_stencils import sided_kinks
+    from gradcli.methods.fd import _one, fd_gradients, sided_kinks
 
     g = fd_gradients(tree, _one(point.values), [variable], scheme="central", dtype=dtype, eps=eps)
     kinks, left, right = sided_kinks(tree, _one(point.values), variable, len(rows), dtype=dtype)

@@ -280,5 +280,6 @@ def fd_gradient(tree: Node, values: dict[str, float], wrt: list[str], *, scheme:
 
 
 # k-th derivatives and Hessians live in their own modules; imported last (they use the helpers above)
-from gradcli.methods.fd_stencils import FdDerivatives, central_coefficients, fd_derivatives  # noqa: E402,F401
+from gradcli.methods.fd_stencils import (FdDerivatives, central_coefficients, fd_derivatives,  # noqa: E402,F401
+                                         sided_kinks)
 from gradcli.methods.fd_hessian import FdHessians, fd_hessians  # noqa: E402,F401
