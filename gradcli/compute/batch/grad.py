@@ -211,8 +211,10 @@ class GradBatch(engine.BatchCore):
         import orjson
 
         size, wrt = p.values.shape[1], self.wrt
-        typed = {m: (c[0].astype(np.float32) if self.dtype == "float32" and m != "symbolic" else c[0])
-                 for m, c in p.columns.items()}
+        # float32 results with float32's shortest digits as float64 numbers, which orjson writes as the dict
+        # path does (orjson's own float32 text is positional: 0.0000017628644 against 1.7628644e-6)
+        typed = {m: (c[0].astype(np.float32).astype(str).astype(np.float64)
+                     if self.dtype == "float32" and m != "symbolic" else c[0]) for m, c in p.columns.items()}
         columns = _text_columns(np.stack([p.chunk.values[v] for v in self.variables], axis=1))
         columns.append([_line_and_fields(p.chunk, k) for k in range(size)])
         columns += _text_columns(p.values[0][:, None])
