@@ -168,6 +168,15 @@ def test_cancellation_is_said_with_the_estimate(invoke):
     assert "cannot be resolved in float32: its error estimate" in result.stderr
 
 
+def test_fd_across_atan2s_branch_cut_is_flagged(invoke_json, invoke):
+    """atan2(y, x) jumps by 2*pi across y=0 for x<0: fd's d/dy there is ~1e5 (exact -1), never shown silently."""
+    doc = invoke_json("grad", "atan2(y, x)", "--at", "x=-1,y=0", "-m", "symbolic,fd")
+    fd, estimate = doc["results"][0]["gradient"]["fd"]["y"], doc["results"][0]["fd_error_estimate"]["y"]
+    assert abs(fd - (-1.0)) > 1.0 and abs(fd - (-1.0)) <= estimate  # wrong, and its own estimate says so
+    result = invoke("grad", "atan2(y, x)", "--at", "x=-1,y=0", "-m", "symbolic,fd")
+    assert "d(atan2(y, x))/dy" in result.stderr and "not smooth here" in result.stderr
+
+
 # --------------------------------------------------------------------------------------------- item 4
 def test_hessian_entries_on_their_own_scale_and_definiteness(invoke_json):
     doc = invoke_json("hessian", "1e8*x**2 + 1e-4*y**2", "--at", "x=1,y=1")

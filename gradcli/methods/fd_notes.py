@@ -29,5 +29,6 @@ def fd_line_notes(what: str, where: str, *, dtype: str, value: float, estimate: 
     elif not explicit_step and math.isfinite(value) and math.isfinite(estimate) \
             and bool(fd_error.cannot_resolve(value, estimate, dtype, order)):
         warnings.append(f"fd: {what}{at} cannot be resolved in {dtype}: its error estimate {estimate:.3g} is "
-                        f"more than 1% of the value {value:.6g} at every step (cancellation)")
+                        f"more than 1% of the value {value:.6g} at every step (rounding cancels its digits, or f is not "
+                        "smooth here: a jump, a kink or a pole)")
     return warnings, notes, sided
