@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from gradcli.expression import parse
 from gradcli.expression.functions import TABLE
 from gradcli.methods.complex_step import COMPLEX_STEP, complex_gradient, complex_gradients
-from tests.oracle import Undefined, oracle_gradient
-from tests.strategies import points, smooth_expressions
+from oracle import Undefined, oracle_gradient
+from strategies import points, smooth_expressions
 
 
 def in_dtype(point: dict[str, float], dtype: str) -> dict[str, float]:

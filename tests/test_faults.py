@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_installed import GRADCLI
+from test_installed import GRADCLI
 
 LONG_DESCENT = ["descend", "x**2+y**2", "--from", "x=1,y=1", "--steps", "1000000000000", "--tol", "0"]
 # SymPy works on this for minutes (the worker holds it; gradcli waits up to --symbolic-timeout)

@@ -7,7 +7,7 @@ import math
 import mpmath
 import pytest
 
-from tests.oracle import (Undefined, Unsupported, oracle_derivative, oracle_gradient, oracle_hessian, oracle_value,
+from oracle import (Undefined, Unsupported, oracle_derivative, oracle_gradient, oracle_hessian, oracle_value,
                           translate, variables)
 
 

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from gradcli.compute.steps import compute_steps, formulas, sweep_steps
-from tests.oracle import oracle_derivative
+from oracle import oracle_derivative
 
 
 def by_name(sweep):
