@@ -23,7 +23,13 @@ def central_coefficients(order: int, accuracy: int) -> tuple[tuple[int, ...], tu
     Solves the Taylor conditions sum w_m m^j = order! [j == order], j = 0..2p, in fractions.
     """
     p = (order + 1) // 2 - 1 + accuracy // 2
-    offsets = list(range(-p, p + 1))
+    offsets = tuple(range(-p, p + 1))
+    return offsets, taylor_weights(offsets, order)
+
+
+def taylor_weights(offsets: tuple[int, ...], order: int) -> tuple[Fraction, ...]:
+    """Exact weights w for these offsets with sum w_m m^j = order! [j == order], j = 0..len-1 (the Taylor
+    conditions), in fractions: the stencil for f^(order) on any set of offsets."""
     size = len(offsets)
     rows = [[Fraction(m) ** j for m in offsets] + [Fraction(math.factorial(order) if j == order else 0)]
             for j in range(size)]
@@ -34,8 +40,7 @@ def central_coefficients(order: int, accuracy: int) -> tuple[tuple[int, ...], tu
             if r != c and rows[r][c] != 0:
                 factor = rows[r][c] / rows[c][c]
                 rows[r] = [a - factor * b for a, b in zip(rows[r], rows[c])]
-    weights = tuple(rows[i][size] / rows[i][i] for i in range(size))
-    return tuple(offsets), weights
+    return tuple(rows[i][size] / rows[i][i] for i in range(size))
 
 
 @dataclass
@@ -142,18 +147,8 @@ def _derivative_line(tree, env, variable, h, k: int, acc: int, dtype: str) -> fd
 @lru_cache(maxsize=None)
 def forward_coefficients(order: int, accuracy: int) -> tuple[tuple[int, ...], tuple[Fraction, ...]]:
     """Offsets 0..order+accuracy-1 and exact weights of the forward stencil for f^(order) (error ~h^accuracy)."""
-    offsets = list(range(order + accuracy))
-    size = len(offsets)
-    rows = [[Fraction(m) ** j for m in offsets] + [Fraction(math.factorial(order) if j == order else 0)]
-            for j in range(size)]
-    for c in range(size):
-        pivot = next(r for r in range(c, size) if rows[r][c] != 0)
-        rows[c], rows[pivot] = rows[pivot], rows[c]
-        for r in range(size):
-            if r != c and rows[r][c] != 0:
-                factor = rows[r][c] / rows[c][c]
-                rows[r] = [a - factor * b for a, b in zip(rows[r], rows[c])]
-    return tuple(offsets), tuple(rows[i][size] / rows[i][i] for i in range(size))
+    offsets = tuple(range(order + accuracy))
+    return offsets, taylor_weights(offsets, order)
 
 
 # The one-sided stencils are compared at the default step and at 1/16 of it: near a kink but not at it the
