@@ -173,8 +173,26 @@ def test_fd_across_atan2s_branch_cut_is_flagged(invoke_json, invoke):
     doc = invoke_json("grad", "atan2(y, x)", "--at", "x=-1,y=0", "-m", "symbolic,fd")
     fd, estimate = doc["results"][0]["gradient"]["fd"]["y"], doc["results"][0]["fd_error_estimate"]["y"]
     assert abs(fd - (-1.0)) > 1.0 and abs(fd - (-1.0)) <= estimate  # wrong, and its own estimate says so
+    sided = doc["results"][0]["one_sided"]["y"]  # both one-sided values: the right one is the derivative
+    assert sided["right"] == pytest.approx(-1.0, abs=1e-6) and abs(sided["left"]) > 1e5
     result = invoke("grad", "atan2(y, x)", "--at", "x=-1,y=0", "-m", "symbolic,fd")
-    assert "d(atan2(y, x))/dy" in result.stderr and "not smooth here" in result.stderr
+    assert "d(atan2(y, x))/dy at x=-1, y=0 is at a kink or a jump" in result.stderr
+    assert "right -1" in result.stderr and result.exit_code == 0
+
+
+def test_jumps_only_where_f_steps():
+    """The jump test fires at a step in f, not at a kink, a pole next to the point, or a narrow bump."""
+    from gradcli.methods.fd import _jumps
+
+    def at(values):
+        return lambda m: np.array([values[int(m) + 2]])
+
+    fmax = np.array([10.0])
+    assert _jumps(at([-np.pi + 2e-5, -np.pi + 1e-5, np.pi, np.pi - 1e-5, np.pi - 2e-5]), fmax, "float64")[0]
+    assert not _jumps(at([2e-5, 1e-5, 0.0, 1e-5, 2e-5]), fmax, "float64")[0]  # abs: a kink
+    assert not _jumps(at([-2.0, -4.0, 1e7, 4.0, 2.0]), fmax, "float64")[0]  # a pole beside the point
+    assert not _jumps(at([0.0, 0.0, 1.0, 0.0, 0.0]), fmax, "float64")[0]  # a bump narrower than h
+    assert not _jumps(at([1.0, 1.0, 1.0 + 2e-16, 1.0, 1.0]), fmax, "float64")[0]  # rounding
 
 
 # --------------------------------------------------------------------------------------------- item 4

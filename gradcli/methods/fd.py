@@ -204,7 +204,19 @@ def _gradient_line(tree, env, variable, x64, h, scheme: str, dtype: str) -> fd_e
     if two_sided:  # the one-sided derivatives show kinks
         left, right, est = _sided(dtype, F, e, h)
         r.left, r.right, r.sided_estimate = (a.astype(np.float64) for a in (left, right, est))
+        r.jump = _jumps(F, fmax, dtype) & np.isfinite(r.left) & np.isfinite(r.right)
     return r
+
+
+def _jumps(F, fmax, dtype: str):
+    """Where f jumps inside the stencil (bool [Q]): one increment next to the point dwarfs its neighbours.
+    Smooth f has increments of one size over a few steps, a kink two sizes of the same order, a pole next to
+    the point large increments on both sides; only a step in f (atan2's branch cut, a sign-like piece) makes
+    one increment alone far larger than both neighbours (and than rounding)."""
+    np = _np()
+    noise = 64 * float(np.finfo(dtype).eps) * fmax
+    dl1, dl2, dr1, dr2 = (np.abs(F(a) - F(b)) for a, b in ((0.0, -1.0), (-1.0, -2.0), (1.0, 0.0), (2.0, 1.0)))
+    return (dl1 > 16 * (dl2 + dr1) + noise) | (dr1 > 16 * (dr2 + dl1) + noise)
 
 
 def _one_sided_line(tree, env, variable, x64, h, dtype: str) -> fd_error.LineResult:
@@ -257,7 +269,11 @@ def fd_gradients(tree: Node, points: Mapping[str, object], wrt: list[str], *, sc
             out["left"][:, i] = np.nan if r.left is None else r.left
             out["right"][:, i] = np.nan if r.right is None else r.right
             # a kink where the one-sided derivatives differ and no step got a stencil clear of it
-            out["kinks"][:, i] = fd_error.kink(r) & ((r.how == 0) if r.how is not None else True)
+            kinks = fd_error.kink(r) & ((r.how == 0) if r.how is not None else True)
+            if r.jump is not None:  # a jump at the default step that no other step resolved (every one straddles
+                # it): the one-sided values differ too, one of them without bound as h shrinks
+                kinks |= r.jump & ~(r.estimate < 0.5 * np.abs(r.value))
+            out["kinks"][:, i] = kinks
             out["how"][:, i] = 0 if r.how is None else r.how
     return FdGradients(out["values"], out["steps"], scheme, out["estimates"], out["left"], out["right"],
                        out["kinks"], out["how"])

@@ -161,6 +161,7 @@ class LineResult:
     right: object = None
     sided_estimate: object = None  # [Q]: their estimates together
     how: object = None  # [Q] int: 0 default step, ADAPTED, ONE_SIDED
+    jump: object = None  # [Q] bool: f jumps inside the stencil (two-sided schemes; see fd._jumps)
 
 
 def kink(r: LineResult):

@@ -24,8 +24,8 @@ def fd_line_notes(what: str, where: str, *, dtype: str, value: float, estimate: 
     sided = None
     if kink:
         sided = {"left": left, "right": right}
-        warnings.append(f"fd: {what}{at} is at a kink: the one-sided derivatives differ (left {left:.6g}, "
-                        f"right {right:.6g}); the two-sided values are not a derivative")
+        warnings.append(f"fd: {what}{at} is at a kink or a jump: the one-sided derivatives differ (left "
+                        f"{left:.6g}, right {right:.6g}); the two-sided values are not a derivative")
     elif not explicit_step and math.isfinite(value) and math.isfinite(estimate) \
             and bool(fd_error.cannot_resolve(value, estimate, dtype, order)):
         warnings.append(f"fd: {what}{at} cannot be resolved in {dtype}: its error estimate {estimate:.3g} is "
