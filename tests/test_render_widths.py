@@ -118,6 +118,8 @@ def reports(invoke):
             "-m", "symbolic,tape,fd")),
         "grad fd": (grad.grad_table, grad.grad_json, capture(
             invoke, grad, "grad_table", "grad", "x*y*z - cos(x)", "--at", "x=0.7,y=-1.3,z=2", "-m", "symbolic,fd")),
+        "grad complex": (grad.grad_table, grad.grad_json, capture(
+            invoke, grad, "grad_table", "grad", "x*sin(y)", "--at", "x=0.5,y=2", "-m", "symbolic,fd,complex")),
         "hessian": (hessian.hessian_table, hessian.hessian_json, capture(
             invoke, hessian, "hessian_table", "hessian", "(x1+5)*x2**2", "--at", "x1=2,x2=3", "-m", "symbolic,fd")),
         "derivative": (derivative.derivative_table, derivative.derivative_json, capture(
@@ -133,7 +135,8 @@ def reports(invoke):
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-@pytest.mark.parametrize("name", ["grad", "grad fd", "hessian", "derivative", "descend race", "descend single"])
+@pytest.mark.parametrize("name", ["grad", "grad fd", "grad complex", "hessian", "derivative", "descend race",
+                                  "descend single"])
 def test_every_number_of_the_json_appears_whole(reports, name, width):
     table, to_json, report = reports[name]
     out, err = render(table, report, width=width)

@@ -8,6 +8,7 @@ from gradcli.render.layout import (
     FORMULA,
     Column,
     FittedTable,
+    estimate,
     method_columns,
     print_line,
     print_table,
@@ -44,8 +45,8 @@ def derivative_table(report: DerivativeReport) -> None:
             row.append(cell)
             if m != "symbolic" and "symbolic" in methods:
                 row.append(error(r.error.get(m)))
-            if m == "fd":
-                row.append("± " + error(r.fd_error_estimate))
+            if m in ("fd", "complex"):
+                row.append(estimate(getattr(r, f"{m}_error_estimate")))
         if "fd" in methods:
             row.append(f"{r.fd_step:.3g} ({r.fd_points})" if r.fd_step is not None else "-")
         table.add_row(*row)

@@ -7,6 +7,7 @@ from gradcli.render.layout import (
     FORMULA,
     Column,
     FittedTable,
+    estimate,
     method_columns,
     print_line,
     print_table,
@@ -58,7 +59,7 @@ def _gradient_table(report: GradientReport, r, methods: list[str]) -> FittedTabl
             row.append(cell)
             if m != "symbolic" and "symbolic" in methods:
                 row.append(error(r.error.get(m, {}).get(v)))
-            if m == "fd":
-                row.append("± " + error(r.fd_error_estimate.get(v)))
+            if m in ("fd", "complex"):
+                row.append(estimate(getattr(r, f"{m}_error_estimate").get(v)))
         table.add_row(*row)
     return table

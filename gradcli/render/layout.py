@@ -202,16 +202,24 @@ class FittedTable:
         self.rows.append([c if isinstance(c, Text) else Text(str(c)) for c in cells])
 
 
+def estimate(x: float | None) -> str:
+    """A method's own error estimate in its column: '± 3.56e-09', or '-' where there is no value."""
+    from gradcli.render.common import error
+
+    return "-" if x is None else "± " + error(x)
+
+
 def method_columns(methods: list[str], labels: dict[str, str]) -> list[Column]:
     """grad's and derivative's columns per method: its value, then (stacked under it when narrow) its error
-    against the exact column when SymPy's is there, and fd's own error estimate, with or without it."""
+    against the exact column when SymPy's is there, and fd's and the complex step's own error estimates, with
+    or without it."""
     columns = []
     for m in methods:
         columns.append(Column(labels[m]))
         if m != "symbolic" and "symbolic" in methods:
             columns.append(Column(f"{m} error", role=SECONDARY, under=labels[m]))
-        if m == "fd":  # gradcli.methods.fd_error
-            columns.append(Column("fd ± estimate", role=SECONDARY, under=labels[m]))
+        if m in ("fd", "complex"):  # gradcli.methods.fd_error, gradcli.methods.complex_step
+            columns.append(Column(f"{m} ± estimate", role=SECONDARY, under=labels[m]))
     return columns
 
 
