@@ -310,3 +310,14 @@ def test_fd_within_its_estimate_or_warned(expr, x, order, dtype):
     for row, want in zip(r.derivatives, exact):
         warned = any(f"derivative {row.order}" in w for w in r.warnings)
         assert warned or abs(row.fd - float(want)) <= row.fd_error_estimate + 1e-300, (expr, x, row)
+
+
+def test_derivatives_at_a_domain_edge_go_one_sided(invoke_json, invoke):
+    """x**2.5 at 0 (defined for x >= 0 only): the derivatives of orders 1 and 2 are finite (0), never 'not
+    finite'; a one-sided stencil is used, with a note, and the value is within its estimate."""
+    doc = invoke_json("derivative", "x**2.5", "--at", "x=0", "-n", "2", "-m", "symbolic,fd")
+    for row in doc["derivatives"]:
+        assert row["fd"] is not None and abs(row["fd"]) <= row["fd_error_estimate"]
+    result = invoke("derivative", "x**2.5", "--at", "x=0", "-n", "2", "-m", "symbolic,fd")
+    assert result.exit_code == 0 and "not finite" not in result.stderr
+    assert "a one-sided one" in result.stderr

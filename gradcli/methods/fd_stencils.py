@@ -92,6 +92,8 @@ def fd_derivatives(tree: Node, points: Mapping[str, object], variable: str, orde
                 how_out[chosen, k - 1] = 0 if r.how is None else r.how[keep]
                 acc_out[chosen, k - 1] = acc
                 count_out[chosen, k - 1] = len(central_coefficients(k, acc)[0])
+                sided = chosen[how_out[chosen, k - 1] == fd_error.ONE_SIDED]  # forward_coefficients(k, 2)
+                acc_out[sided, k - 1], count_out[sided, k - 1] = 2, k + 2
                 todo[chosen] = False
     return FdDerivatives(out["values"], out["steps"], acc_out, count_out, centre.astype(np.float64),
                          out["estimates"], how_out)
@@ -109,8 +111,24 @@ def _adapted_line(tree, env, variable, x64, idx, k, acc, dtype, eps, centre_fini
         h = _taken_steps(x64[idx][index], h0[index], factor, dtype)
         return _derivative_line(tree, {name: a[index] for name, a in sub.items()}, variable, h, k, acc, dtype)
 
+    def one_sided(index, factor):  # where no two-sided stencil stays in the domain (x**2.5 at 0)
+        h = _taken_steps(x64[idx][index], h0[index], factor, dtype)
+        return _one_sided_line(tree, {name: a[index] for name, a in sub.items()}, variable, h, k, dtype)
+
     with np.errstate(all="ignore"):
-        return fd_error.adapt(at, r, x64[idx], dtype, acc, k, centre_finite[idx])
+        return fd_error.adapt(at, r, x64[idx], dtype, acc, k, centre_finite[idx], one_sided=one_sided)
+
+
+def _one_sided_line(tree, env, variable, h, k: int, dtype: str) -> fd_error.LineResult:
+    """Order-k derivatives by the forward or the backward stencil (accuracy 2): each point keeps the finite
+    one with the smaller estimate."""
+    np = _np()
+    (hi, hi_est), (lo, lo_est) = (_one_side(tree, env, variable, h, k, sign, dtype) for sign in (1.0, -1.0))
+    hi_ok, lo_ok = np.isfinite(hi) & np.isfinite(hi_est), np.isfinite(lo) & np.isfinite(lo_est)
+    use_hi = hi_ok & ~(lo_ok & (lo_est < hi_est))
+    value, estimate = np.where(use_hi, hi, lo), np.where(use_hi, hi_est, lo_est)
+    return fd_error.LineResult(value.astype(np.float64), estimate.astype(np.float64), h.astype(np.float64),
+                               hi_ok | lo_ok)
 
 
 def _derivative_line(tree, env, variable, h, k: int, acc: int, dtype: str) -> fd_error.LineResult:
