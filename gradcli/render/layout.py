@@ -203,10 +203,11 @@ class FittedTable:
 
 
 def estimate(x: float | None) -> str:
-    """A method's own error estimate in its column: '± 3.56e-09', or '-' where there is no value."""
+    """A method's own error estimate in its column: '± 3.56e-09', or '-' where there is no value (None, or
+    NaN beside an undefined value)."""
     from gradcli.render.common import error
 
-    return "-" if x is None else "± " + error(x)
+    return "-" if x is None or x != x else "± " + error(x)
 
 
 def method_columns(methods: list[str], labels: dict[str, str]) -> list[Column]:
