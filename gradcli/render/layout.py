@@ -27,6 +27,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from gradcli.render.common import error
+
 VALUE, FORMULA, SECONDARY = "value", "formula", "secondary"
 # Record layout: a value that does not fit beside its name goes on the next line, indented this much.
 _VALUE_INDENT = 4
@@ -205,8 +207,6 @@ class FittedTable:
 def estimate(x: float | None) -> str:
     """A method's own error estimate in its column: '± 3.56e-09', or '-' where there is no value (None, or
     NaN beside an undefined value)."""
-    from gradcli.render.common import error
-
     return "-" if x is None or x != x else "± " + error(x)
 
 
