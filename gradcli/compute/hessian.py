@@ -57,6 +57,7 @@ class HessianReport:
     structural_zeros: list[tuple[str, str]] = field(default_factory=list)
     tape_mode: str | None = None
     fd_steps: dict[str, float] = field(default_factory=dict)
+    fd_sides: dict[str, str] = field(default_factory=dict)  # per variable: central, forward or backward
     fd_error_estimate: Matrix | None = None  # fd's own error estimate per entry (gradcli.methods.fd_error)
     point_shift: Matrix | None = None  # exact entries' move from the typed point to the dtype's
     analysis: HessianAnalysis | None = None
@@ -65,6 +66,14 @@ class HessianReport:
     notes: list[str] = field(default_factory=list)
     failed: bool = False
     command: str = "hessian"
+
+    @property
+    def fd_scheme(self) -> str:
+        """'central second differences', or which variables' differences are one-sided (a domain edge)."""
+        sided = [f"{name} {side}" for name, side in self.fd_sides.items() if side != "central"]
+        if not sided:
+            return "central second differences"
+        return f"second differences, one-sided in {', '.join(sided)} (accuracy 2)"
 
     def to_dict(self) -> dict:
         a = self.analysis
@@ -82,8 +91,8 @@ class HessianReport:
             "symmetry": self.symmetry,
             "structural_zeros": [list(p) for p in self.structural_zeros],
             "tape": None if self.tape_mode is None else {"mode": self.tape_mode},
-            "fd": None if "fd" not in self.methods else {"scheme": "central second differences",
-                                                         "step": self.fd_steps},
+            "fd": None if "fd" not in self.methods else {"scheme": self.fd_scheme, "step": self.fd_steps,
+                                                         "sides": self.fd_sides},
             "fd_error_estimate": self.fd_error_estimate,
             "analysis_source": self.analysis_source,
             "eigenvalues": a.eigenvalues if a else None,
@@ -135,7 +144,9 @@ class FdHessian:
     matrix: list[list[float]]
     steps: list[float]
     estimates: list[list[float]] | None = None
-    shrunk: bool = False  # the default steps' stencil left the domain or crossed a pole: smaller steps
+    how: int = 0  # fd_error.SHRUNK: the default steps' stencil left the domain or crossed a pole (smaller
+    # steps); fd_error.ONE_SIDED: no two-sided stencil stays in the domain
+    sides: list[int] | None = None  # per variable: 1 forward, -1 backward, 0 central
 
 
 def fd_hessian(tree: Node, values: dict[str, float], wrt: list[str], *, dtype: str = "float64",
@@ -145,7 +156,7 @@ def fd_hessian(tree: Node, values: dict[str, float], wrt: list[str], *, dtype: s
 
     r = fd_hessians(tree, _one(values), wrt, dtype=dtype, eps=eps)
     return FdHessian(float(r.values[0]), r.gradients[0].tolist(), r.matrices[0].tolist(), r.steps[0].tolist(),
-                     r.estimates[0].tolist(), bool(r.how[0]))
+                     r.estimates[0].tolist(), int(r.how[0]), r.sides[0].tolist())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -293,10 +304,12 @@ def compute_hessian(expression: str, *, at: list[str] | str, wrt: str | None = N
         report.gradient["fd"] = {k: shortest(g, dtype) for k, g in zip(names, fd.gradient)}
         report.fd_steps = dict(zip(names, fd.steps))
         report.fd_error_estimate = fd.estimates
-        if fd.shrunk:
-            steps = ", ".join(f"h({k}) = {h:.3g}" for k, h in zip(names, fd.steps))
-            report.notes.append("fd: the default steps' stencil leaves the domain or crosses a pole; smaller "
-                                f"steps ({steps}: the smallest estimate of a sequence) are used")
+        from gradcli.methods.fd_notes import SIDE_NAMES, fd_hessian_note
+
+        report.fd_sides = dict(zip(names, (SIDE_NAMES[s] for s in fd.sides)))
+        note = fd_hessian_note(fd.how, fd.steps, fd.sides, names)
+        if note:
+            report.notes.append(note)
     if job is not None:
         try:
             s = job.result()

@@ -10,6 +10,12 @@ from typing import Mapping
 
 from gradcli.expression import Node
 from gradcli.methods import fd_error
+from gradcli.methods.fd_hessian_sided import directions, geometric_truncation, sided_hessians
+
+
+# An entry whose estimate is above this part of max(|entry|, 1) is not resolved (across a pole, at an edge
+# where the derivative is infinite).
+UNRESOLVED = 0.5
 
 
 def _np():
@@ -25,7 +31,8 @@ class FdHessians:
     matrices: object  # [P, n, n]
     steps: object  # [P, n]
     estimates: object = None  # [P, n, n]: each entry's error estimate (the same differences at 2h)
-    how: object = None  # [P] int: 0 the default steps, fd_error.SHRUNK (the stencil left the domain)
+    how: object = None  # [P] int: 0 the default steps, fd_error.SHRUNK or ONE_SIDED (the stencil left the domain)
+    sides: object = None  # [P, n] int: ONE_SIDED points' directions (1 forward, -1 backward, 0 central)
 
 
 def _hessian_offsets(n: int, scale: float = 1.0, centre: bool = True):
@@ -57,9 +64,11 @@ def fd_hessians(tree: Node, points: Mapping[str, object], wrt: list[str], *, dty
     Without ``eps``, a point whose stencil (at h, 2h or 4h) leaves the domain (f finite at x, not at some
     stencil point) or resolves no value (an estimate above half its entry: across a pole) is recomputed
     with the offending steps shrunk by 4^-1 .. 4^-20, keeping the finite result with the smallest estimate
-    relative to its entries (``how``: fd_error.SHRUNK there)."""
+    relative to its entries (``how``: fd_error.SHRUNK there). Where no smaller two-sided stencil stays in
+    the domain (``x**2.5`` at x = 0), the leaving variables' differences go one-sided
+    (:mod:`gradcli.methods.fd_hessian_sided`; ``how``: fd_error.ONE_SIDED, ``sides`` the directions)."""
     # (imported here: gradcli.methods.fd imports this module at its end, so either can be imported first)
-    from gradcli.methods.fd import SECOND_DIFFERENCE_POWER, _taken_steps, _typed_env, steps
+    from gradcli.methods.fd import SECOND_DIFFERENCE_POWER, _typed_env, steps
 
     np = _np()
     t = np.dtype(dtype).type
@@ -70,10 +79,10 @@ def fd_hessians(tree: Node, points: Mapping[str, object], wrt: list[str], *, dty
         np.zeros((p, 0), dtype=t)
     with np.errstate(all="ignore"):
         f0, gradients, matrices, estimates, finite = _hessians_at(tree, env, wrt, h, dtype)
-        how = np.zeros(p, dtype=int)
+        r = FdHessians(f0, gradients, matrices, h, estimates, np.zeros(p, dtype=int), np.zeros((p, n), dtype=int))
         relative = estimates / np.maximum(np.abs(matrices), 1.0)  # [P, n, n]
         leaves = ~finite.all(axis=0)
-        unresolved = np.any(relative.reshape(p, -1) > 0.5, axis=1)  # across a pole: finite, but no value
+        unresolved = np.any(relative.reshape(p, -1) > UNRESOLVED, axis=1)  # across a pole: finite, but no value
         suspicious = np.isfinite(f0) & (leaves | unresolved) & (eps is None) & (n > 0)
         index = np.nonzero(suspicious)[0]
         if len(index):
@@ -81,25 +90,83 @@ def fd_hessians(tree: Node, points: Mapping[str, object], wrt: list[str], *, dty
             diagonal = np.diagonal(relative[index], axis1=1, axis2=2)  # [Q, n]
             worst = diagonal == np.max(diagonal, axis=1, keepdims=True)
             shrink = np.where(leaves[index, None], _leaving_variables(finite[:, index], n), worst)
-            x64 = {v: np.asarray(points[v], dtype=np.float64)[index] for v in wrt}
-            sub = {k: a[index] for k, a in env.items()}
-            # judged by the shrinking variables' own diagonal entries (a mixed or other entry's rounding
-            # grows as a step shrinks, and says so in its own estimate)
-            best = np.where(leaves[index], np.inf, np.max(np.where(shrink, diagonal, 0.0), axis=1))
-            h0 = h[index].copy()
-            for factor in fd_error.STEP_FACTORS[1:]:  # 1/4 of the default step and down
-                hs = np.stack([np.where(shrink[:, c], _taken_steps(x64[v], h0[:, c], factor, dtype), h0[:, c])
-                               for c, v in enumerate(wrt)], axis=1)
-                g0, gg, mm, ee, ok = _hessians_at(tree, sub, wrt, hs, dtype)
-                own = np.diagonal(ee / np.maximum(np.abs(mm), 1.0), axis1=1, axis2=2)
-                score = np.max(np.where(shrink, own, 0.0), axis=1)
-                better = ok.all(axis=0) & np.isfinite(score) & (score < best)
-                if better.any():
-                    at = index[better]
-                    gradients[at], matrices[at], estimates[at], h[at] = gg[better], mm[better], ee[better], hs[better]
-                    best[better], how[at] = score[better], fd_error.SHRUNK
-    return FdHessians(f0.astype(np.float64), gradients, matrices, h.astype(np.float64),
-                      estimates.astype(np.float64), how)
+            _shrink(tree, points, env, wrt, dtype, r, index, shrink, np.where(leaves[index], np.inf,
+                    np.max(np.where(shrink, diagonal, 0.0), axis=1)))
+            edge = leaves[index] & (r.how[index] == 0)  # no smaller two-sided stencil stays in the domain
+            if edge.any():
+                _one_sided(tree, points, env, wrt, dtype, r, index[edge],
+                           directions(finite[:, index[edge]], n, shrink[edge]))
+    r.values, r.steps, r.estimates = f0.astype(np.float64), r.steps.astype(np.float64), r.estimates.astype(np.float64)
+    return r
+
+
+def _shrink(tree, points, env, wrt, dtype, r: FdHessians, index, shrink, best) -> None:
+    """The points ``index`` recomputed with the ``shrink`` [Q, n] variables' steps times 4^-1 .. 4^-20, judged
+    by those variables' own diagonal entries (a mixed or other entry's rounding grows as a step shrinks, and
+    says so in its own estimate); a finite result better than ``best`` [Q] is kept (``how``: SHRUNK)."""
+    from gradcli.methods.fd import _taken_steps
+
+    np = _np()
+    x64 = {v: np.asarray(points[v], dtype=np.float64)[index] for v in wrt}
+    sub = {k: a[index] for k, a in env.items()}
+    h0 = r.steps[index].copy()
+    for factor in fd_error.STEP_FACTORS[1:]:  # 1/4 of the default step and down
+        hs = np.stack([np.where(shrink[:, c], _taken_steps(x64[v], h0[:, c], factor, dtype), h0[:, c])
+                       for c, v in enumerate(wrt)], axis=1)
+        _, gg, mm, ee, ok = _hessians_at(tree, sub, wrt, hs, dtype)
+        own = np.diagonal(ee / np.maximum(np.abs(mm), 1.0), axis1=1, axis2=2)
+        score = np.max(np.where(shrink, own, 0.0), axis=1)
+        better = ok.all(axis=0) & np.isfinite(score) & (score < best) & _moves(sub, wrt, hs)
+        if better.any():
+            at = index[better]
+            r.gradients[at], r.matrices[at], r.estimates[at], r.steps[at] = gg[better], mm[better], ee[better], hs[better]
+            best[better], r.how[at] = score[better], fd_error.SHRUNK
+
+
+def _one_sided(tree, points, env, wrt, dtype, r: FdHessians, index, signs) -> None:
+    """The points ``index`` with the leaving variables' differences one-sided (``signs`` [Q, n], see
+    :func:`gradcli.methods.fd_hessian_sided.directions`; the mirrored pattern where that is not finite), over
+    :data:`fd_error.STEP_FACTORS` of those variables' steps: the finite result with the smallest relative
+    estimate in their rows is kept (``how``: ONE_SIDED, ``sides``: the directions).
+
+    A step's estimate is at least the geometric tail of its value and the values at 4h and 16h (the two
+    steps before: larger, so less rounding; a lucky small estimate at a small step is not believed). A step
+    where an entry with an estimate above half of it grows as h shrinks is passed over: an entry that does
+    so at every step is infinite at the edge (d2/dx2 sqrt(x) at 0), and that point stays not finite. A slowly
+    converging entry (x^2.25: D(h) ~ h^0.25) is kept, with its large estimate."""
+    from gradcli.methods.fd import _taken_steps
+
+    np = _np()
+    x64 = {v: np.asarray(points[v], dtype=np.float64)[index] for v in wrt}
+    sub = {k: a[index] for k, a in env.items()}
+    h0 = r.steps[index].copy()
+    sided = signs != 0
+    rows = sided[:, :, None] | sided[:, None, :]  # the entries the one-sided steps enter
+    best = np.full(len(index), np.inf)
+    for pattern in (signs, -signs):
+        history = []  # the values at the larger steps, most recent last
+        for factor in fd_error.STEP_FACTORS:
+            hs = np.stack([np.where(sided[:, c], _taken_steps(x64[v], h0[:, c], factor, dtype), h0[:, c])
+                           for c, v in enumerate(wrt)], axis=1)
+            s = sided_hessians(tree, sub, wrt, hs, pattern, dtype)
+            estimates, growing = s.estimates, s.growing
+            if len(history) >= 2:  # 4h and 16h: their spacing is 4, so the theory's ratio is 4^2
+                d4, d16 = history[-1], history[-2]
+                estimates = np.maximum(estimates, geometric_truncation(s.matrices, d4, d16, 4))
+                growing = growing | (np.abs(d4 - d16) < np.abs(s.matrices - d4))
+            history.append(s.matrices)
+            relative = np.where(rows, estimates / np.maximum(np.abs(s.matrices), 1.0), 0.0)
+            score = np.max(relative, axis=(1, 2))
+            infinite = np.any(growing & (relative > UNRESOLVED), axis=(1, 2))
+            better = s.finite & np.isfinite(score) & ~infinite & (score < best) & _moves(sub, wrt, hs)
+            if better.any():
+                at = index[better]
+                r.gradients[at], r.matrices[at], r.estimates[at], r.steps[at] = \
+                    s.gradients[better], s.matrices[better], estimates[better], hs[better]
+                r.sides[at] = pattern[better]
+                best[better], r.how[at] = score[better], fd_error.ONE_SIDED
+        if np.isfinite(best).all():
+            break
 
 
 def _hessians_at(tree: Node, env: dict, wrt: list[str], h, dtype: str):
@@ -136,6 +203,18 @@ def _hessians_at(tree: Node, env: dict, wrt: list[str], h, dtype: str):
     estimates = fd_error.truncation(matrices, wide, wider, 2) + fd_error.rounding(
         dtype, fmax, weights, hh ** 0.5, 2, measured, e.bounded[:, None, None])
     return f0, gradients, matrices, estimates, np.isfinite(fx)
+
+
+def _moves(env: dict, wrt: list[str], h):
+    """[Q] bool: every x +- h differs from x in the dtype (a step below x's ulp leaves f(x) unchanged, and
+    a stencil that does not move gives 0 with an estimate of 0)."""
+    np = _np()
+    out = np.ones(len(h), dtype=bool)
+    for c, v in enumerate(wrt):
+        x = env[v]
+        step = h[:, c].astype(x.dtype)
+        out &= (x + step != x) & (x - step != x)
+    return out
 
 
 def _leaving_variables(finite, n: int):

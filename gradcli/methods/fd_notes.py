@@ -32,3 +32,20 @@ def fd_line_notes(what: str, where: str, *, dtype: str, value: float, estimate: 
                         f"more than 1% of the value {value:.6g} at every step (rounding cancels its digits, or f is not "
                         "smooth here: a jump, a kink or a pole)")
     return warnings, notes, sided
+
+
+SIDE_NAMES = {0: "central", 1: "forward", -1: "backward"}
+
+
+def fd_hessian_note(how: int, steps, sides, names) -> str | None:
+    """The note an adapted fd Hessian gets (one point; a batch counts them): smaller steps, or one-sided
+    differences at a domain edge, with the steps used."""
+    text = ", ".join(f"h({k}) = {h:.3g}" for k, h in zip(names, steps))
+    if how == fd_error.SHRUNK:
+        return ("fd: the default steps' stencil leaves the domain or crosses a pole; smaller steps "
+                f"({text}: the smallest estimate of a sequence) are used")
+    if how == fd_error.ONE_SIDED:
+        sided = ", ".join(f"{k} {SIDE_NAMES[s]}" for k, s in zip(names, sides) if s)
+        return (f"fd: no two-sided stencil stays in the domain; one-sided differences ({sided}; {text}: the "
+                "smallest estimate of a sequence of steps) are used")
+    return None

@@ -33,7 +33,7 @@ def hessian_table(report: HessianReport) -> None:
         print_line(console, f"[bold]tape[/bold]   {escape(report.tape_mode)}")
     if report.fd_steps:
         steps = ", ".join(f"h({k}) = {v:.3g}" for k, v in report.fd_steps.items())
-        print_line(console, f"[bold]fd[/bold]     central second differences, {steps}")
+        print_line(console, f"[bold]fd[/bold]     {report.fd_scheme}, {steps}")
     names = report.variables
     n = len(names)
     structural = set(report.structural_zeros)

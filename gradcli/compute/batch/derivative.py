@@ -71,6 +71,7 @@ class DerivativeBatch(engine.BatchCore):
             f = fd_derivatives(self.expr.tree, pts, self.variable, self.order, dtype=self.dtype, eps=self.eps,
                                accuracy=self.accuracy)
             cols["fd"], steps = f.values, f
+            self.count_adapted(f.how)
             # order 1's one-sided derivatives, as grad's central fd sees them: kinks
             f.kinks = fd_gradients(self.expr.tree, pts, [self.variable], dtype=self.dtype, eps=self.eps)
             f.sided = sided_kinks(self.expr.tree, pts, self.variable, self.order, dtype=self.dtype)  # orders 2+

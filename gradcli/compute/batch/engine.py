@@ -46,6 +46,8 @@ class Computation(Protocol):
 
     def compute(self, chunk) -> RecordBatch: ...
 
+    def closing_notes(self) -> list[str]: ...
+
 
 @dataclass
 class Summary:
@@ -139,7 +141,7 @@ def run_batch(computation: Computation, chunks: Iterable, sink: Sink) -> Summary
     if summary.with_warnings > len(summary.shown):
         warnings.append(f"warnings at {summary.with_warnings} points in all (the first {len(summary.shown)} "
                         "above): each record lists its own")
-    sink.finish(summary.to_dict(), summary.text(), warnings, computation.notes)
+    sink.finish(summary.to_dict(), summary.text(), warnings, computation.notes + computation.closing_notes())
     return summary
 
 
@@ -171,6 +173,7 @@ class BatchCore:
         self._job = None
         self._formulas: list | None = None
         self.largest_error: dict[str, float] = {}  # per method, over every point so far (the summary's)
+        self.adapted: dict[int, int] = {}  # fd_error.SHRUNK / ONE_SIDED: points whose fd steps adapted to a domain
 
     def wanted(self) -> list[tuple[int, tuple[str, ...]]]:
         raise NotImplementedError
@@ -214,10 +217,42 @@ class BatchCore:
         tree = self._formulas[i].trees.get(key) if self._formulas is not None else None
         return evaluate(tree, points, size) if tree is not None else np.full(size, np.nan)
 
+    def count_adapted(self, how) -> None:
+        """Count the points (rows of ``how``, fd's [P] or [P, ...] adaptation codes) whose stencil left the
+        domain: a batch says so once, in its notes, not per point."""
+        import numpy as np
+
+        from gradcli.methods.fd_error import ONE_SIDED, SHRUNK
+
+        how = np.asarray(how).reshape(len(how), -1)
+        sided = (how == ONE_SIDED).any(axis=1)
+        shrunk = (how == SHRUNK).any(axis=1) & ~sided
+        for code, rows in ((SHRUNK, shrunk), (ONE_SIDED, sided)):
+            self.adapted[code] = self.adapted.get(code, 0) + int(rows.sum())
+
+    def closing_notes(self) -> list[str]:
+        """Notes known only once every chunk is computed: the points whose fd stencil adapted to a domain."""
+        from gradcli.methods.fd_error import ONE_SIDED, SHRUNK
+
+        where = ("fd_step and fd_sides in the json/jsonl records" if self.command == "hessian"
+                 else "fd_step in each record")
+        notes = []
+        if self.adapted.get(SHRUNK):
+            notes.append(f"fd: at {_points(self.adapted[SHRUNK])} the default step's stencil leaves the domain or "
+                         f"crosses a pole; smaller steps (the smallest estimate of a sequence) are used: see {where}")
+        if self.adapted.get(ONE_SIDED):
+            notes.append(f"fd: at {_points(self.adapted[ONE_SIDED])} no two-sided stencil stays in the domain; "
+                         f"one-sided differences are used: see {where}")
+        return notes
+
     def fd_header(self, scheme: str, step_rule: str) -> dict | None:
         if "fd" not in self.methods:
             return None
         return {"scheme": scheme, "step": "as given" if self.eps is not None else step_rule}
+
+
+def _points(count: int) -> str:
+    return f"{count} point" if count == 1 else f"{count} points"
 
 
 def undefined_value(warnings: list[str], text: str, value: float) -> bool:

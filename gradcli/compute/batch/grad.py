@@ -80,6 +80,7 @@ class GradBatch(engine.BatchCore):
             columns["fd"] = np.stack([r.values for r in results])
             steps = results[0].steps
             fd = _FdExtras(results)
+            self.count_adapted(np.stack([r.how for r in results], axis=1))  # [P, T, n]
         if "complex" in self.methods:  # NumPy only, every expression and point at once
             from gradcli.compute.complex_column import complex_columns
 
