@@ -147,6 +147,7 @@ class FdHessian:
     how: int = 0  # fd_error.SHRUNK: the default steps' stencil left the domain or crossed a pole (smaller
     # steps); fd_error.ONE_SIDED: no two-sided stencil stays in the domain
     sides: list[int] | None = None  # per variable: 1 forward, -1 backward, 0 central
+    unresolved: bool = False  # one-sided, and no step resolved the entries: a warning
 
 
 def fd_hessian(tree: Node, values: dict[str, float], wrt: list[str], *, dtype: str = "float64",
@@ -156,7 +157,7 @@ def fd_hessian(tree: Node, values: dict[str, float], wrt: list[str], *, dtype: s
 
     r = fd_hessians(tree, _one(values), wrt, dtype=dtype, eps=eps)
     return FdHessian(float(r.values[0]), r.gradients[0].tolist(), r.matrices[0].tolist(), r.steps[0].tolist(),
-                     r.estimates[0].tolist(), int(r.how[0]), r.sides[0].tolist())
+                     r.estimates[0].tolist(), int(r.how[0]), r.sides[0].tolist(), bool(r.unresolved[0]))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -304,12 +305,14 @@ def compute_hessian(expression: str, *, at: list[str] | str, wrt: str | None = N
         report.gradient["fd"] = {k: shortest(g, dtype) for k, g in zip(names, fd.gradient)}
         report.fd_steps = dict(zip(names, fd.steps))
         report.fd_error_estimate = fd.estimates
-        from gradcli.methods.fd_notes import SIDE_NAMES, fd_hessian_note
+        from gradcli.methods.fd_notes import SIDE_NAMES, fd_hessian_note, unresolved_hessian_warning
 
         report.fd_sides = dict(zip(names, (SIDE_NAMES[s] for s in fd.sides)))
         note = fd_hessian_note(fd.how, fd.steps, fd.sides, names)
         if note:
             report.notes.append(note)
+        if fd.unresolved:
+            report.warnings.append(unresolved_hessian_warning(fd.matrix, fd.estimates, names, dtype))
     if job is not None:
         try:
             s = job.result()

@@ -16,6 +16,8 @@ from gradcli.methods.fd_hessian_sided import directions, geometric_truncation, s
 # An entry whose estimate is above this part of max(|entry|, 1) is not resolved (across a pole, at an edge
 # where the derivative is infinite).
 UNRESOLVED = 0.5
+# A one-sided entry whose estimate is above this many times max(|entry|, 1) is no number at all.
+MEANINGLESS = 2.0
 
 
 def _np():
@@ -33,6 +35,7 @@ class FdHessians:
     estimates: object = None  # [P, n, n]: each entry's error estimate (the same differences at 2h)
     how: object = None  # [P] int: 0 the default steps, fd_error.SHRUNK or ONE_SIDED (the stencil left the domain)
     sides: object = None  # [P, n] int: ONE_SIDED points' directions (1 forward, -1 backward, 0 central)
+    unresolved: object = None  # [P] bool: one-sided, and no step resolved the entries (warn: see _one_sided)
 
 
 def _hessian_offsets(n: int, scale: float = 1.0, centre: bool = True):
@@ -79,7 +82,8 @@ def fd_hessians(tree: Node, points: Mapping[str, object], wrt: list[str], *, dty
         np.zeros((p, 0), dtype=t)
     with np.errstate(all="ignore"):
         f0, gradients, matrices, estimates, finite = _hessians_at(tree, env, wrt, h, dtype)
-        r = FdHessians(f0, gradients, matrices, h, estimates, np.zeros(p, dtype=int), np.zeros((p, n), dtype=int))
+        r = FdHessians(f0, gradients, matrices, h, estimates, np.zeros(p, dtype=int), np.zeros((p, n), dtype=int),
+                       np.zeros(p, dtype=bool))
         relative = estimates / np.maximum(np.abs(matrices), 1.0)  # [P, n, n]
         leaves = ~finite.all(axis=0)
         unresolved = np.any(relative.reshape(p, -1) > UNRESOLVED, axis=1)  # across a pole: finite, but no value
@@ -129,44 +133,76 @@ def _one_sided(tree, points, env, wrt, dtype, r: FdHessians, index, signs) -> No
     :data:`fd_error.STEP_FACTORS` of those variables' steps: the finite result with the smallest relative
     estimate in their rows is kept (``how``: ONE_SIDED, ``sides``: the directions).
 
-    A step's estimate is at least the geometric tail of its value and the values at 4h and 16h (the two
-    steps before: larger, so less rounding; a lucky small estimate at a small step is not believed). A step
-    where an entry with an estimate above half of it grows as h shrinks is passed over: an entry that does
-    so at every step is infinite at the edge (d2/dx2 sqrt(x) at 0), and that point stays not finite. A slowly
-    converging entry (x^2.25: D(h) ~ h^0.25) is kept, with its large estimate."""
-    from gradcli.methods.fd import _taken_steps
-
+    A step where an entry with an estimate above half of it grows as h shrinks, or whose estimate is above
+    :data:`MEANINGLESS` times its entry, is passed over. Where every step is passed over: an entry that grew
+    at most steps up to the smallest estimate is infinite at the edge (d2/dx2 sqrt(x) at 0) and the point
+    stays not finite; otherwise (x^2.25 in float32: D(h) ~ h^0.25, and rounding hides the
+    trend) the step with the smallest estimate is kept and marked ``unresolved`` (a warning, not a number
+    passed off as known)."""
     np = _np()
-    x64 = {v: np.asarray(points[v], dtype=np.float64)[index] for v in wrt}
     sub = {k: a[index] for k, a in env.items()}
-    h0 = r.steps[index].copy()
     sided = signs != 0
-    rows = sided[:, :, None] | sided[:, None, :]  # the entries the one-sided steps enter
-    best = np.full(len(index), np.inf)
+    q = len(index)
+    best, fallback = np.full(q, np.inf), np.full(q, np.inf)
+    kept = {}  # the fallback's result per point: (pattern, step index, ...)
     for pattern in (signs, -signs):
-        history = []  # the values at the larger steps, most recent last
-        for factor in fd_error.STEP_FACTORS:
-            hs = np.stack([np.where(sided[:, c], _taken_steps(x64[v], h0[:, c], factor, dtype), h0[:, c])
-                           for c, v in enumerate(wrt)], axis=1)
-            s = sided_hessians(tree, sub, wrt, hs, pattern, dtype)
-            estimates, growing = s.estimates, s.growing
-            if len(history) >= 2:  # 4h and 16h: their spacing is 4, so the theory's ratio is 4^2
-                d4, d16 = history[-1], history[-2]
-                estimates = np.maximum(estimates, geometric_truncation(s.matrices, d4, d16, 4))
-                growing = growing | (np.abs(d4 - d16) < np.abs(s.matrices - d4))
-            history.append(s.matrices)
-            relative = np.where(rows, estimates / np.maximum(np.abs(s.matrices), 1.0), 0.0)
-            score = np.max(relative, axis=(1, 2))
-            infinite = np.any(growing & (relative > UNRESOLVED), axis=(1, 2))
-            better = s.finite & np.isfinite(score) & ~infinite & (score < best) & _moves(sub, wrt, hs)
+        grew, seen = np.zeros(q, dtype=int), np.zeros(q, dtype=int)
+        for step in _sided_steps(tree, points, sub, wrt, dtype, r.steps[index], pattern, index):
+            hs, s, estimates, score, grows, ok = step
+            doubtful = grows | (score > MEANINGLESS)
+            grew += ok & grows
+            seen += ok
+            better = ok & ~doubtful & (score < best)
             if better.any():
                 at = index[better]
                 r.gradients[at], r.matrices[at], r.estimates[at], r.steps[at] = \
                     s.gradients[better], s.matrices[better], estimates[better], hs[better]
-                r.sides[at] = pattern[better]
-                best[better], r.how[at] = score[better], fd_error.ONE_SIDED
+                r.sides[at], best[better], r.how[at] = pattern[better], score[better], fd_error.ONE_SIDED
+            other = ok & (score < fallback)
+            fallback[other] = score[other]
+            for k in np.nonzero(other)[0]:
+                kept[k] = (s.gradients[k], s.matrices[k], estimates[k], hs[k], pattern[k], 2 * grew[k] <= seen[k])
         if np.isfinite(best).all():
             break
+    for k, (gg, mm, ee, hh, pattern, trend) in kept.items():
+        if np.isfinite(best[k]) or not trend:  # resolved after all, or growing at most steps: infinite
+            continue
+        at = index[k]
+        r.gradients[at], r.matrices[at], r.estimates[at], r.steps[at], r.sides[at] = gg, mm, ee, hh, pattern
+        r.how[at], r.unresolved[at] = fd_error.ONE_SIDED, True
+
+
+def _sided_steps(tree, points, sub, wrt, dtype, h0, pattern, index):
+    """Per step factor: (steps, :class:`SidedHessians`, estimates, score, grows, ok) for the points
+    ``index``. The estimate is at least the geometric tail of the value and the values at 4h and 16h (the
+    two steps before: larger, so less rounding; a lucky small estimate at a small step is not believed);
+    ``score`` the largest relative estimate in the one-sided variables' rows; ``grows`` where an entry
+    with an estimate above half of its magnitude grows as h shrinks; ``ok`` where every value is finite and the
+    stencil moves."""
+    from gradcli.methods.fd import _taken_steps
+
+    np = _np()
+    x64 = {v: np.asarray(points[v], dtype=np.float64)[index] for v in wrt}
+    sided = pattern != 0
+    rows = sided[:, :, None] | sided[:, None, :]  # the entries the one-sided steps enter
+    history = []  # the values at the larger steps, most recent last
+    for factor in fd_error.STEP_FACTORS:
+        hs = np.stack([np.where(sided[:, c], _taken_steps(x64[v], h0[:, c], factor, dtype), h0[:, c])
+                       for c, v in enumerate(wrt)], axis=1)
+        s = sided_hessians(tree, sub, wrt, hs, pattern, dtype)
+        estimates, growing = s.estimates, s.growing
+        if len(history) >= 2:  # 4h and 16h: their spacing is 4, so the theory's ratio is 4^2
+            d4, d16 = history[-1], history[-2]
+            estimates = np.maximum(estimates, geometric_truncation(s.matrices, d4, d16, 4))
+            growing = growing | (np.abs(d4 - d16) < np.abs(s.matrices - d4))
+        history.append(s.matrices)
+        relative = np.where(rows, estimates / np.maximum(np.abs(s.matrices), 1.0), 0.0)
+        score = np.max(relative, axis=(1, 2))
+        # (judged against |entry| itself: a small infinite entry, 0.75 y^2 x^-0.5 at y = 0.3, is "resolved"
+        # against max(|entry|, 1) at a large step, yet grows as the step shrinks)
+        grows = np.any(rows & growing & (estimates > UNRESOLVED * np.abs(s.matrices)), axis=(1, 2))
+        ok = s.finite & np.isfinite(score) & _moves(sub, wrt, hs)
+        yield hs, s, estimates, score, grows, ok
 
 
 def _hessians_at(tree: Node, env: dict, wrt: list[str], h, dtype: str):

@@ -49,3 +49,18 @@ def fd_hessian_note(how: int, steps, sides, names) -> str | None:
         return (f"fd: no two-sided stencil stays in the domain; one-sided differences ({sided}; {text}: the "
                 "smallest estimate of a sequence of steps) are used")
     return None
+
+
+def unresolved_hessian_warning(matrix, estimates, names, dtype: str) -> str:
+    """The warning of a one-sided fd Hessian no step resolved (the entry with the largest estimate
+    relative to it is named): fd cannot tell it from an infinite one."""
+    worst, at = -1.0, (0, 0)
+    for i, row in enumerate(matrix):
+        for j, value in enumerate(row):
+            relative = estimates[i][j] / max(abs(value), 1.0)
+            if relative > worst:
+                worst, at = relative, (i, j)
+    i, j = at
+    return (f"fd: the Hessian entry ({names[i]}, {names[j]}) cannot be resolved in {dtype}: its error estimate "
+            f"{estimates[i][j]:.3g} is above half of max(|{matrix[i][j]:.6g}|, 1) at every one-sided step (f is "
+            "not smooth at this domain edge; its second derivative may be infinite there)")

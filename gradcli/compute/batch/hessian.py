@@ -9,7 +9,7 @@ from gradcli.expression.points import check_hessian_size
 from gradcli.compute.hessian import best_analysis, cross_check_hessian, judge_hessian
 from gradcli.methods import symbolic as exact
 from gradcli.methods.fd import fd_hessians
-from gradcli.methods.fd_notes import SIDE_NAMES
+from gradcli.methods.fd_notes import SIDE_NAMES, unresolved_hessian_warning
 from gradcli.results import shortest
 
 
@@ -67,7 +67,7 @@ class HessianBatch(engine.BatchCore):
         if "fd" in self.methods:
             f = fd_hessians(self.expr.tree, pts, self.wrt, dtype=self.dtype, eps=self.eps)
             mats["fd"], grads["fd"], steps, estimates = f.matrices, f.gradients, f.steps, f.estimates
-            sides = f.sides
+            sides, unresolved = f.sides, f.unresolved
             self.count_adapted(f.how)
         if self._formulas is not None:
             m = np.full((size, n, n), np.nan)
@@ -92,6 +92,9 @@ class HessianBatch(engine.BatchCore):
                 record["fd_step"] = {v: float(steps[k, i]) for i, v in enumerate(self.wrt)}
                 record["fd_error_estimate"] = estimates[k].tolist()
                 record["fd_sides"] = {v: SIDE_NAMES[int(s)] for v, s in zip(self.wrt, sides[k])}
+                if unresolved[k]:
+                    record["warnings"].append(unresolved_hessian_warning(mats["fd"][k].tolist(),
+                                                                         estimates[k].tolist(), self.wrt, self.dtype))
             est = None if estimates is None else estimates[k]
             self._judge(record, {m: mats[m][k] for m in order}, steps[k] if steps is not None else None, est,
                         None if shift is None else shift[k])

@@ -1,0 +1,87 @@
+"""fd Hessians at a domain edge (issue 8, item 3): how often is a one-sided value outside its own estimate?
+
+Random functions finite on one side of x = a only, at x = a (seeded):
+
+    f = (s (x - a))^p (1 + y^2) + c x y + g(y),   s = +-1, p in {2.25, 2.5, 3.5, 4.5}
+
+whose exact Hessian there is [[0, c], [c, g''(y)]] (closed form: the mpmath oracle differentiates
+two-sided, which leaves the domain too). Also functions whose second derivative is infinite at the edge
+(sqrt(s (x - a)) h(y), (s (x - a))^1.5 h(y)): fd must not give them a number.
+
+Run from the repository root: ``.venv/bin/python bench/fd_edges.py [cases]``.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import sys
+from collections import Counter
+
+import numpy as np
+
+from gradcli.expression import parse
+from gradcli.methods import fd_error
+from gradcli.methods.fd import fd_hessians
+
+G = [("y**2", lambda y: 2.0), ("sin(y)", lambda y: -math.sin(y)), ("exp(y)", math.exp)]
+POWERS = (2.25, 2.5, 3.5, 4.5)
+
+
+def typed(v: float, dtype: str) -> float:
+    return float(np.asarray(v, dtype=dtype))
+
+
+def finite_edges(rng: random.Random, cases: int, dtype: str) -> Counter:
+    out = Counter()
+    for _ in range(cases):
+        a, y, c = (typed(rng.uniform(lo, hi), dtype) for lo, hi in ((-3, 3), (0.2, 2), (-2, 2)))
+        s, p, (g, g2) = rng.choice([1, -1]), rng.choice(POWERS), rng.choice(G)
+        expr = f"({s}*(x - ({a!r})))**{p}*(1 + y**2) + ({c!r})*x*y + {g}"
+        r = fd_hessians(parse(expr).tree, {"x": np.array([a]), "y": np.array([y])}, ["x", "y"], dtype=dtype)
+        exact = np.array([[0.0, c], [c, g2(y)]])
+        out["cases"] += 1
+        if not np.all(np.isfinite(r.matrices[0])):
+            out["not finite"] += 1
+            out[f"not finite p={p}"] += 1
+            continue
+        out["one-sided"] += int(r.how[0] == fd_error.ONE_SIDED)
+        out["warned"] += int(r.unresolved[0])
+        outside = np.abs(r.matrices[0] - exact) > r.estimates[0] + 1e-12 * (1 + np.abs(exact))
+        unwarned = bool(outside.any()) and not r.unresolved[0]
+        out["outside"] += unwarned
+        out[f"outside p={p}"] += unwarned
+    return out
+
+
+def infinite_edges(rng: random.Random, cases: int, dtype: str) -> Counter:
+    out = Counter()
+    for _ in range(cases):
+        a, y = typed(rng.uniform(-3, 3), dtype), typed(rng.uniform(0.2, 2), dtype)
+        s, (h, _) = rng.choice([1, -1]), rng.choice(G)
+        root = rng.choice(["sqrt({})", "({})**1.5"]).format(f"{s}*(x - ({a!r}))")
+        r = fd_hessians(parse(f"{root}*({h}) + x*y").tree, {"x": np.array([a]), "y": np.array([y])}, ["x", "y"],
+                        dtype=dtype)
+        out["cases"] += 1
+        number = bool(np.isfinite(r.matrices[0, 0, 0]))
+        out["given a number"] += number and not r.unresolved[0]
+        out["warned"] += number and bool(r.unresolved[0])
+    return out
+
+
+def main(cases: int = 400) -> None:
+    rng = random.Random(8)
+    for dtype in ("float64", "float32"):
+        finite = finite_edges(rng, cases, dtype)
+        infinite = infinite_edges(rng, cases // 4, dtype)
+        by_power = ", ".join(f"p={p}: {finite['outside p=' + str(p)]}" for p in POWERS)
+        missing = ", ".join(f"p={p}: {finite['not finite p=' + str(p)]}" for p in POWERS)
+        print(f"{dtype}: finite Hessian at the edge: {finite['cases']} cases, {finite['one-sided']} one-sided, "
+              f"{finite['not finite']} not finite ({missing}), {finite['warned']} warned 'cannot be resolved', "
+              f"{finite['outside']} unwarned with an entry outside its estimate ({by_power}); "
+              f"infinite (d2/dx2 of x^0.5, x^1.5): {infinite['cases']} cases, {infinite['given a number']} "
+              f"given a number unwarned, {infinite['warned']} given one with the warning")
+
+
+if __name__ == "__main__":
+    main(*(int(a) for a in sys.argv[1:]))
