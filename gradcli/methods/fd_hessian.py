@@ -10,7 +10,7 @@ from typing import Mapping
 
 from gradcli.expression import Node
 from gradcli.methods import fd_error
-from gradcli.methods.fd_hessian_sided import directions, geometric_truncation, sided_hessians
+from gradcli.methods.fd_hessian_sided import aitken_limit, directions, geometric_truncation, sided_hessians
 
 
 # An entry whose estimate is above this part of max(|entry|, 1) is not resolved (across a pole, at an edge
@@ -175,7 +175,8 @@ def _one_sided(tree, points, env, wrt, dtype, r: FdHessians, index, signs) -> No
 def _sided_steps(tree, points, sub, wrt, dtype, h0, pattern, index):
     """Per step factor: (steps, :class:`SidedHessians`, estimates, score, grows, ok) for the points
     ``index``. The estimate is at least the geometric tail of the value and the values at 4h and 16h (the
-    two steps before: larger, so less rounding; a lucky small estimate at a small step is not believed);
+    two steps before: larger, so less rounding; a lucky small estimate at a small step is not believed),
+    and at least its distance to the limit Aitken's process extrapolates from the three steps before;
     ``score`` the largest relative estimate in the one-sided variables' rows; ``grows`` where an entry
     with an estimate above half of its magnitude grows as h shrinks; ``ok`` where every value is finite and the
     stencil moves."""
@@ -195,6 +196,9 @@ def _sided_steps(tree, points, sub, wrt, dtype, h0, pattern, index):
             d4, d16 = history[-1], history[-2]
             estimates = np.maximum(estimates, geometric_truncation(s.matrices, d4, d16, 4))
             growing = growing | (np.abs(d4 - d16) < np.abs(s.matrices - d4))
+        if len(history) >= 3:  # and at least the distance to the limit the larger steps extrapolate to
+            estimates = np.maximum(estimates, fd_error.TRUNCATION_SAFETY * np.abs(
+                s.matrices - aitken_limit(history[-1], history[-2], history[-3])))
         history.append(s.matrices)
         relative = np.where(rows, estimates / np.maximum(np.abs(s.matrices), 1.0), 0.0)
         score = np.max(relative, axis=(1, 2))
