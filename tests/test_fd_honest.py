@@ -321,3 +321,13 @@ def test_derivatives_at_a_domain_edge_go_one_sided(invoke_json, invoke):
     result = invoke("derivative", "x**2.5", "--at", "x=0", "-n", "2", "-m", "symbolic,fd")
     assert result.exit_code == 0 and "not finite" not in result.stderr
     assert "a one-sided one" in result.stderr
+
+
+@pytest.mark.parametrize("expr, x, exact", [("x**2.5", 0.0, 0.0), ("(1 - x)**2.5", 1.0, 0.0),
+                                            ("sqrt(1 - x)*(1 - x)", 1.0, 0.0), ("(x + 2)**1.5", -2.0, 0.0)])
+def test_gradients_at_either_domain_edge_go_one_sided(expr, x, exact):
+    """Forward at a left-hand edge, backward at a right-hand one (the backward one was passed over where
+    the forward one was not finite, and the gradient was 'not finite')."""
+    g = fd_gradients(parse(expr).tree, {"x": np.array([x])}, ["x"])
+    assert g.how[0, 0] == 2  # fd_error.ONE_SIDED
+    assert abs(g.values[0, 0] - exact) <= g.estimates[0, 0], (g.values, g.estimates)

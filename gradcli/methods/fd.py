@@ -233,7 +233,9 @@ def _one_sided_line(tree, env, variable, x64, h, dtype: str) -> fd_error.LineRes
                                                                                  e.bounded)
         finite = np.isfinite(f[0.0]) & np.isfinite(f[sign]) & np.isfinite(f[2 * sign])
         out.append((d, np.where(finite, est, np.nan), finite))
-    use_right = ~(out[1][1] < out[0][1])
+    # the forward one unless it is not finite or the backward one's estimate is smaller (a right-hand edge:
+    # (1 - x**2)**2.5 at x = 1 has only the backward one)
+    use_right = np.isfinite(out[0][1]) & ~(out[1][1] < out[0][1])
     pick = [np.where(use_right, a, b) for a, b in zip(out[0], out[1])]
     return fd_error.LineResult(pick[0].astype(np.float64), pick[1].astype(np.float64), h.astype(np.float64),
                                pick[2])
