@@ -20,6 +20,7 @@ from fractions import Fraction
 
 from gradcli.expression import Node
 from gradcli.methods import fd_error
+from gradcli.methods.fd_error import aitken_limit  # noqa: F401 (re-exported for fd_hessian)
 
 # offsets (in units of u h) and weights of the one-variable stencils, accuracy 2
 FIRST = {0: ((-1, 1), (Fraction(-1, 2), Fraction(1, 2))),  # 0: central
@@ -158,13 +159,3 @@ def geometric_truncation(d_h, d_2h, d_4h, accuracy: int):
         tail = np.where(slow, near / (ratio - 1.0), 0.0)
     return np.maximum(fd_error.truncation(d_h, d_2h, d_4h, accuracy), fd_error.TRUNCATION_SAFETY * tail)
 
-
-def aitken_limit(d_4h, d_16h, d_64h):
-    """Where D at 4h, 16h, 64h converges geometrically (differences of one sign, shrinking), the limit
-    Aitken's delta-squared process extrapolates to; elsewhere D(4h) itself (no extrapolation)."""
-    np = _np()
-    near, far = d_4h - d_16h, d_16h - d_64h
-    with np.errstate(all="ignore"):
-        converging = (near * far > 0) & (np.abs(near) < np.abs(far))
-        limit = d_4h - near * near / (near - far)
-    return np.where(converging & np.isfinite(limit), limit, d_4h)
