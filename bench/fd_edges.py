@@ -22,7 +22,7 @@ import numpy as np
 
 from gradcli.expression import parse
 from gradcli.methods import fd_error
-from gradcli.methods.fd import fd_hessians
+from gradcli.methods.fd import fd_derivatives, fd_hessians
 
 G = [("y**2", lambda y: 2.0), ("sin(y)", lambda y: -math.sin(y)), ("exp(y)", math.exp)]
 POWERS = (2.25, 2.5, 3.5, 4.5)
@@ -69,6 +69,34 @@ def infinite_edges(rng: random.Random, cases: int, dtype: str) -> Counter:
     return out
 
 
+def derivative_edges(rng: random.Random, cases: int, dtype: str) -> Counter:
+    """Orders 1-4 of (s (x - a))^p + c x^2 at x = a (p > 4: every order finite, exact 2ca, 2c, 0, 0), and
+    of (s (x - a))^q, q in {0.5, 1.5, 2.5, 3.5}, whose order ceil(q) is infinite there (the orders below
+    are 0)."""
+    out = Counter()
+    for _ in range(cases):
+        a, c = typed(rng.uniform(-3, 3), dtype), typed(rng.uniform(-2, 2), dtype)
+        s, p, q = rng.choice([1, -1]), rng.choice((4.25, 4.5, 5.5, 6.5)), rng.choice((0.5, 1.5, 2.5, 3.5))
+        d = fd_derivatives(parse(f"({s}*(x - ({a!r})))**{p} + ({c!r})*x**2").tree, {"x": np.array([a])}, "x", 4,
+                           dtype=dtype)
+        for k, exact in enumerate((2 * c * a, 2 * c, 0.0, 0.0)):
+            value, estimate = d.values[0, k], d.estimates[0, k]
+            out["finite values"] += 1
+            if not math.isfinite(value):
+                out["not finite"] += 1
+            elif abs(value - exact) > estimate + 1e-12 * (1 + abs(exact)):
+                warned = bool(fd_error.cannot_resolve(value, estimate, dtype, k + 1))
+                out["outside, warned" if warned else "outside"] += 1
+        inf = fd_derivatives(parse(f"({s}*(x - ({a!r})))**{q}").tree, {"x": np.array([a])}, "x", 4, dtype=dtype)
+        order = math.ceil(q)
+        out["infinite values"] += 1
+        value, estimate = inf.values[0, order - 1], inf.estimates[0, order - 1]
+        if math.isfinite(value):
+            warned = bool(fd_error.cannot_resolve(value, estimate, dtype, order))
+            out["infinite given a number, warned" if warned else "infinite given a number"] += 1
+    return out
+
+
 def main(cases: int = 400) -> None:
     rng = random.Random(8)
     for dtype in ("float64", "float32"):
@@ -81,6 +109,11 @@ def main(cases: int = 400) -> None:
               f"{finite['outside']} unwarned with an entry outside its estimate ({by_power}); "
               f"infinite (d2/dx2 of x^0.5, x^1.5): {infinite['cases']} cases, {infinite['given a number']} "
               f"given a number unwarned, {infinite['warned']} given one with the warning")
+        d = derivative_edges(rng, cases // 4, dtype)
+        print(f"{dtype}: derivatives 1-4 at the edge: {d['finite values']} finite values, {d['not finite']} not "
+              f"finite, {d['outside']} outside their estimate unwarned ({d['outside, warned']} warned); "
+              f"{d['infinite values']} infinite ones, {d['infinite given a number']} given a number unwarned "
+              f"({d['infinite given a number, warned']} warned)")
 
 
 if __name__ == "__main__":

@@ -331,3 +331,22 @@ def test_gradients_at_either_domain_edge_go_one_sided(expr, x, exact):
     g = fd_gradients(parse(expr).tree, {"x": np.array([x])}, ["x"])
     assert g.how[0, 0] == 2  # fd_error.ONE_SIDED
     assert abs(g.values[0, 0] - exact) <= g.estimates[0, 0], (g.values, g.estimates)
+
+
+@pytest.mark.parametrize("expr, order", [("sqrt(x)", 1), ("x**1.5", 2), ("x**2.5", 3), ("(1 - x)**0.5", 1)])
+def test_an_infinite_derivative_at_a_domain_edge_is_not_a_number(expr, order):
+    """SymPy calls these undefined (infinite); fd's one-sided values grow without bound as h shrinks, and
+    gradcli does not print one of them as the derivative."""
+    x = 1.0 if expr.startswith("(1") else 0.0
+    d = fd_derivatives(parse(expr).tree, {"x": np.array([x])}, "x", order)
+    assert np.all(np.isfinite(d.values[0, :order - 1]))  # the orders below are 0, and finite
+    assert not np.isfinite(d.values[0, order - 1]), d.values
+
+
+@pytest.mark.parametrize("p", [4.25, 4.5, 5.5])
+def test_slowly_converging_edge_derivatives_are_within_their_estimates(p):
+    """The 4th derivative of (x - 1.3)^p at 1.3 is 0 but converges like h^(p - 4): the estimate must reach 0
+    (it includes the distance to the limit Aitken's process extrapolates)."""
+    d = fd_derivatives(parse(f"(x - 1.3)**{p} + 0.7*x**2").tree, {"x": np.array([1.3])}, "x", 4)
+    for k, exact in enumerate((2 * 0.7 * 1.3, 1.4, 0.0, 0.0)):
+        assert abs(d.values[0, k] - exact) <= d.estimates[0, k] + 1e-12, (k + 1, d.values, d.estimates)

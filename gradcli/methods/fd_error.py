@@ -231,7 +231,10 @@ def _search(compute, index, x, dtype, *, sided: bool, near_only=None) -> LineRes
     ``near_only`` (bool [Q]): points that try only :data:`NEAR_FACTORS`.
 
     A step's estimate is at least its distance to the value at the next smaller step: a large step can
-    make D(h) and D(2h) agree by accident (both near 0 where f has decayed), never with a smaller step too."""
+    make D(h) and D(2h) agree by accident (both near 0 where f has decayed), never with a smaller step too.
+    Without ``sided`` (one-sided stencils at a domain edge), also at least its distance to the limit the
+    larger steps extrapolate to; a value no step resolves whose magnitude grew at most steps down to the
+    one kept is infinite there: NaN."""
     np = np_()
     q = len(index)
     best = LineResult(np.full(q, np.nan), np.full(q, np.nan), np.full(q, np.nan), np.zeros(q, dtype=bool),
@@ -260,6 +263,8 @@ def _search(compute, index, x, dtype, *, sided: bool, near_only=None) -> LineRes
     # absolute terms (across a pole, D ~ -2 f(x) / h^2 is small at large h): such steps count only where no
     # step resolves the value.
     resolved = LineResult(*(np.full(q, np.nan) for _ in range(3)), np.zeros(q, dtype=bool))
+    grew, pairs = np.zeros(q, dtype=int), np.zeros(q, dtype=int)  # up to the step best holds
+    growth = (np.zeros(q, dtype=int), np.zeros(q, dtype=int))
     for n, (r, ok) in enumerate(tried):
         neighbour, near_ok = tried[n + 1] if n + 1 < len(tried) else tried[n - 1]
         with np.errstate(all="ignore"):
@@ -274,11 +279,21 @@ def _search(compute, index, x, dtype, *, sided: bool, near_only=None) -> LineRes
                 estimate = np.where(a_ok & b_ok & c_ok, np.maximum(estimate, tail), estimate)
             better = ok & ~(estimate >= best.estimate)
             sharper = ok & (estimate < 0.5 * np.abs(r.value)) & ~(estimate >= resolved.estimate)
+            if n:  # |D| growing as the step shrinks (one-sided searches: an infinite derivative)
+                previous, previous_ok = tried[n - 1]
+                grew += ok & previous_ok & (np.abs(r.value) > np.abs(previous.value))
+                pairs += ok & previous_ok
         for target, where in ((best, better), (resolved, sharper)):
             target.value[where], target.step[where], target.estimate[where] = \
                 r.value[where], r.step[where], estimate[where]
+        growth[0][better], growth[1][better] = grew[better], pairs[better]
     found = ~np.isnan(resolved.estimate)
     for name in ("value", "step", "estimate"):
         getattr(best, name)[found] = getattr(resolved, name)[found]
+    if not sided:
+        # No step resolved the value, and |D| grew at most steps down to the one kept: the derivative is
+        # infinite at the edge (sqrt(x) at 0: D(h) ~ h^-0.5), not a number with a large estimate
+        infinite = ~found & (growth[1] > 0) & (2 * growth[0] > growth[1])
+        best.value[infinite] = best.estimate[infinite] = best.step[infinite] = np.nan
     best.finite[~np.isnan(best.estimate)] = True
     return best
