@@ -257,3 +257,14 @@ def test_missing_variable_names_no_at_option(runner, tmp_path):
     path.write_text("x\n1\n")
     result = run(runner, "x**2+y**2", "--points", str(path), *NO_SYMPY)
     assert result.exit_code == 2 and "no column for y" in result.stderr and "--at" not in result.stderr
+
+
+def test_no_starts_still_report_sympys_stationary_points(runner, tmp_path):
+    # the search was stopped before it was collected, and the note blamed SymPy's time limit
+    empty = tmp_path / "starts.csv"
+    empty.write_text("x\n")
+    result = runner.invoke(app, ["descend", "x**2", "--points", str(empty), "-f", "json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["stationary_points"][0]["point"] == {"x": 0.0} and doc["starts"] == []
+    assert "did not solve" not in result.stderr and "no starts were read" in result.stderr

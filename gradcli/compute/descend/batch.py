@@ -205,10 +205,10 @@ def run_starts(batch: DescentBatch, chunks: Iterable, sink: Sink) -> Summary:
             records = batch.records(chunk, results)
             summary.add(records)
             sink.write(records)
+        if not started:  # no starts: the header still says what SymPy found (collected before the stop below)
+            sink.start(batch.header())
     finally:
         batch.stop()
-    if not started:
-        sink.start(batch.header())
     notes = batch.all_notes()
     if not summary.starts:
         notes.append("no starts were read")
