@@ -78,6 +78,29 @@ def test_an_unresolved_edge_entry_is_a_number_with_a_warning(invoke):
     assert not any("not finite" in w for w in doc["warnings"])
 
 
+@pytest.mark.parametrize("expr, point, exact", [
+    ("x**2.5 + y**3", {"x": 0, "y": 0.3}, [[0, 0], [0, 1.8]]),  # a zero mixed entry: its rounding grows, no more
+    ("x**2.5 + y**2.5 + z**2", {"x": 0, "y": 0, "z": 1}, [[0, 0, 0], [0, 0, 0], [0, 0, 2]]),
+    ("(x - y)**2.5 + z**3", {"x": 1, "y": 1, "z": 0.3}, [[0, 0, 0], [0, 0, 0], [0, 0, 1.8]]),
+])
+def test_separable_functions_at_an_edge_are_finite(expr, point, exact):
+    r = _hessian(expr, **point)
+    assert r.how[0] == fd_error.ONE_SIDED and not r.unresolved[0]
+    _within(r, exact)
+
+
+@pytest.mark.parametrize("power", [1.6, 1.75, 1.95])
+def test_slowly_infinite_second_derivatives_are_not_numbers(power):
+    # x^1.6: D(h) ~ h^-0.4 has an estimate below half of it at every step; its differences grow
+    r = _hessian(f"x**{power} + y**2", x=0, y=1)
+    assert not np.isfinite(r.matrices[0, 0, 0]) and r.matrices[0, 1, 1] == pytest.approx(2.0)
+
+
+def test_an_estimate_above_half_the_entry_is_warned():
+    r = _hessian("x**2 - x**2.02", x=0)  # exact 2; fd 1.03 +- 1.94
+    assert r.unresolved[0] and abs(r.matrices[0, 0, 0] - 2.0) <= r.estimates[0, 0, 0]
+
+
 def test_inside_the_domain_nothing_goes_one_sided():
     r = _hessian("x**2.5 + y**2", x=1, y=1)
     assert r.how[0] == 0 and r.sides[0].tolist() == [0, 0]

@@ -343,6 +343,13 @@ def test_an_infinite_derivative_at_a_domain_edge_is_not_a_number(expr, order):
     assert not np.isfinite(d.values[0, order - 1]), d.values
 
 
+def test_a_slow_finite_limit_at_an_edge_is_not_taken_for_an_infinite_one():
+    """x - x^1.02 at 0: D(h) = 1 - c h^0.02 grows towards 1 as h shrinks, but its differences shrink: a number
+    (with its large estimate, and the 'cannot be resolved' warning), never 'not finite'."""
+    d = fd_derivatives(parse("x - x**1.02").tree, {"x": np.array([0.0])}, "x", 1)
+    assert np.isfinite(d.values[0, 0]) and abs(d.values[0, 0] - 1.0) <= d.estimates[0, 0]
+
+
 @pytest.mark.parametrize("p", [4.25, 4.5, 5.5])
 def test_slowly_converging_edge_derivatives_are_within_their_estimates(p):
     """The 4th derivative of (x - 1.3)^p at 1.3 is 0 but converges like h^(p - 4): the estimate must reach 0

@@ -229,16 +229,16 @@ def _one_sided_line(tree, env, variable, x64, h, dtype: str) -> fd_error.LineRes
         first = (f[sign] - f[0.0]) / (sign * h)
         fmax = np.maximum.reduce([np.abs(f[m * sign]) for m in (0.0, 1.0, 2.0)])
         measured = (1.5 * e[0.0] + 2 * e[sign] + 0.5 * e[2 * sign]) / h
-        est = fd_error.TRUNCATION_SAFETY * np.abs(d - first) + fd_error.rounding(dtype, fmax, 4.0, h, 1, measured,
-                                                                                 e.bounded)
+        noise = fd_error.rounding(dtype, fmax, 4.0, h, 1, measured, e.bounded)
+        est = fd_error.TRUNCATION_SAFETY * np.abs(d - first) + noise
         finite = np.isfinite(f[0.0]) & np.isfinite(f[sign]) & np.isfinite(f[2 * sign])
-        out.append((d, np.where(finite, est, np.nan), finite))
+        out.append((d, np.where(finite, est, np.nan), finite, noise))
     # the forward one unless it is not finite or the backward one's estimate is smaller (a right-hand edge:
     # (1 - x**2)**2.5 at x = 1 has only the backward one)
     use_right = np.isfinite(out[0][1]) & ~(out[1][1] < out[0][1])
     pick = [np.where(use_right, a, b) for a, b in zip(out[0], out[1])]
     return fd_error.LineResult(pick[0].astype(np.float64), pick[1].astype(np.float64), h.astype(np.float64),
-                               pick[2])
+                               pick[2], noise=pick[3].astype(np.float64))
 
 
 def fd_gradients(tree: Node, points: Mapping[str, object], wrt: list[str], *, scheme: str = "central",

@@ -174,6 +174,7 @@ class LineResult:
     sided_estimate: object = None  # [Q]: their estimates together
     how: object = None  # [Q] int: 0 default step, ADAPTED, ONE_SIDED
     jump: object = None  # [Q] bool: f jumps inside the stencil (two-sided schemes; see fd._jumps)
+    noise: object = None  # [Q]: the rounding part of the estimate (one-sided lines: tells divergence from noise)
 
 
 def kink(r: LineResult):
@@ -233,8 +234,8 @@ def _search(compute, index, x, dtype, *, sided: bool, near_only=None) -> LineRes
     A step's estimate is at least its distance to the value at the next smaller step: a large step can
     make D(h) and D(2h) agree by accident (both near 0 where f has decayed), never with a smaller step too.
     Without ``sided`` (one-sided stencils at a domain edge), also at least its distance to the limit the
-    larger steps extrapolate to; a value no step resolves whose magnitude grew at most steps down to the
-    one kept is infinite there: NaN."""
+    larger steps extrapolate to; a value no step resolves whose differences grew (it diverges) at most steps
+    down to the one kept is infinite there: NaN."""
     np = np_()
     q = len(index)
     best = LineResult(np.full(q, np.nan), np.full(q, np.nan), np.full(q, np.nan), np.zeros(q, dtype=bool),
@@ -263,8 +264,8 @@ def _search(compute, index, x, dtype, *, sided: bool, near_only=None) -> LineRes
     # absolute terms (across a pole, D ~ -2 f(x) / h^2 is small at large h): such steps count only where no
     # step resolves the value.
     resolved = LineResult(*(np.full(q, np.nan) for _ in range(3)), np.zeros(q, dtype=bool))
-    grew, pairs = np.zeros(q, dtype=int), np.zeros(q, dtype=int)  # up to the step best holds
-    growth = (np.zeros(q, dtype=int), np.zeros(q, dtype=int))
+    diverging, counted = [], []  # per step [Q] bool: the differences grew; there were three values to tell
+    kept_at = np.zeros(q, dtype=int)  # the step best holds
     for n, (r, ok) in enumerate(tried):
         neighbour, near_ok = tried[n + 1] if n + 1 < len(tried) else tried[n - 1]
         with np.errstate(all="ignore"):
@@ -279,21 +280,31 @@ def _search(compute, index, x, dtype, *, sided: bool, near_only=None) -> LineRes
                 estimate = np.where(a_ok & b_ok & c_ok, np.maximum(estimate, tail), estimate)
             better = ok & ~(estimate >= best.estimate)
             sharper = ok & (estimate < 0.5 * np.abs(r.value)) & ~(estimate >= resolved.estimate)
-            if n:  # |D| growing as the step shrinks (one-sided searches: an infinite derivative)
-                previous, previous_ok = tried[n - 1]
-                grew += ok & previous_ok & (np.abs(r.value) > np.abs(previous.value))
-                pairs += ok & previous_ok
+            if n >= 2:  # differences growing as the step shrinks: D diverges (one-sided: an infinite
+                # derivative, sqrt(x) at 0), where a slow finite limit (x - x^1.02: D = 1 - c h^0.02) has
+                # shrinking ones
+                (p1, ok1), (p2, ok2) = tried[n - 1], tried[n - 2]
+                counted.append(ok & ok1 & ok2)
+                step_change = np.abs(r.value - p1.value)
+                grows = step_change > np.abs(p1.value - p2.value)
+                if r.noise is not None:  # rounding grows as h shrinks too: only growth above it counts
+                    grows &= step_change > 2 * (r.noise + p1.noise)
+                diverging.append(counted[-1] & grows)
         for target, where in ((best, better), (resolved, sharper)):
             target.value[where], target.step[where], target.estimate[where] = \
                 r.value[where], r.step[where], estimate[where]
-        growth[0][better], growth[1][better] = grew[better], pairs[better]
+        kept_at[better] = n
     found = ~np.isnan(resolved.estimate)
     for name in ("value", "step", "estimate"):
         getattr(best, name)[found] = getattr(resolved, name)[found]
     if not sided:
-        # No step resolved the value, and |D| grew at most steps down to the one kept: the derivative is
+        # No step resolved the value, and it diverged at most steps down to the one kept: the derivative is
         # infinite at the edge (sqrt(x) at 0: D(h) ~ h^-0.5), not a number with a large estimate
-        infinite = ~found & (growth[1] > 0) & (2 * growth[0] > growth[1])
+        # (counted over the first three steps at least: the one kept is often the largest)
+        upto = np.arange(2, len(tried))[:, None] <= np.maximum(kept_at, 4)[None, :]
+        grew = np.sum(np.array(diverging).reshape(-1, q) & upto, axis=0)
+        told = np.sum(np.array(counted).reshape(-1, q) & upto, axis=0)
+        infinite = ~found & (told > 0) & (2 * grew > told)
         best.value[infinite] = best.estimate[infinite] = best.step[infinite] = np.nan
     best.finite[~np.isnan(best.estimate)] = True
     return best

@@ -133,12 +133,13 @@ def _one_sided(tree, points, env, wrt, dtype, r: FdHessians, index, signs) -> No
     :data:`fd_error.STEP_FACTORS` of those variables' steps: the finite result with the smallest relative
     estimate in their rows is kept (``how``: ONE_SIDED, ``sides``: the directions).
 
-    A step where an entry with an estimate above half of it grows as h shrinks, or whose estimate is above
-    :data:`MEANINGLESS` times its entry, is passed over. Where every step is passed over: an entry that grew
-    at most steps up to the smallest estimate is infinite at the edge (d2/dx2 sqrt(x) at 0) and the point
-    stays not finite; otherwise (x^2.25 in float32: D(h) ~ h^0.25, and rounding hides the
-    trend) the step with the smallest estimate is kept and marked ``unresolved`` (a warning, not a number
-    passed off as known)."""
+    A step where an entry's differences grow as h shrinks (it diverges), where most of the last
+    :data:`RECENT` steps diverged, or whose estimate is above :data:`MEANINGLESS` times max(|entry|, 1), is
+    passed over. Where every step is passed over: an entry still diverging at the step with the smallest
+    estimate is infinite at the edge (d2/dx2 sqrt(x) at 0) and the point stays not finite; otherwise (x^2.25 in float32: D(h) ~ h^0.25, and rounding hides the
+    trend) the step with the smallest estimate is kept. Either way a result whose estimate is above
+    :data:`UNRESOLVED` of max(|entry|, 1) is marked ``unresolved`` (a warning, not a number passed off as
+    known)."""
     np = _np()
     sub = {k: a[index] for k, a in env.items()}
     sided = signs != 0
@@ -146,12 +147,12 @@ def _one_sided(tree, points, env, wrt, dtype, r: FdHessians, index, signs) -> No
     best, fallback = np.full(q, np.inf), np.full(q, np.inf)
     kept = {}  # the fallback's result per point: (pattern, step index, ...)
     for pattern in (signs, -signs):
-        grew, seen = np.zeros(q, dtype=int), np.zeros(q, dtype=int)
+        recent = []  # per finite step: it diverged (the last RECENT of them decide the trend)
         for step in _sided_steps(tree, points, sub, wrt, dtype, r.steps[index], pattern, index):
             hs, s, estimates, score, grows, ok = step
-            doubtful = grows | (score > MEANINGLESS)
-            grew += ok & grows
-            seen += ok
+            recent.append(np.where(ok, grows.astype(int), -1))
+            trend = _diverging(recent)
+            doubtful = grows | trend | (score > MEANINGLESS)
             better = ok & ~doubtful & (score < best)
             if better.any():
                 at = index[better]
@@ -161,15 +162,32 @@ def _one_sided(tree, points, env, wrt, dtype, r: FdHessians, index, signs) -> No
             other = ok & (score < fallback)
             fallback[other] = score[other]
             for k in np.nonzero(other)[0]:
-                kept[k] = (s.gradients[k], s.matrices[k], estimates[k], hs[k], pattern[k], 2 * grew[k] <= seen[k])
+                kept[k] = (s.gradients[k], s.matrices[k], estimates[k], hs[k], pattern[k], not trend[k])
         if np.isfinite(best).all():
             break
+    r.unresolved[index] |= np.isfinite(best) & (best > UNRESOLVED)
     for k, (gg, mm, ee, hh, pattern, trend) in kept.items():
-        if np.isfinite(best[k]) or not trend:  # resolved after all, or growing at most steps: infinite
+        if np.isfinite(best[k]) or not trend:  # resolved after all, or diverging there: infinite
             continue
         at = index[k]
         r.gradients[at], r.matrices[at], r.estimates[at], r.steps[at], r.sides[at] = gg, mm, ee, hh, pattern
         r.how[at], r.unresolved[at] = fd_error.ONE_SIDED, True
+
+
+# The trend at a step: the last RECENT finite steps (this one included), diverging at most of them. The steps
+# where rounding hides the growth (an infinite entry's noisy small steps) follow the steps that showed it.
+RECENT = 3
+
+
+def _diverging(recent: list):
+    """[Q] bool from the per-step flags (1 diverged, 0 not, -1 not finite there): the trend is divergence."""
+    np = _np()
+    flags = np.array(recent)  # [steps, Q]
+    grew, told = np.zeros(flags.shape[1], dtype=int), np.zeros(flags.shape[1], dtype=int)
+    for column in range(flags.shape[1]):
+        seen = flags[:, column][flags[:, column] >= 0][-RECENT:]
+        grew[column], told[column] = seen.sum(), len(seen)
+    return 2 * grew > told
 
 
 def _sided_steps(tree, points, sub, wrt, dtype, h0, pattern, index):
@@ -177,9 +195,9 @@ def _sided_steps(tree, points, sub, wrt, dtype, h0, pattern, index):
     ``index``. The estimate is at least the geometric tail of the value and the values at 4h and 16h (the
     two steps before: larger, so less rounding; a lucky small estimate at a small step is not believed),
     and at least its distance to the limit Aitken's process extrapolates from the three steps before;
-    ``score`` the largest relative estimate in the one-sided variables' rows; ``grows`` where an entry
-    with an estimate above half of its magnitude grows as h shrinks; ``ok`` where every value is finite and the
-    stencil moves."""
+    ``score`` the largest relative estimate in the one-sided variables' rows; ``grows`` where an entry's
+    differences grow as h shrinks, by more than rounding (it diverges); ``ok`` where every value is finite
+    and the stencil moves."""
     from gradcli.methods.fd import _taken_steps
 
     np = _np()
@@ -195,16 +213,17 @@ def _sided_steps(tree, points, sub, wrt, dtype, h0, pattern, index):
         if len(history) >= 2:  # 4h and 16h: their spacing is 4, so the theory's ratio is 4^2
             d4, d16 = history[-1], history[-2]
             estimates = np.maximum(estimates, geometric_truncation(s.matrices, d4, d16, 4))
-            growing = growing | (np.abs(d4 - d16) < np.abs(s.matrices - d4))
+            near = np.abs(s.matrices - d4)
+            growing = growing | ((np.abs(d4 - d16) < near) & (near > 2 * s.rounding))
         if len(history) >= 3:  # and at least the distance to the limit the larger steps extrapolate to
             estimates = np.maximum(estimates, fd_error.TRUNCATION_SAFETY * np.abs(
                 s.matrices - aitken_limit(history[-1], history[-2], history[-3])))
         history.append(s.matrices)
         relative = np.where(rows, estimates / np.maximum(np.abs(s.matrices), 1.0), 0.0)
         score = np.max(relative, axis=(1, 2))
-        # (judged against |entry| itself: a small infinite entry, 0.75 y^2 x^-0.5 at y = 0.3, is "resolved"
-        # against max(|entry|, 1) at a large step, yet grows as the step shrinks)
-        grows = np.any(rows & growing & (estimates > UNRESOLVED * np.abs(s.matrices)), axis=(1, 2))
+        # (whatever its estimate: x^1.6's entry D(h) ~ h^-0.4 has an estimate below half of it at every step,
+        # and a small infinite entry, 0.75 y^2 x^-0.5 at y = 0.3, looks resolved against max(|entry|, 1))
+        grows = np.any(rows & growing, axis=(1, 2))
         ok = s.finite & np.isfinite(score) & _moves(sub, wrt, hs)
         yield hs, s, estimates, score, grows, ok
 

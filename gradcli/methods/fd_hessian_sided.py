@@ -57,7 +57,8 @@ class SidedHessians:
     matrices: object  # [Q, n, n]
     estimates: object  # [Q, n, n]
     finite: object  # [Q] bool: every stencil value and estimate finite
-    growing: object  # [Q, n, n] bool: |D(2h) - D(4h)| < |D(h) - D(2h)|: the entry grows as h shrinks
+    growing: object  # [Q, n, n] bool: |D(2h) - D(4h)| < |D(h) - D(2h)|, above the rounding: diverging
+    rounding: object  # [Q, n, n]: the rounding part of the estimates
 
 
 def sided_hessians(tree: Node, env: dict, wrt: list[str], h, signs, dtype: str) -> SidedHessians:
@@ -66,12 +67,12 @@ def sided_hessians(tree: Node, env: dict, wrt: list[str], h, signs, dtype: str) 
     np = _np()
     q, n = h.shape
     out = SidedHessians(np.full((q, n), np.nan), np.full((q, n, n), np.nan), np.full((q, n, n), np.nan),
-                        np.zeros(q, dtype=bool), np.zeros((q, n, n), dtype=bool))
+                        np.zeros(q, dtype=bool), np.zeros((q, n, n), dtype=bool), np.full((q, n, n), np.nan))
     patterns, group = np.unique(signs.reshape(q, n), axis=0, return_inverse=True)
     for g, pattern in enumerate(patterns):
         at = np.nonzero(group.reshape(-1) == g)[0]
         sub = {k: a[at] for k, a in env.items()}
-        for name, value in zip(("gradients", "matrices", "estimates", "finite", "growing"),
+        for name, value in zip(("gradients", "matrices", "estimates", "finite", "growing", "rounding"),
                                _pattern(tree, sub, wrt, h[at], pattern, dtype)):
             getattr(out, name)[at] = value
     return out
@@ -130,7 +131,7 @@ def _pattern(tree, env, wrt, h, pattern, dtype):
 
         gradients = np.stack([combine(("g", i), 1.0, fx) / h[:, i] for i in range(n)], axis=1)
         matrices, estimates = np.empty((q, n, n)), np.empty((q, n, n))
-        growing = np.zeros((q, n, n), dtype=bool)
+        growing, roundings = np.zeros((q, n, n), dtype=bool), np.empty((q, n, n))
         fmax = np.max(np.abs(fx[[row_of[(1.0, m)] for m in unit]]), axis=0)
         for i in range(n):
             for j in range(i, n):
@@ -138,13 +139,16 @@ def _pattern(tree, env, wrt, h, pattern, dtype):
                 d = [combine((i, j), s, fx) / (s * s * hh) for s in SCALES]
                 measured = combine((i, j), 1.0, rounding.values, absolute=True) / hh
                 weight_sum = sum(abs(float(w)) for _, w in terms[(i, j)])
-                estimate = geometric_truncation(*d, 2) + fd_error.rounding(
-                    dtype, fmax, weight_sum, hh ** 0.5, 2, measured, rounding.bounded)
+                noise = fd_error.rounding(dtype, fmax, weight_sum, hh ** 0.5, 2, measured, rounding.bounded)
                 matrices[:, i, j] = matrices[:, j, i] = d[0]
-                growing[:, i, j] = growing[:, j, i] = np.abs(d[1] - d[2]) < np.abs(d[0] - d[1])
-                estimates[:, i, j] = estimates[:, j, i] = estimate
+                # differences that grow as h shrinks, by more than rounding can: a diverging entry (rounding
+                # alone grows too, as h^-2: a zero mixed entry's noise is no divergence)
+                near = np.abs(d[0] - d[1])
+                growing[:, i, j] = growing[:, j, i] = (np.abs(d[1] - d[2]) < near) & (near > 2 * noise)
+                estimates[:, i, j] = estimates[:, j, i] = geometric_truncation(*d, 2) + noise
+                roundings[:, i, j] = roundings[:, j, i] = noise
         finite = np.isfinite(fx).all(axis=0) & np.isfinite(estimates).all(axis=(1, 2))
-    return gradients, matrices, estimates, finite, growing
+    return gradients, matrices, estimates, finite, growing, roundings
 
 
 def geometric_truncation(d_h, d_2h, d_4h, accuracy: int):

@@ -123,12 +123,13 @@ def _one_sided_line(tree, env, variable, h, k: int, dtype: str) -> fd_error.Line
     """Order-k derivatives by the forward or the backward stencil (accuracy 2): each point keeps the finite
     one with the smaller estimate."""
     np = _np()
-    (hi, hi_est), (lo, lo_est) = (_one_side(tree, env, variable, h, k, sign, dtype) for sign in (1.0, -1.0))
+    (hi, hi_est, hi_noise), (lo, lo_est, lo_noise) = (_one_side(tree, env, variable, h, k, sign, dtype, noise=True)
+                                                      for sign in (1.0, -1.0))
     hi_ok, lo_ok = np.isfinite(hi) & np.isfinite(hi_est), np.isfinite(lo) & np.isfinite(lo_est)
     use_hi = hi_ok & ~(lo_ok & (lo_est < hi_est))
     value, estimate = np.where(use_hi, hi, lo), np.where(use_hi, hi_est, lo_est)
     return fd_error.LineResult(value.astype(np.float64), estimate.astype(np.float64), h.astype(np.float64),
-                               hi_ok | lo_ok)
+                               hi_ok | lo_ok, noise=np.where(use_hi, hi_noise, lo_noise).astype(np.float64))
 
 
 def _derivative_line(tree, env, variable, h, k: int, acc: int, dtype: str) -> fd_error.LineResult:
@@ -202,8 +203,9 @@ def sided_kinks(tree: Node, points: Mapping[str, object], variable: str, order: 
     return kink, left, right
 
 
-def _one_side(tree, env, variable, h, k: int, sign: float, dtype: str):
-    """The k-th derivative from one side (sign -1: backward), accuracy 2, with its estimate: (value, estimate)."""
+def _one_side(tree, env, variable, h, k: int, sign: float, dtype: str, noise: bool = False):
+    """The k-th derivative from one side (sign -1: backward), accuracy 2, with its estimate: (value, estimate),
+    and with ``noise`` the estimate's rounding part too."""
     np = _np()
     t = np.dtype(dtype).type
     offsets, weights = forward_coefficients(k, 2)
@@ -220,6 +222,8 @@ def _one_side(tree, env, variable, h, k: int, sign: float, dtype: str):
     value = combine(weights, offsets)
     fmax = np.maximum.reduce([np.abs(v) for v in f.values()])
     measured = sum(abs(float(c)) * e[sign * float(m)] for c, m in zip(weights, offsets)) / h ** k
-    estimate = fd_error.TRUNCATION_SAFETY * np.abs(value - combine(rough, rough_offsets)) + fd_error.rounding(
-        dtype, fmax, sum(abs(float(c)) for c in weights), h, k, measured, e.bounded)
+    rounding = fd_error.rounding(dtype, fmax, sum(abs(float(c)) for c in weights), h, k, measured, e.bounded)
+    estimate = fd_error.TRUNCATION_SAFETY * np.abs(value - combine(rough, rough_offsets)) + rounding
+    if noise:
+        return value.astype(np.float64), estimate.astype(np.float64), rounding.astype(np.float64)
     return value.astype(np.float64), estimate.astype(np.float64)
