@@ -97,6 +97,32 @@ def derivative_edges(rng: random.Random, cases: int, dtype: str) -> Counter:
     return out
 
 
+def hard_edges(rng: random.Random, cases: int, dtype: str) -> Counter:
+    """The hard end (found in review): b x^2 + A (±x)^p (1 + y^2) + c x y + g(y) at x = 0 with p within 0.1
+    of an integer (finite: 2.01 .. 3.02; infinite: 1.5 .. 1.98, 0.5, 1.02) and A from 1e-8 to 1e6, where the
+    one-sided differences converge or diverge too slowly, or too far below rounding, for any step to show it."""
+    out = Counter()
+    g_more = G + [("0", lambda y: 0.0)]
+    for _ in range(cases):
+        s, y, c = rng.choice([1, -1]), round(rng.uniform(0.2, 2), 3), round(rng.uniform(-2, 2), 3)
+        b = rng.choice([0, round(rng.uniform(-3, 3), 3)])
+        a, (g, g2) = rng.choice([1, -1, 1e3, -1e3, 1e-3, 1e6, 1e-8]), rng.choice(g_more)
+        finite = rng.random() < 0.7
+        p = rng.choice([2.02, 2.05, 2.1, 2.25, 2.5, 3.02, 2.01] if finite else [1.5, 1.6, 1.9, 1.98, 0.5, 1.02])
+        expr = f"{b}*x**2 + {a}*({s}*x)**{p}*(1+y**2) + {c}*x*y + {g}"
+        r = fd_hessians(parse(expr).tree, {"x": np.array([0.0]), "y": np.array([y])}, ["x", "y"], dtype=dtype)
+        m, e, warned = r.matrices[0], r.estimates[0], bool(r.unresolved[0])
+        out["cases"] += 1
+        if not finite:
+            out["infinite given a number, unwarned"] += bool(np.isfinite(m[0, 0])) and not warned
+        elif not np.all(np.isfinite(m)):
+            out["not finite"] += 1
+        else:
+            exact = np.array([[2 * b, c], [c, g2(y)]])
+            out["outside, unwarned"] += bool(np.any(np.abs(m - exact) > e + 1e-12 * (1 + np.abs(exact)))) and not warned
+    return out
+
+
 def main(cases: int = 400) -> None:
     rng = random.Random(8)
     for dtype in ("float64", "float32"):
@@ -114,6 +140,10 @@ def main(cases: int = 400) -> None:
               f"finite, {d['outside']} outside their estimate unwarned ({d['outside, warned']} warned); "
               f"{d['infinite values']} infinite ones, {d['infinite given a number']} given a number unwarned "
               f"({d['infinite given a number, warned']} warned)")
+        hard = hard_edges(rng, cases // 4 * 3, dtype)
+        print(f"{dtype}: hard edges: {hard['cases']} cases, {hard['outside, unwarned']} finite ones outside their "
+              f"estimate unwarned, {hard['infinite given a number, unwarned']} infinite ones given a number "
+              f"unwarned, {hard['not finite']} finite ones not finite")
 
 
 if __name__ == "__main__":

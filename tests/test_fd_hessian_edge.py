@@ -96,6 +96,13 @@ def test_slowly_infinite_second_derivatives_are_not_numbers(power):
     assert not np.isfinite(r.matrices[0, 0, 0]) and r.matrices[0, 1, 1] == pytest.approx(2.0)
 
 
+def test_a_noisy_small_step_does_not_fake_a_small_estimate():
+    # 1e6 x^2.01 at 0: D(h) ~ 3e6 h^0.01, exact 0; at the step where rounding takes over, the differences
+    # happened to look settled (2.5e6 +- 7.4e5); clean steps only: 2.8e6 +- 5.6e6, and warned
+    r = _hessian("1e6*x**2.01*(1 + y**2) + 0.431*x*y + sin(y)", x=0, y=0.766)
+    assert abs(r.matrices[0, 0, 0]) <= r.estimates[0, 0, 0] and r.unresolved[0]
+
+
 def test_an_estimate_above_half_the_entry_is_warned():
     r = _hessian("x**2 - x**2.02", x=0)  # exact 2; fd 1.03 +- 1.94
     assert r.unresolved[0] and abs(r.matrices[0, 0, 0] - 2.0) <= r.estimates[0, 0, 0]

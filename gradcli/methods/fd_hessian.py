@@ -16,6 +16,8 @@ from gradcli.methods.fd_hessian_sided import aitken_limit, directions, geometric
 # An entry whose estimate is above this part of max(|entry|, 1) is not resolved (across a pole, at an edge
 # where the derivative is infinite).
 UNRESOLVED = 0.5
+# A one-sided step is clean where rounding is at most this part of its estimates (see _sided_steps).
+CLEAN = 0.5
 # A one-sided entry whose estimate is above this many times max(|entry|, 1) is no number at all.
 MEANINGLESS = 2.0
 
@@ -149,11 +151,11 @@ def _one_sided(tree, points, env, wrt, dtype, r: FdHessians, index, signs) -> No
     for pattern in (signs, -signs):
         recent = []  # per finite step: it diverged (the last RECENT of them decide the trend)
         for step in _sided_steps(tree, points, sub, wrt, dtype, r.steps[index], pattern, index):
-            hs, s, estimates, score, grows, ok = step
+            hs, s, estimates, score, grows, clean, ok = step
             recent.append(np.where(ok, grows.astype(int), -1))
             trend = _diverging(recent)
             doubtful = grows | trend | (score > MEANINGLESS)
-            better = ok & ~doubtful & (score < best)
+            better = clean & ~doubtful & (score < best)
             if better.any():
                 at = index[better]
                 r.gradients[at], r.matrices[at], r.estimates[at], r.steps[at] = \
@@ -191,13 +193,14 @@ def _diverging(recent: list):
 
 
 def _sided_steps(tree, points, sub, wrt, dtype, h0, pattern, index):
-    """Per step factor: (steps, :class:`SidedHessians`, estimates, score, grows, ok) for the points
+    """Per step factor: (steps, :class:`SidedHessians`, estimates, score, grows, clean, ok) for the points
     ``index``. The estimate is at least the geometric tail of the value and the values at 4h and 16h (the
     two steps before: larger, so less rounding; a lucky small estimate at a small step is not believed),
     and at least its distance to the limit Aitken's process extrapolates from the three steps before;
     ``score`` the largest relative estimate in the one-sided variables' rows; ``grows`` where an entry's
     differences grow as h shrinks, by more than rounding (it diverges); ``ok`` where every value is finite
-    and the stencil moves."""
+    and the stencil moves; ``clean`` where besides rounding is at most half of each estimate (at smaller
+    steps the noise can fake a small estimate: 1e6*x**2.01 gave 2.5e6 +- 7.4e5 of 0)."""
     from gradcli.methods.fd import _taken_steps
 
     np = _np()
@@ -225,7 +228,11 @@ def _sided_steps(tree, points, sub, wrt, dtype, h0, pattern, index):
         # and a small infinite entry, 0.75 y^2 x^-0.5 at y = 0.3, looks resolved against max(|entry|, 1))
         grows = np.any(rows & growing, axis=(1, 2))
         ok = s.finite & np.isfinite(score) & _moves(sub, wrt, hs)
-        yield hs, s, estimates, score, grows, ok
+        # rounding at most half of the estimate of every entry not already known closely (relative estimate
+        # above 1%): where it is more, a lucky step's noise can fake a small estimate
+        noisy = (s.rounding > CLEAN * estimates) & (relative > 0.01)
+        clean = ~np.any(rows & noisy, axis=(1, 2))
+        yield hs, s, estimates, score, grows, ok & clean, ok
 
 
 def _hessians_at(tree: Node, env: dict, wrt: list[str], h, dtype: str):
