@@ -357,3 +357,16 @@ def test_slowly_converging_edge_derivatives_are_within_their_estimates(p):
     d = fd_derivatives(parse(f"(x - 1.3)**{p} + 0.7*x**2").tree, {"x": np.array([1.3])}, "x", 4)
     for k, exact in enumerate((2 * 0.7 * 1.3, 1.4, 0.0, 0.0)):
         assert abs(d.values[0, k] - exact) <= d.estimates[0, k] + 1e-12, (k + 1, d.values, d.estimates)
+
+
+@pytest.mark.parametrize("expr, x, exact", [("sqrt(x)", 1e-20, [5e9, -2.5e29]), ("log(x)", 1e-30, [1e30, -1e60]),
+                                            ("sqrt(x) + x**2", 1e-15, [15811388.300841896, -7.905694150420948e21])])
+def test_a_point_nearer_an_edge_than_the_smallest_step_is_resolved(expr, x, exact):
+    """Steps go on below 4^-20 of the default, as |x| / 4, |x| / 16, ... where the point is that near an edge
+    at 0 (they were 'not finite': every stencil left the domain, the one-sided ones diverged)."""
+    d = fd_derivatives(parse(expr).tree, {"x": np.array([x])}, "x", 2)
+    for k, want in enumerate(exact):
+        assert abs(d.values[0, k] - want) <= d.estimates[0, k], (k + 1, d.values, d.estimates)
+    h = fd_hessians(parse(f"({expr})*y").tree, {"x": np.array([x]), "y": np.array([1.0])}, ["x", "y"])
+    assert abs(h.matrices[0, 0, 0] - exact[1]) <= h.estimates[0, 0, 0]
+    assert abs(h.matrices[0, 0, 1] - exact[0]) <= h.estimates[0, 0, 1]

@@ -160,7 +160,7 @@ def _along(tree: Node, env: dict, variable: str, h, offsets, dtype: str, measure
 def _taken_steps(x64, h_default, factor: float, dtype: str):
     """factor times the default step, as the step x + h really takes in the dtype."""
     np = _np()
-    if factor == 1.0:
+    if np.isscalar(factor) and factor == 1.0:
         return h_default
     t = np.dtype(dtype).type
     xt = x64.astype(t)

@@ -234,6 +234,37 @@ def adapt(compute, default: LineResult, x, dtype: str, accuracy: int, order: int
     return default
 
 
+# Steps below the smallest of STEP_FACTORS, for a point nearer an edge than that (sqrt(x) at x = 1e-20,
+# log(x) at 1e-30): |x| / 4, |x| / 16, ... (the edge of the common functions is at 0).
+NEARER_STEPS = 12
+
+
+def _nearer_steps(compute, index, xt, tried, unresolved, sided: bool) -> list:
+    """(result, ok) at steps |x| 4^-j, j = 1 .. NEARER_STEPS, for the ``unresolved`` points whose |x| is below
+    the smallest step tried: a stencil that fits between the point and an edge at 0."""
+    np = np_()
+    smallest = tried[-1][0].step
+    default = tried[0][0].step / STEP_FACTORS[0]
+    with np.errstate(all="ignore"):
+        distance = np.abs(xt.astype(np.float64))
+        need = unresolved & (distance > 0) & (distance / 4 < smallest) & np.isfinite(default) & (default > 0)
+    out = []
+    if not need.any():
+        return out
+    for j in range(1, NEARER_STEPS + 1):
+        with np.errstate(all="ignore"):
+            factor = np.where(need, distance * 4.0 ** -j / default, STEP_FACTORS[-1])
+        r = compute(index, factor)
+        with np.errstate(all="ignore"):
+            t = xt.dtype.type
+            moves = ((xt + r.step.astype(t)) != xt) & ((xt - r.step.astype(t)) != xt)
+            ok = need & r.finite & np.isfinite(r.value) & np.isfinite(r.estimate) & moves
+            if sided:
+                ok &= ~kink(r)
+        out.append((r, ok))
+    return out
+
+
 def _search(compute, index, x, dtype, *, sided: bool, near_only=None) -> LineResult:
     """Over the step factors: the smallest finite estimate per point (NaN where no step gave one). With
     ``sided``, steps whose one-sided derivatives disagree are passed over (a kink inside the stencil).
@@ -268,6 +299,7 @@ def _search(compute, index, x, dtype, *, sided: bool, near_only=None) -> LineRes
                 ok &= far
             settled |= ok & (r.estimate < 0.5 * np.abs(r.value))
         tried.append((r, ok))
+    tried += _nearer_steps(compute, index, xt, tried, far & ~settled, sided)
     # A step whose estimate is as large as its value has resolved nothing, however small that estimate is in
     # absolute terms (across a pole, D ~ -2 f(x) / h^2 is small at large h): such steps count only where no
     # step resolves the value.

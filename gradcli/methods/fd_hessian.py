@@ -107,7 +107,8 @@ def fd_hessians(tree: Node, points: Mapping[str, object], wrt: list[str], *, dty
 
 
 def _shrink(tree, points, env, wrt, dtype, r: FdHessians, index, shrink, best) -> None:
-    """The points ``index`` recomputed with the ``shrink`` [Q, n] variables' steps times 4^-1 .. 4^-20, judged
+    """The points ``index`` recomputed with the ``shrink`` [Q, n] variables' steps times 4^-1 .. 4^-20 (then
+    |x| 4^-j for a variable nearer an edge at 0 than that), judged
     by those variables' own diagonal entries (a mixed or other entry's rounding grows as a step shrinks, and
     says so in its own estimate); a finite result better than ``best`` [Q] is kept (``how``: SHRUNK)."""
     from gradcli.methods.fd import _taken_steps
@@ -115,9 +116,17 @@ def _shrink(tree, points, env, wrt, dtype, r: FdHessians, index, shrink, best) -
     np = _np()
     x64 = {v: np.asarray(points[v], dtype=np.float64)[index] for v in wrt}
     sub = {k: a[index] for k, a in env.items()}
-    h0 = r.steps[index].copy()
-    for factor in fd_error.STEP_FACTORS[1:]:  # 1/4 of the default step and down
-        hs = np.stack([np.where(shrink[:, c], _taken_steps(x64[v], h0[:, c], factor, dtype), h0[:, c])
+    h0 = r.steps[index].copy().astype(np.float64)
+    smallest = h0 * fd_error.STEP_FACTORS[-1]
+    # then, for a variable nearer an edge at 0 than the smallest of those (log(x)*y at x = 1e-30): |x| 4^-j
+    nearer = [np.where((np.abs(x64[v]) > 0) & (np.abs(x64[v]) / 4 < smallest[:, c]), np.abs(x64[v]) / h0[:, c], 0.0)
+              for c, v in enumerate(wrt)]
+    factors = [(factor,) * len(wrt) for factor in fd_error.STEP_FACTORS[1:]]  # 1/4 of the default step and down
+    if any(a.any() for a in nearer):
+        factors += [tuple(np.where(a > 0, a * 4.0 ** -j, fd_error.STEP_FACTORS[-1]) for a in nearer)
+                    for j in range(1, fd_error.NEARER_STEPS + 1)]
+    for factor in factors:
+        hs = np.stack([np.where(shrink[:, c], _taken_steps(x64[v], h0[:, c], factor[c], dtype), h0[:, c])
                        for c, v in enumerate(wrt)], axis=1)
         _, gg, mm, ee, ok = _hessians_at(tree, sub, wrt, hs, dtype)
         own = np.diagonal(ee / np.maximum(np.abs(mm), 1.0), axis1=1, axis2=2)
