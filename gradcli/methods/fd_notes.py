@@ -8,6 +8,12 @@ import math
 from gradcli.methods import fd_error
 
 
+# What a one-sided value at a domain edge cannot promise (README, "What finite differences cannot tell at an
+# edge"): said with every such value, since no step can show a trend slower than h^0.1.
+EDGE_CAVEAT = ("; f is often not smooth at an edge, and the estimate assumes the trend the steps show (a "
+               "derivative that converges or diverges slower than about h^0.1 looks settled)")
+
+
 def fd_line_notes(what: str, where: str, *, dtype: str, value: float, estimate: float, step: float, how: int,
                   kink: bool = False, left: float = math.nan, right: float = math.nan, explicit_step: bool = False,
                   order: int = 1):
@@ -17,7 +23,7 @@ def fd_line_notes(what: str, where: str, *, dtype: str, value: float, estimate: 
     at = f" at {where}" if where else ""
     if how == fd_error.ONE_SIDED:
         notes.append(f"fd: {what}{at}: the two-sided stencil leaves the domain at every step; a one-sided one "
-                     f"(step {step:.3g}) is used")
+                     f"(step {step:.3g}) is used{EDGE_CAVEAT}")
     elif how == fd_error.SHRUNK:  # (a step adapted only for a better estimate is not news: it is in the output)
         notes.append(f"fd: {what}{at}: the default step's stencil leaves the domain; step {step:.3g} (the "
                      "smallest estimate of a sequence of smaller steps) is used")
@@ -47,7 +53,7 @@ def fd_hessian_note(how: int, steps, sides, names) -> str | None:
     if how == fd_error.ONE_SIDED:
         sided = ", ".join(f"{k} {SIDE_NAMES[s]}" for k, s in zip(names, sides) if s)
         return (f"fd: no two-sided stencil stays in the domain; one-sided differences ({sided}; {text}: the "
-                "smallest estimate of a sequence of steps) are used")
+                f"smallest estimate of a sequence of steps) are used{EDGE_CAVEAT}")
     return None
 
 

@@ -233,6 +233,7 @@ class BatchCore:
     def closing_notes(self) -> list[str]:
         """Notes known only once every chunk is computed: the points whose fd stencil adapted to a domain."""
         from gradcli.methods.fd_error import ONE_SIDED, SHRUNK
+        from gradcli.methods.fd_notes import EDGE_CAVEAT
 
         where = ("fd_step and fd_sides in the json/jsonl records" if self.command == "hessian"
                  else "fd_step in each record")
@@ -242,7 +243,7 @@ class BatchCore:
                          f"crosses a pole; smaller steps (the smallest estimate of a sequence) are used: see {where}")
         if self.adapted.get(ONE_SIDED):
             notes.append(f"fd: at {_points(self.adapted[ONE_SIDED])} no two-sided stencil stays in the domain; "
-                         f"one-sided differences are used: see {where}")
+                         f"one-sided differences are used: see {where}{EDGE_CAVEAT}")
         return notes
 
     def fd_header(self, scheme: str, step_rule: str) -> dict | None:
