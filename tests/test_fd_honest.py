@@ -370,3 +370,10 @@ def test_a_point_nearer_an_edge_than_the_smallest_step_is_resolved(expr, x, exac
     h = fd_hessians(parse(f"({expr})*y").tree, {"x": np.array([x]), "y": np.array([1.0])}, ["x", "y"])
     assert abs(h.matrices[0, 0, 0] - exact[1]) <= h.estimates[0, 0, 0]
     assert abs(h.matrices[0, 0, 1] - exact[0]) <= h.estimates[0, 0, 1]
+
+
+def test_a_wide_stencil_near_an_edge_in_float32():
+    # accuracy 8 spans 16h at 4h: its default step (eps32^(1/9) = 0.17) times 4^-20 still leaves the domain of
+    # log at 1e-12; the steps |x| / 4^j reach it (it was 'not finite')
+    d = fd_derivatives(parse("log(x)").tree, {"x": np.array([1e-12])}, "x", 1, dtype="float32")
+    assert abs(d.values[0, 0] - 1e12) <= d.estimates[0, 0] and d.accuracy[0, 0] == 8

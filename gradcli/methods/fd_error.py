@@ -240,14 +240,15 @@ NEARER_STEPS = 12
 
 
 def _nearer_steps(compute, index, xt, tried, unresolved, sided: bool) -> list:
-    """(result, ok) at steps |x| 4^-j, j = 1 .. NEARER_STEPS, for the ``unresolved`` points whose |x| is below
-    the smallest step tried: a stencil that fits between the point and an edge at 0."""
+    """(result, ok) at steps |x| 4^-j, j = 1 .. NEARER_STEPS, for the ``unresolved`` points whose |x| is not
+    far above the smallest step tried: a stencil that fits between the point and an edge at 0."""
     np = np_()
     smallest = tried[-1][0].step
     default = tried[0][0].step / STEP_FACTORS[0]
     with np.errstate(all="ignore"):
         distance = np.abs(xt.astype(np.float64))
-        need = unresolved & (distance > 0) & (distance / 4 < smallest) & np.isfinite(default) & (default > 0)
+        # (within 1e3 of the smallest step: a wide stencil, 16h at accuracy 8, needs h well below |x|)
+        need = unresolved & (distance > 0) & (distance < 1e3 * smallest) & np.isfinite(default) & (default > 0)
     out = []
     if not need.any():
         return out

@@ -119,7 +119,7 @@ def _shrink(tree, points, env, wrt, dtype, r: FdHessians, index, shrink, best) -
     h0 = r.steps[index].copy().astype(np.float64)
     smallest = h0 * fd_error.STEP_FACTORS[-1]
     # then, for a variable nearer an edge at 0 than the smallest of those (log(x)*y at x = 1e-30): |x| 4^-j
-    nearer = [np.where((np.abs(x64[v]) > 0) & (np.abs(x64[v]) / 4 < smallest[:, c]), np.abs(x64[v]) / h0[:, c], 0.0)
+    nearer = [np.where((np.abs(x64[v]) > 0) & (np.abs(x64[v]) < 1e3 * smallest[:, c]), np.abs(x64[v]) / h0[:, c], 0.0)
               for c, v in enumerate(wrt)]
     factors = [(factor,) * len(wrt) for factor in fd_error.STEP_FACTORS[1:]]  # 1/4 of the default step and down
     if any(a.any() for a in nearer):
