@@ -23,7 +23,7 @@ from gradcli.methods import symbolic
 from gradcli.compute.analysis import HessianAnalysis
 from gradcli.errors import UsageError
 from gradcli.expression.evaluate import PYTHON_FLOAT64, compile_expression
-from gradcli.expression import Expression, Node, parse
+from gradcli.expression import Expression, parse
 from gradcli.methods.fd import check_step
 from gradcli.compute.grad import check_dtype, check_eps, parse_methods, resolve_wrt
 # ROWS_MAX: up to this many variables the tape takes one outer gradient per row (the guide's way), which
@@ -32,11 +32,16 @@ from gradcli.methods.tape import ROWS_MAX  # noqa: F401
 from gradcli.expression.points import (Point, check_covers, check_hessian_size, check_point_fits, parse_point,
                                       unused_variables_note)
 from gradcli.results import METHODS, clean, flag_undefined_value, point_text, shortest
-from gradcli.methods.worker import BoundedJob, CancelFlag, SymbolicTimeout
+from gradcli.methods.worker import SymbolicTimeout
 from gradcli.compute.hessian_judge import (best_analysis, cross_check_hessian, entry_tolerance,  # noqa: F401
                                            hessian_tolerance, judge_hessian)
 
 Matrix = list[list[float | None]]
+
+# the methods, one point each (re-exported: tests and --show-code's check patch them here)
+from gradcli.compute.hessian_methods import (FdHessian, SymbolicHessian, TapeHessian, fd_hessian,  # noqa: E402,F401
+                                             start_symbolic_hessian, symbolic_hessian, symbolic_hessian_work,
+                                             tape_hessian)
 
 
 @dataclass
@@ -106,120 +111,6 @@ class HessianReport:
         doc["warnings"] = self.warnings
         doc["notes"] = self.notes
         return clean(doc)
-
-
-# ---------------------------------------------------------------------------------------------
-# tape
-# ---------------------------------------------------------------------------------------------
-@dataclass
-class TapeHessian:
-    value: float
-    gradient: list[float]
-    matrix: list[list[float]]
-    structural: list[tuple[int, int]]  # (row, column) entries the tape reported as unconnected
-    mode: str  # "rows" | "stacked" | "jacobian" (see gradcli.methods.tape)
-
-
-def tape_hessian(tree: Node, values: dict[str, float], wrt: list[str], *, dtype: str = "float64",
-                 mode: str | None = None) -> TapeHessian:
-    """The Hessian of ``tree`` by nested tapes: a batch of one point for
-    :func:`gradcli.methods.tape.tape_hessians`. ``mode``: "rows" (the guide), "stacked", "jacobian" or None
-    (by size: rows up to ROWS_MAX variables, else stacked)."""
-    import numpy as np
-
-    from gradcli.methods.tape import tape_hessians
-
-    t = tape_hessians(tree, {k: np.array([v], dtype=np.float64) for k, v in values.items()}, wrt, dtype=dtype,
-                      mode=mode)
-    return TapeHessian(float(t.values[0]), t.gradients[0].tolist(), t.matrices[0].tolist(), t.structural, t.mode)
-
-
-# ---------------------------------------------------------------------------------------------
-# finite differences
-# ---------------------------------------------------------------------------------------------
-@dataclass
-class FdHessian:
-    value: float
-    gradient: list[float]  # central first differences from the same stencil (step eps^(1/4): rough)
-    matrix: list[list[float]]
-    steps: list[float]
-    estimates: list[list[float]] | None = None
-    how: int = 0  # fd_error.SHRUNK: the default steps' stencil left the domain or crossed a pole (smaller
-    # steps); fd_error.ONE_SIDED: no two-sided stencil stays in the domain
-    sides: list[int] | None = None  # per variable: 1 forward, -1 backward, 0 central
-    unresolved: bool = False  # one-sided, and no step resolved the entries: a warning
-
-
-def fd_hessian(tree: Node, values: dict[str, float], wrt: list[str], *, dtype: str = "float64",
-               eps: float | None = None) -> FdHessian:
-    """Central second differences at one point: :func:`gradcli.methods.fd.fd_hessians` on a batch of one."""
-    from gradcli.methods.fd import _one, fd_hessians
-
-    r = fd_hessians(tree, _one(values), wrt, dtype=dtype, eps=eps)
-    return FdHessian(float(r.values[0]), r.gradients[0].tolist(), r.matrices[0].tolist(), r.steps[0].tolist(),
-                     r.estimates[0].tolist(), int(r.how[0]), r.sides[0].tolist(), bool(r.unresolved[0]))
-
-
-# ---------------------------------------------------------------------------------------------
-# symbolic
-# ---------------------------------------------------------------------------------------------
-@dataclass
-class SymbolicHessian:
-    value: float | None
-    gradient: list[float | None]
-    matrix: Matrix
-    formulas: list[list[str]]
-    shift: list[list[float]] | None = None  # each entry's move from the typed point to the dtype's
-
-
-def symbolic_hessian_work(tree: Node, point_exact: dict[str, Node], names: list[str], wrt: list[str],
-                          formulas: bool, rounded: dict[str, float] | None = None,
-                          cancel: CancelFlag | None = None) -> SymbolicHessian:
-    """The exact Hessian (upper triangle, mirrored: SymPy's mixed partials commute for these functions), and
-    with ``rounded`` (the dtype's point) how far each entry moves from the typed point to it.
-
-    A :class:`gradcli.methods.worker.BoundedJob` work function (module-level, picklable arguments).
-    """
-    syms = symbolic.symbols_for(names)
-    subs = symbolic.exact_point(point_exact, syms)
-    moved = symbolic.rounded_point(subs, rounded, syms)
-    f = symbolic.to_sympy(tree, syms)
-    value = symbolic.value_at(f, subs)
-    first = []
-    for v in wrt:
-        cancel.check()
-        first.append(symbolic.product_rule_diff(f, syms[v]))
-    gradient = [symbolic.value_at(d, subs) for d in first]
-    n = len(wrt)
-    matrix: Matrix = [[None] * n for _ in range(n)]
-    texts = [[""] * n for _ in range(n)]
-    shift = [[0.0] * n for _ in range(n)]
-    for i in range(n):
-        for j in range(i, n):
-            cancel.check()
-            d = symbolic.product_rule_diff(first[i], syms[wrt[j]])
-            matrix[i][j] = matrix[j][i] = symbolic.value_at(d, subs)
-            shift[i][j] = shift[j][i] = symbolic.point_shift(d, subs, moved, matrix[i][j])
-            if formulas:
-                texts[i][j] = texts[j][i] = symbolic.formula_text(d)
-    return SymbolicHessian(value, gradient, matrix, texts, shift if moved is not None else None)
-
-
-def start_symbolic_hessian(tree: Node, point: Point, wrt: list[str], *, time_limit: float,
-                           formulas: bool = True, parallel: bool = True, dtype: str | None = None) -> BoundedJob:
-    """Start :func:`symbolic_hessian_work` as a :class:`gradcli.methods.worker.BoundedJob` (with ``dtype``,
-    also each entry's shift between the typed point and the dtype's)."""
-    from gradcli.compute.grad import dtype_point
-
-    rounded = None if dtype is None else dtype_point(point, dtype)
-    return BoundedJob(symbolic_hessian_work, (tree, dict(point.exact), list(point.names), list(wrt), formulas,
-                                              rounded), time_limit, parallel=parallel, cancellable=True)
-
-
-def symbolic_hessian(tree: Node, point: Point, wrt: list[str], *, time_limit: float,
-                     formulas: bool = True) -> SymbolicHessian:
-    """The exact Hessian; raises :class:`SymbolicTimeout` past ``time_limit``."""
-    return start_symbolic_hessian(tree, point, wrt, time_limit=time_limit, formulas=formulas).result()
 
 
 # ---------------------------------------------------------------------------------------------
