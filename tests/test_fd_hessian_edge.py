@@ -19,7 +19,8 @@ from gradcli.compute.batch.engine import BatchCore
 from gradcli.expression import parse
 from gradcli.methods import fd_error
 from gradcli.methods.fd import fd_hessians
-from gradcli.methods.fd_hessian_sided import aitken_limit, geometric_truncation, sided_hessians
+from gradcli.methods.fd_error import aitken_limit
+from gradcli.methods.fd_hessian_sided import geometric_truncation, sided_hessians
 from gradcli.methods.symbolic import value_at
 
 

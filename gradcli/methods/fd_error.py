@@ -239,31 +239,80 @@ def adapt(compute, default: LineResult, x, dtype: str, accuracy: int, order: int
 NEARER_STEPS = 12
 
 
-def _nearer_steps(compute, index, xt, tried, unresolved, sided: bool) -> list:
-    """(result, ok) at steps |x| 4^-j, j = 1 .. NEARER_STEPS, for the ``unresolved`` points whose |x| is not
-    far above the smallest step tried: a stencil that fits between the point and an edge at 0."""
+def nearer_factors(x, default, need=True):
+    """(factors, need): per-point factors of the ``default`` step [Q] giving the steps |x| 4^-j, j = 1 ..
+    NEARER_STEPS, for the points (``need`` [Q]) that ask for them and whose |x| is not far above the
+    smallest of :data:`STEP_FACTORS` (within 1e3 of it: a wide stencil, 16h at accuracy 8, needs h well
+    below |x|); elsewhere the smallest factor. No factors where no point needs them."""
     np = np_()
-    smallest = tried[-1][0].step
-    default = tried[0][0].step / STEP_FACTORS[0]
     with np.errstate(all="ignore"):
-        distance = np.abs(xt.astype(np.float64))
-        # (within 1e3 of the smallest step: a wide stencil, 16h at accuracy 8, needs h well below |x|)
-        need = unresolved & (distance > 0) & (distance < 1e3 * smallest) & np.isfinite(default) & (default > 0)
+        distance = np.abs(np.asarray(x, dtype=np.float64))
+        default = np.asarray(default, dtype=np.float64)
+        need = need & (distance > 0) & (distance < 1e3 * default * STEP_FACTORS[-1]) & np.isfinite(default) \
+            & (default > 0)
+        if not np.any(need):
+            return [], need
+        return [np.where(need, distance * 4.0 ** -j / default, STEP_FACTORS[-1])
+                for j in range(1, NEARER_STEPS + 1)], need
+
+
+def _usable(r: LineResult, xt, sided: bool):
+    """[Q] bool: a finite value and estimate from a stencil that moves x (and, with ``sided``, no kink in it)."""
+    np = np_()
+    with np.errstate(all="ignore"):
+        t = xt.dtype.type
+        moves = ((xt + r.step.astype(t)) != xt) & ((xt - r.step.astype(t)) != xt)
+        ok = r.finite & np.isfinite(r.value) & np.isfinite(r.estimate) & moves
+        return ok & ~kink(r) if sided else ok
+
+
+def _nearer_steps(compute, index, xt, tried, unresolved, sided: bool) -> list:
+    """(result, ok) at the steps of :func:`nearer_factors`, for the ``unresolved`` points: a stencil that
+    fits between the point and an edge at 0."""
+    factors, need = nearer_factors(xt, tried[0][0].step / STEP_FACTORS[0], unresolved)
     out = []
-    if not need.any():
-        return out
-    for j in range(1, NEARER_STEPS + 1):
-        with np.errstate(all="ignore"):
-            factor = np.where(need, distance * 4.0 ** -j / default, STEP_FACTORS[-1])
+    for factor in factors:
         r = compute(index, factor)
-        with np.errstate(all="ignore"):
-            t = xt.dtype.type
-            moves = ((xt + r.step.astype(t)) != xt) & ((xt - r.step.astype(t)) != xt)
-            ok = need & r.finite & np.isfinite(r.value) & np.isfinite(r.estimate) & moves
-            if sided:
-                ok &= ~kink(r)
-        out.append((r, ok))
+        out.append((r, need & _usable(r, xt, sided)))
     return out
+
+
+def _extrapolation_bound(tried, n: int, value):
+    """(bound, ok) for one-sided searches: the distance from ``value`` (the step n's) to the limit Aitken's
+    process extrapolates from the three larger steps (the three largest, for the first steps), doubled; at
+    an edge f is rarely smooth (x^4.25: the 4th derivative converges like h^0.25)."""
+    np = np_()
+    (a, a_ok), (b, b_ok), (c, c_ok) = (tried[n - 1], tried[n - 2], tried[n - 3]) if n >= 3 else \
+        (tried[2], tried[1], tried[0])
+    with np.errstate(all="ignore"):
+        return TRUNCATION_SAFETY * np.abs(value - aitken_limit(a.value, b.value, c.value)), a_ok & b_ok & c_ok
+
+
+def _diverged(tried, n: int, r: LineResult, ok):
+    """(counted, diverging) at step n >= 2: three values to tell by, and differences that grow as the step
+    shrinks (D diverges: an infinite derivative, sqrt(x) at 0; a slow finite limit, x - x^1.02 with D = 1 -
+    c h^0.02, has shrinking ones), above the rounding where the line knows it."""
+    np = np_()
+    (p1, ok1), (p2, ok2) = tried[n - 1], tried[n - 2]
+    counted = ok & ok1 & ok2
+    with np.errstate(all="ignore"):
+        step_change = np.abs(r.value - p1.value)
+        grows = step_change > np.abs(p1.value - p2.value)
+        if r.noise is not None:  # rounding grows as h shrinks too: only growth above it counts
+            grows &= step_change > 2 * (r.noise + p1.noise)
+    return counted, counted & grows
+
+
+def _infinite_at_edge(diverging, counted, kept_at, found, steps: int):
+    """[Q] bool: no step resolved the value, and it diverged at most steps down to the one kept (counted
+    over the first three at least: the one kept is often the largest): the derivative is infinite at the
+    edge (sqrt(x) at 0: D(h) ~ h^-0.5), not a number with a large estimate."""
+    np = np_()
+    q = len(found)
+    upto = np.arange(2, steps)[:, None] <= np.maximum(kept_at, 4)[None, :]
+    grew = np.sum(np.array(diverging).reshape(-1, q) & upto, axis=0)
+    told = np.sum(np.array(counted).reshape(-1, q) & upto, axis=0)
+    return ~found & (told > 0) & (2 * grew > told)
 
 
 def _search(compute, index, x, dtype, *, sided: bool, near_only=None) -> LineResult:
@@ -291,13 +340,10 @@ def _search(compute, index, x, dtype, *, sided: bool, near_only=None) -> LineRes
         if n >= len(NEAR_FACTORS) and not far.any():
             break
         r = compute(index, factor)
+        ok = _usable(r, xt, sided)
+        if n >= len(NEAR_FACTORS):
+            ok &= far
         with np.errstate(all="ignore"):
-            moves = ((xt + r.step.astype(t)) != xt) & ((xt - r.step.astype(t)) != xt)
-            ok = r.finite & np.isfinite(r.value) & np.isfinite(r.estimate) & moves
-            if sided:
-                ok &= ~kink(r)
-            if n >= len(NEAR_FACTORS):
-                ok &= far
             settled |= ok & (r.estimate < 0.5 * np.abs(r.value))
         tried.append((r, ok))
     tried += _nearer_steps(compute, index, xt, tried, far & ~settled, sided)
@@ -311,26 +357,15 @@ def _search(compute, index, x, dtype, *, sided: bool, near_only=None) -> LineRes
         neighbour, near_ok = tried[n + 1] if n + 1 < len(tried) else tried[n - 1]
         with np.errstate(all="ignore"):
             estimate = np.where(near_ok, np.maximum(r.estimate, np.abs(r.value - neighbour.value)), r.estimate)
-            if not sided and len(tried) >= 3:  # one-sided, at an edge where f is rarely smooth (x^4.25:
-                # the 4th derivative converges like h^0.25): at least the distance to the limit that the
-                # three larger steps (the three largest, for the first steps) extrapolate to
-                (a, a_ok), (b, b_ok), (c, c_ok) = (tried[n - 1], tried[n - 2], tried[n - 3]) if n >= 3 else \
-                    (tried[2], tried[1], tried[0])
-                limit = aitken_limit(a.value, b.value, c.value)
-                tail = TRUNCATION_SAFETY * np.abs(r.value - limit)
-                estimate = np.where(a_ok & b_ok & c_ok, np.maximum(estimate, tail), estimate)
+            if not sided and len(tried) >= 3:
+                tail, tail_ok = _extrapolation_bound(tried, n, r.value)
+                estimate = np.where(tail_ok, np.maximum(estimate, tail), estimate)
             better = ok & ~(estimate >= best.estimate)
             sharper = ok & (estimate < 0.5 * np.abs(r.value)) & ~(estimate >= resolved.estimate)
-            if n >= 2:  # differences growing as the step shrinks: D diverges (one-sided: an infinite
-                # derivative, sqrt(x) at 0), where a slow finite limit (x - x^1.02: D = 1 - c h^0.02) has
-                # shrinking ones
-                (p1, ok1), (p2, ok2) = tried[n - 1], tried[n - 2]
-                counted.append(ok & ok1 & ok2)
-                step_change = np.abs(r.value - p1.value)
-                grows = step_change > np.abs(p1.value - p2.value)
-                if r.noise is not None:  # rounding grows as h shrinks too: only growth above it counts
-                    grows &= step_change > 2 * (r.noise + p1.noise)
-                diverging.append(counted[-1] & grows)
+        if n >= 2:
+            told, grew = _diverged(tried, n, r, ok)
+            counted.append(told)
+            diverging.append(grew)
         for target, where in ((best, better), (resolved, sharper)):
             target.value[where], target.step[where], target.estimate[where] = \
                 r.value[where], r.step[where], estimate[where]
@@ -339,13 +374,7 @@ def _search(compute, index, x, dtype, *, sided: bool, near_only=None) -> LineRes
     for name in ("value", "step", "estimate"):
         getattr(best, name)[found] = getattr(resolved, name)[found]
     if not sided:
-        # No step resolved the value, and it diverged at most steps down to the one kept: the derivative is
-        # infinite at the edge (sqrt(x) at 0: D(h) ~ h^-0.5), not a number with a large estimate
-        # (counted over the first three steps at least: the one kept is often the largest)
-        upto = np.arange(2, len(tried))[:, None] <= np.maximum(kept_at, 4)[None, :]
-        grew = np.sum(np.array(diverging).reshape(-1, q) & upto, axis=0)
-        told = np.sum(np.array(counted).reshape(-1, q) & upto, axis=0)
-        infinite = ~found & (told > 0) & (2 * grew > told)
+        infinite = _infinite_at_edge(diverging, counted, kept_at, found, len(tried))
         best.value[infinite] = best.estimate[infinite] = best.step[infinite] = np.nan
     best.finite[~np.isnan(best.estimate)] = True
     return best

@@ -10,7 +10,8 @@ from typing import Mapping
 
 from gradcli.expression import Node
 from gradcli.methods import fd_error
-from gradcli.methods.fd_hessian_sided import aitken_limit, directions, geometric_truncation, sided_hessians
+from gradcli.methods.fd_error import aitken_limit
+from gradcli.methods.fd_hessian_sided import directions, geometric_truncation, sided_hessians
 
 
 # An entry whose estimate is above this part of max(|entry|, 1) is not resolved (across a pole, at an edge
@@ -108,23 +109,21 @@ def fd_hessians(tree: Node, points: Mapping[str, object], wrt: list[str], *, dty
 
 def _shrink(tree, points, env, wrt, dtype, r: FdHessians, index, shrink, best) -> None:
     """The points ``index`` recomputed with the ``shrink`` [Q, n] variables' steps times 4^-1 .. 4^-20 (then
-    |x| 4^-j for a variable nearer an edge at 0 than that), judged
-    by those variables' own diagonal entries (a mixed or other entry's rounding grows as a step shrinks, and
-    says so in its own estimate); a finite result better than ``best`` [Q] is kept (``how``: SHRUNK)."""
+    |x| 4^-j for a variable nearer an edge at 0 than that), judged by those variables' own diagonal entries
+    (a mixed or other entry's rounding grows as a step shrinks, and says so in its own estimate); a finite
+    result better than ``best`` [Q] is kept (``how``: SHRUNK)."""
     from gradcli.methods.fd import _taken_steps
 
     np = _np()
     x64 = {v: np.asarray(points[v], dtype=np.float64)[index] for v in wrt}
     sub = {k: a[index] for k, a in env.items()}
     h0 = r.steps[index].copy().astype(np.float64)
-    smallest = h0 * fd_error.STEP_FACTORS[-1]
-    # then, for a variable nearer an edge at 0 than the smallest of those (log(x)*y at x = 1e-30): |x| 4^-j
-    nearer = [np.where((np.abs(x64[v]) > 0) & (np.abs(x64[v]) < 1e3 * smallest[:, c]), np.abs(x64[v]) / h0[:, c], 0.0)
-              for c, v in enumerate(wrt)]
     factors = [(factor,) * len(wrt) for factor in fd_error.STEP_FACTORS[1:]]  # 1/4 of the default step and down
-    if any(a.any() for a in nearer):
-        factors += [tuple(np.where(a > 0, a * 4.0 ** -j, fd_error.STEP_FACTORS[-1]) for a in nearer)
-                    for j in range(1, fd_error.NEARER_STEPS + 1)]
+    # then, for a variable nearer an edge at 0 than the smallest of those (log(x)*y at x = 1e-30): |x| 4^-j
+    nearer = [fd_error.nearer_factors(x64[v], h0[:, c])[0] for c, v in enumerate(wrt)]
+    if any(nearer):
+        factors += [tuple(a[j] if a else np.full(len(index), fd_error.STEP_FACTORS[-1]) for a in nearer)
+                    for j in range(fd_error.NEARER_STEPS)]
     for factor in factors:
         hs = np.stack([np.where(shrink[:, c], _taken_steps(x64[v], h0[:, c], factor[c], dtype), h0[:, c])
                        for c, v in enumerate(wrt)], axis=1)
@@ -147,16 +146,16 @@ def _one_sided(tree, points, env, wrt, dtype, r: FdHessians, index, signs) -> No
     A step where an entry's differences grow as h shrinks (it diverges), where most of the last
     :data:`RECENT` steps diverged, or whose estimate is above :data:`MEANINGLESS` times max(|entry|, 1), is
     passed over. Where every step is passed over: an entry still diverging at the step with the smallest
-    estimate is infinite at the edge (d2/dx2 sqrt(x) at 0) and the point stays not finite; otherwise (x^2.25 in float32: D(h) ~ h^0.25, and rounding hides the
-    trend) the step with the smallest estimate is kept. Either way a result whose estimate is above
+    estimate is infinite at the edge (d2/dx2 sqrt(x) at 0) and the point stays not finite; otherwise
+    (x^2.25 in float32: D(h) ~ h^0.25, and rounding hides the trend) the step with the smallest estimate is
+    kept. Either way a result whose estimate is above
     :data:`UNRESOLVED` of max(|entry|, 1) is marked ``unresolved`` (a warning, not a number passed off as
     known)."""
     np = _np()
     sub = {k: a[index] for k, a in env.items()}
-    sided = signs != 0
     q = len(index)
     best, fallback = np.full(q, np.inf), np.full(q, np.inf)
-    kept = {}  # the fallback's result per point: (pattern, step index, ...)
+    kept = {}  # per point, the fallback: (gradients, matrix, estimates, steps, pattern, not diverging there)
     for pattern in (signs, -signs):
         recent = []  # per finite step: it diverged (the last RECENT of them decide the trend)
         for step in _sided_steps(tree, points, sub, wrt, dtype, r.steps[index], pattern, index):

@@ -20,7 +20,6 @@ from fractions import Fraction
 
 from gradcli.expression import Node
 from gradcli.methods import fd_error
-from gradcli.methods.fd_error import aitken_limit  # noqa: F401 (re-exported for fd_hessian)
 
 # offsets (in units of u h) and weights of the one-variable stencils, accuracy 2
 FIRST = {0: ((-1, 1), (Fraction(-1, 2), Fraction(1, 2))),  # 0: central

@@ -123,7 +123,7 @@ def _one_sided_line(tree, env, variable, h, k: int, dtype: str) -> fd_error.Line
     """Order-k derivatives by the forward or the backward stencil (accuracy 2): each point keeps the finite
     one with the smaller estimate."""
     np = _np()
-    (hi, hi_est, hi_noise), (lo, lo_est, lo_noise) = (_one_side(tree, env, variable, h, k, sign, dtype, noise=True)
+    (hi, hi_est, hi_noise), (lo, lo_est, lo_noise) = (_one_side(tree, env, variable, h, k, sign, dtype)
                                                       for sign in (1.0, -1.0))
     hi_ok, lo_ok = np.isfinite(hi) & np.isfinite(hi_est), np.isfinite(lo) & np.isfinite(lo_est)
     use_hi = hi_ok & ~(lo_ok & (lo_est < hi_est))
@@ -193,7 +193,8 @@ def sided_kinks(tree: Node, points: Mapping[str, object], variable: str, order: 
             for n, level in enumerate(SIDED_LEVELS):  # each level only where the ones before found a kink
                 h = _taken_steps(x64[index], h0[index], level, dtype)
                 sub = {name: a[index] for name, a in env.items()}
-                (lo, lo_est), (hi, hi_est) = (_one_side(tree, sub, variable, h, k, sign, dtype) for sign in (-1.0, 1.0))
+                (lo, lo_est, _), (hi, hi_est, _) = (_one_side(tree, sub, variable, h, k, sign, dtype)
+                                                    for sign in (-1.0, 1.0))
                 gap = np.abs(hi - lo)
                 apart = np.isfinite(gap) & (gap > 4.0 * (lo_est + hi_est) + 1e-6 * (np.abs(lo) + np.abs(hi)))
                 if n == 0:
@@ -203,9 +204,9 @@ def sided_kinks(tree: Node, points: Mapping[str, object], variable: str, order: 
     return kink, left, right
 
 
-def _one_side(tree, env, variable, h, k: int, sign: float, dtype: str, noise: bool = False):
-    """The k-th derivative from one side (sign -1: backward), accuracy 2, with its estimate: (value, estimate),
-    and with ``noise`` the estimate's rounding part too."""
+def _one_side(tree, env, variable, h, k: int, sign: float, dtype: str):
+    """The k-th derivative from one side (sign -1: backward), accuracy 2, with its estimate and the
+    estimate's rounding part: (value, estimate, rounding)."""
     np = _np()
     t = np.dtype(dtype).type
     offsets, weights = forward_coefficients(k, 2)
@@ -224,6 +225,4 @@ def _one_side(tree, env, variable, h, k: int, sign: float, dtype: str, noise: bo
     measured = sum(abs(float(c)) * e[sign * float(m)] for c, m in zip(weights, offsets)) / h ** k
     rounding = fd_error.rounding(dtype, fmax, sum(abs(float(c)) for c in weights), h, k, measured, e.bounded)
     estimate = fd_error.TRUNCATION_SAFETY * np.abs(value - combine(rough, rough_offsets)) + rounding
-    if noise:
-        return value.astype(np.float64), estimate.astype(np.float64), rounding.astype(np.float64)
-    return value.astype(np.float64), estimate.astype(np.float64)
+    return value.astype(np.float64), estimate.astype(np.float64), rounding.astype(np.float64)
