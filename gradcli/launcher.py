@@ -109,7 +109,6 @@ def negative_expressions_as_arguments(argv: list[str], app) -> list[str]:
         rest, after = rest[:cut], rest[cut + 1:]
     if not any(a.startswith("-") and not a.startswith("--") and len(a) > 1 for a in rest):
         return argv  # the common case: no Click command is built here
-    import typer.main
 
     command = click_command(app).commands[argv[0]]
     options = [p for p in command.params if type(p).__name__.endswith("Option")]

@@ -212,7 +212,7 @@ def test_grossly_wrong_fd_is_flagged_even_when_the_bound_is_loose(invoke):
 def test_default_and_all_methods_are_the_standard_three_at_high_order():
     """The complex step (first derivatives only) runs only when named: no -m, or -m all, at --order 6 works."""
     from gradcli.compute.derivative import compute_derivatives
-    from gradcli.compute.grad import parse_methods
+    from gradcli.compute.request import parse_methods
 
     assert parse_methods(None, allowed=("symbolic", "tape", "fd", "complex")) == ["symbolic", "tape", "fd"]
     assert parse_methods("ALL", allowed=("symbolic", "tape", "fd", "complex")) == ["symbolic", "tape", "fd"]

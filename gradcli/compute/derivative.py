@@ -29,7 +29,9 @@ from gradcli.expression import Expression, Node, parse
 from gradcli.methods.fd import (ACCURACY_ORDERS, DEFAULT_ACCURACY, MACHINE_EPSILON, central_coefficients,  # noqa: F401
                                 check_step)
 from gradcli.methods.fd_notes import fd_line_notes
-from gradcli.compute.grad import check_dtype, check_eps, parse_methods, rounded_point_note, rounding_matters
+from gradcli.compute.grad import rounded_point_note, rounding_matters
+from gradcli.compute import request
+from gradcli.compute.request import check_dtype, check_eps, parse_methods
 # Seconds the nested tapes may take (each order re-records every lower one): see gradcli.methods.tape.
 from gradcli.methods.tape import TAPE_TIME_BUDGET
 from gradcli.expression.points import Point, check_covers, check_point_fits, parse_point
@@ -204,21 +206,14 @@ def symbolic_derivatives(tree: Node, point: Point, variable: str, order: int, *,
 # the command's core
 # ---------------------------------------------------------------------------------------------
 def check_order(order: int) -> int:
-    if not 1 <= order <= MAX_ORDER:
-        raise UsageError(f"--order must be between 1 and {MAX_ORDER}, not {order}")
-    return order
+    return request.check_order(order, MAX_ORDER)
 
 
 def resolve_variable(wrt: str | None, point: Point, expr: Expression) -> str:
-    if wrt:
-        name = wrt.strip()
-        if name not in point.values:
-            raise UsageError(f"--wrt: '{name}' has no value in --at")
-        return name
-    if len(point.values) == 1:
-        return point.names[0]
-    raise UsageError(f"derivative takes one variable: --at gives {len(point.values)} "
-                     f"({', '.join(point.names)}); choose one with --wrt (the others stay fixed)")
+    name = request.derivative_variable(wrt, expr.variables, point.names)
+    if name not in point.values:
+        raise UsageError(f"--wrt: '{name}' has no value in --at")
+    return name
 
 
 @dataclass

@@ -4,74 +4,16 @@ from __future__ import annotations
 
 import math
 
-from gradcli.errors import UsageError
 from gradcli.expression.evaluate import PYTHON_FLOAT64, compile_expression
-from gradcli.expression import Expression, parse
+from gradcli.expression import Expression
 from gradcli.methods.fd import MACHINE_EPSILON, Scheme, _one, check_step, fd_gradients
 from gradcli.methods.fd_notes import fd_line_notes
 from gradcli.expression.points import Point, check_covers, check_point_fits, parse_point, unused_variables_note
-from gradcli.results import FIRST_ORDER_METHODS, METHODS, ExpressionGradient, GradientReport, point_text, shortest, value_warning
+from gradcli.results import FIRST_ORDER_METHODS, ExpressionGradient, GradientReport, point_text, shortest, value_warning
 from gradcli.methods import symbolic
 from gradcli.methods.worker import BoundedJob, CancelFlag, SymbolicTimeout
 from gradcli.compute.judge import cross_check, cross_disagreement, disagreement, judge_gradients
-
-DTYPES = ("float64", "float32")
-
-
-def parse_methods(text: str | None, *, allowed=METHODS) -> list[str]:
-    """``symbolic,tape,fd`` (any subset, any order; ``all``) -> the methods in canonical order.
-
-    No ``--method`` and ``all`` both mean the three standard columns; the complex step, an extra method for
-    first derivatives only, runs only when named (so ``derivative --order 6`` needs no ``-m``)."""
-    if text is None or text.strip().lower() == "all":
-        return [m for m in allowed if m in METHODS]
-    if not text.strip():
-        raise UsageError(f"--method is empty: name one or more of {', '.join(allowed)}")
-    chosen = []
-    for part in text.split(","):
-        name = part.strip().lower()
-        if name == "complex" and name not in allowed:
-            raise UsageError("--method complex (the complex step) gives first derivatives only: use it with "
-                             "grad or derivative --order 1")
-        if name not in allowed:
-            raise UsageError(f"--method: unknown method '{part.strip()}' (choose from {', '.join(allowed)})")
-        chosen.append(name)
-    return [m for m in allowed if m in chosen]
-
-
-def check_dtype(dtype: str) -> str:
-    if dtype not in DTYPES:
-        raise UsageError(f"--dtype must be float64 or float32, not '{dtype}'")
-    return dtype
-
-
-def parse_expressions(texts: list[str]) -> list[Expression]:
-    if not texts:
-        raise UsageError("give at least one expression, e.g. gradcli grad \"x**2\" --at x=3")
-    return [parse(t) for t in texts]
-
-
-def resolve_wrt(wrt_text: str | None, point: Point) -> list[str]:
-    """``--wrt x1,x2``: the variables to differentiate by (default: all, in ``--at`` order)."""
-    if wrt_text is None or not wrt_text.strip():
-        return list(point.names)
-    wrt = []
-    for part in wrt_text.split(","):
-        name = part.strip()
-        if not name:
-            raise UsageError(f"--wrt: empty name in '{wrt_text}'; write it as --wrt x1,x2")
-        if name not in point.values:
-            raise UsageError(f"--wrt: '{name}' has no value in --at")
-        if name in wrt:
-            raise UsageError(f"--wrt: '{name}' is given twice")
-        wrt.append(name)
-    return wrt
-
-
-def check_eps(eps: float | None) -> float | None:
-    if eps is not None and (not math.isfinite(eps) or eps <= 0):
-        raise UsageError(f"--eps must be a positive finite number, not {eps!r}")
-    return eps
+from gradcli.compute.request import check_dtype, check_eps, parse_expressions, parse_methods, resolve_wrt
 
 
 def plan_gradient(expressions: list[str], *, at: list[str] | str, wrt: str | None = None,

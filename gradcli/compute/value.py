@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from gradcli.compute.grad import check_dtype
+from gradcli.compute.request import check_dtype
 from gradcli.expression import parse
 from gradcli.expression.evaluate import PYTHON_FLOAT64, compile_expression, numpy_backend
 from gradcli.expression.points import check_covers, check_point_fits, parse_point, unused_variables_note

@@ -52,18 +52,25 @@ def default_step(scheme: Scheme | str, dtype: str, x: float) -> float:
     return MACHINE_EPSILON[dtype] ** STEP_POWER[Scheme(scheme).value] * max(1.0, abs(x))
 
 
-def check_step(eps: float | None, values: dict[str, float], names, dtype: str, *, power: int = 1) -> None:
+def check_step(eps: float | None, values, names, dtype: str, *, power: int = 1) -> None:
     """Refuse an ``--eps`` that vanishes next to a variable's value in the dtype (x + h == x), or whose
-    ``power`` (h**2 for second differences, h**k for order k) underflows to zero."""
+    ``power`` (h**2 for second differences, h**k for order k) underflows to zero.
+
+    ``values`` maps each name to one value or to an array of them (every point of a batch): one point
+    and many are refused alike, naming the first point where the step vanishes."""
     if eps is None:
         return
     np = _np()
     t = np.dtype(dtype).type
     h = t(eps)
     for name in names:
-        x = t(values[name])
-        if h == 0 or x + h == x or x - h == x:
-            raise UsageError(f"--eps {eps:g} vanishes next to {name}={values[name]:g} in {dtype} "
+        given = np.atleast_1d(np.asarray(values[name], dtype=np.float64))
+        with np.errstate(all="ignore"):
+            x = given.astype(t)
+            vanishes = (x + h == x) | (x - h == x) | (h == 0)
+        if vanishes.any():
+            where = float(given[int(np.argmax(vanishes))])
+            raise UsageError(f"--eps {eps:g} vanishes next to {name}={where:g} in {dtype} "
                              f"(x + h == x): use a larger step")
     if power > 1 and float(h) ** power == 0:
         raise UsageError(f"--eps {eps:g} is too small: h**{power} underflows to 0")

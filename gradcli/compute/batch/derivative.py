@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gradcli.compute.batch import engine
+from gradcli.compute.request import derivative_variable
 from gradcli.compute.complex_column import (complex_columns, complex_cross_warnings, cross_check_complex,
                                             judge_complex_value, refuse_higher_orders)
 from gradcli.compute.judge import disagreement
@@ -28,13 +29,7 @@ class DerivativeBatch(engine.BatchCore):
                          formulas=formulas)
         self.expr = parse(expression)
         self.trees = [self.expr.tree]
-        if wrt and wrt.strip():
-            self.variable = wrt.strip()
-        elif len(self.expr.variables) == 1:
-            self.variable = self.expr.variables[0]
-        else:
-            raise UsageError(f"derivative takes one variable: the expression has {len(self.expr.variables)} "
-                             f"({', '.join(self.expr.variables) or 'none'}); choose one with --wrt")
+        self.variable = derivative_variable(wrt, self.expr.variables)
         self.variables = list(self.expr.variables) + \
             ([self.variable] if self.variable not in self.expr.variables else [])
         self.order = check_order(order)
@@ -45,6 +40,9 @@ class DerivativeBatch(engine.BatchCore):
 
     def wanted(self):
         return [(0, (self.variable,) * k) for k in range(1, self.order + 1)]
+
+    def fd_steps_along(self) -> tuple[list[str], int]:
+        return [self.variable], self.order
 
     def describe(self) -> dict:
         doc = {"expression": self.expr.text, "variable": self.variable, "order": self.order,

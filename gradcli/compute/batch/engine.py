@@ -9,6 +9,7 @@ then evaluates the exact formulas in float64 (see :mod:`gradcli.methods.symbolic
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Protocol
@@ -43,6 +44,8 @@ class Computation(Protocol):
     def start(self) -> None: ...
 
     def header(self) -> dict: ...
+
+    def check(self, chunk) -> None: ...
 
     def compute(self, chunk) -> RecordBatch: ...
 
@@ -130,9 +133,14 @@ def json_line(record: dict) -> str:
 def run_batch(computation: Computation, chunks: Iterable, sink: Sink) -> Summary:
     """Compute every chunk and write its records; returns the summary (``failed``: exit 1)."""
     summary = Summary()
+    chunks = iter(chunks)
+    first = next(chunks, None)
+    if first is not None:  # a refusal before any output: one point and many are refused alike
+        computation.check(first)
     computation.start()
     sink.start(computation.header())
-    for chunk in chunks:
+    for chunk in itertools.chain([first] if first is not None else [], chunks):
+        computation.check(chunk)
         batch = computation.compute(chunk)
         summary.add(batch)
         sink.write(batch)
@@ -158,7 +166,7 @@ class BatchCore:
 
     def __init__(self, *, methods: str | None, dtype: str, eps: float | None, symbolic_time_limit: float,
                  formulas: bool = False):
-        from gradcli.compute.grad import check_dtype, check_eps, parse_methods
+        from gradcli.compute.request import check_dtype, check_eps, parse_methods
 
         self.methods = parse_methods(methods, allowed=self.allowed_methods)
         self.dtype = check_dtype(dtype)
@@ -181,6 +189,19 @@ class BatchCore:
     def describe(self) -> dict:
         """The command's own header keys (expressions, wrt, fd scheme...)."""
         raise NotImplementedError
+
+    def fd_steps_along(self) -> tuple[list[str], int]:
+        """The variables fd steps along, and the power of the step its differences divide by."""
+        raise NotImplementedError
+
+    def check(self, chunk) -> None:
+        """Refuse the points where a fixed ``--eps`` vanishes (x + h == x), with the message and exit code
+        of the same request at one point."""
+        if "fd" in self.methods and self.eps is not None:
+            from gradcli.methods.fd import check_step
+
+            names, power = self.fd_steps_along()
+            check_step(self.eps, chunk.values, names, self.dtype, power=power)
 
     def chunk_size(self, requested: int) -> int:
         """Points per chunk for a requested --batch-size (a core whose memory grows faster may take fewer)."""
@@ -268,27 +289,6 @@ def undefined_value(warnings: list[str], text: str, value: float) -> bool:
 # ---------------------------------------------------------------------------------------------
 # helpers the commands' batch cores share
 # ---------------------------------------------------------------------------------------------
-def needed_variables(exprs: list, wrt_text: str | None) -> tuple[list[str], list[str]]:
-    """(every variable a point needs, the variables to differentiate by). Default: the expressions'."""
-    names: list[str] = []
-    for e in exprs:
-        names += [v for v in e.variables if v not in names]
-    if wrt_text is None or not wrt_text.strip():
-        if not names:
-            raise UsageError("the expression has no variables, so nothing to differentiate at each point "
-                             "(name the variables with --wrt)")
-        return names, list(names)
-    wrt: list[str] = []
-    for part in wrt_text.split(","):
-        name = part.strip()
-        if not name:
-            raise UsageError(f"--wrt: empty name in '{wrt_text}'; write it as --wrt x1,x2")
-        if name in wrt:
-            raise UsageError(f"--wrt: '{name}' is given twice")
-        wrt.append(name)
-    return names + [v for v in wrt if v not in names], wrt
-
-
 def point_dicts(chunk, variables: list[str]) -> list[dict[str, float]]:
     columns = [chunk.values[v].tolist() for v in variables]
     return [dict(zip(variables, row)) for row in zip(*columns)] if variables else [{} for _ in range(len(chunk))]

@@ -6,7 +6,7 @@ import math
 import warnings as python_warnings
 
 from gradcli.compute.batch import engine
-from gradcli.compute.grad import parse_expressions
+from gradcli.compute.request import needed_variables, parse_expressions
 from gradcli.compute.judge import cross_check, cross_disagreement, disagreement, judge_gradients
 from gradcli.errors import UsageError
 from gradcli.methods import symbolic as exact
@@ -31,7 +31,7 @@ class GradBatch(engine.BatchCore):
         super().__init__(methods=methods, dtype=dtype, eps=eps, symbolic_time_limit=symbolic_time_limit)
         self.exprs = parse_expressions(expressions)
         self.trees = [e.tree for e in self.exprs]
-        self.variables, self.wrt = engine.needed_variables(self.exprs, wrt)
+        self.variables, self.wrt = needed_variables(self.exprs, wrt)
         if scheme not in SCHEMES:
             raise UsageError(f"--scheme must be one of {', '.join(SCHEMES)}, not '{scheme}'")
         self.scheme = scheme
@@ -46,6 +46,9 @@ class GradBatch(engine.BatchCore):
 
     def wanted(self):
         return [(i, p) for i in range(len(self.exprs)) for p in [(v,) for v in self.wrt]]
+
+    def fd_steps_along(self) -> tuple[list[str], int]:
+        return list(self.wrt), 1
 
     def describe(self) -> dict:
         doc = {"expressions": [e.text for e in self.exprs], "wrt": self.wrt,

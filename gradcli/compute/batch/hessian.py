@@ -4,6 +4,7 @@ from __future__ import annotations
 
 
 from gradcli.compute.batch import engine
+from gradcli.compute.request import needed_variables
 from gradcli.expression import parse
 from gradcli.expression.points import check_hessian_size
 from gradcli.compute.hessian import best_analysis, cross_check_hessian, judge_hessian
@@ -29,7 +30,7 @@ class HessianBatch(engine.BatchCore):
                          formulas=formulas)
         self.expr = parse(expression)
         self.trees = [self.expr.tree]
-        self.variables, self.wrt = engine.needed_variables([self.expr], wrt)
+        self.variables, self.wrt = needed_variables([self.expr], wrt)
         check_hessian_size(self.wrt, wrt_given=bool(wrt and wrt.strip()))
 
     def chunk_size(self, requested: int) -> int:
@@ -44,6 +45,9 @@ class HessianBatch(engine.BatchCore):
         n = len(self.wrt)
         return [(0, (v,)) for v in self.wrt] + \
             [(0, (self.wrt[i], self.wrt[j])) for i in range(n) for j in range(i, n)]
+
+    def fd_steps_along(self) -> tuple[list[str], int]:
+        return list(self.wrt), 2
 
     def describe(self) -> dict:
         doc = {"expression": self.expr.text, "wrt": self.wrt,

@@ -46,7 +46,7 @@ from gradcli.compute.descend.stationary import _nearest, start_stationary_points
 from gradcli.errors import UsageError
 from gradcli.expression import parse
 from gradcli.expression.points import check_descent_size
-from gradcli.compute.grad import check_dtype
+from gradcli.compute.request import check_dtype
 from gradcli.methods.tf_runtime import load_tensorflow
 
 __all__ = [
