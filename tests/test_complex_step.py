@@ -3,7 +3,6 @@ expression is not analytic, and its place in grad / derivative."""
 
 from __future__ import annotations
 
-import json
 import math
 import subprocess
 import sys

@@ -12,10 +12,10 @@ from fractions import Fraction
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from gradcli.compute.derivative import (central_coefficients, compute_derivatives, symbolic_derivatives,
-                                tape_derivatives)
+from gradcli.compute.derivative import compute_derivatives, symbolic_derivatives, tape_derivatives
+from gradcli.methods.fd import central_coefficients
 from gradcli.expression import parse
-from gradcli.methods.fd import MACHINE_EPSILON
+from gradcli.dtypes import MACHINE_EPSILON
 from gradcli.expression.points import parse_point
 
 SIN_DERIVATIVES = [math.cos, lambda x: -math.sin(x), lambda x: -math.cos(x), math.sin]

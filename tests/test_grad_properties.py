@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from gradcli.methods import symbolic
 from gradcli.expression.evaluate import PYTHON_FLOAT64, compile_expression
 from gradcli.expression import parse
-from gradcli.methods.fd import MACHINE_EPSILON, default_step, fd_gradient
+from gradcli.dtypes import MACHINE_EPSILON
+from gradcli.methods.fd import default_step, fd_gradient
 from gradcli.methods.tape import tape_gradient
 
 EPS64 = MACHINE_EPSILON["float64"]

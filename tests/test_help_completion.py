@@ -107,3 +107,17 @@ def test_show_completion_prints_a_script(shell, marker):
     assert result.returncode == 0, result.stderr
     assert marker in result.stdout
     assert "_GRADCLI_COMPLETE=complete_" in result.stdout
+
+
+def test_help_imports_only_the_command_layer():
+    """``--help`` and completion load the CLI and a few constant modules, none of the core (48 modules
+    did, through one enum and one constant, before the constants moved to modules of their own)."""
+    code = ("import sys, gradcli.cli; "
+            "print(' '.join(sorted(m for m in sys.modules if m.startswith('gradcli'))))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    loaded = set(result.stdout.split())
+    outside = {m for m in loaded if not m.startswith("gradcli.commands")} - {
+        "gradcli", "gradcli.cli", "gradcli.errors", "gradcli.limits", "gradcli.streams", "gradcli.methods",
+        "gradcli.methods.fd_schemes", "gradcli.dtypes"}
+    assert not outside, sorted(outside)
+    assert len(loaded) <= 22, sorted(loaded)

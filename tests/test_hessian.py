@@ -12,7 +12,7 @@ import sys
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from gradcli.methods.fd import MACHINE_EPSILON
+from gradcli.dtypes import MACHINE_EPSILON
 from gradcli.compute.hessian import compute_hessian, fd_hessian, symbolic_hessian, tape_hessian
 from gradcli.expression import parse
 from gradcli.expression.points import parse_point

@@ -10,7 +10,7 @@ import pytest
 
 from gradcli.compute.derivative import tape_derivatives as point_derivatives
 from gradcli.expression import parse
-from gradcli.methods.fd import MACHINE_EPSILON
+from gradcli.dtypes import MACHINE_EPSILON
 from gradcli.compute.hessian import tape_hessian
 from gradcli.methods import tape as M
 from gradcli.methods.tape import tape_gradient

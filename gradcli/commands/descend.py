@@ -13,7 +13,7 @@ from gradcli.commands.common import (DType, DTypeOption, FileOption, OutputForma
                                      handle_errors, refuse_show_code_for_many)
 from gradcli.commands.completion import complete_optimizers
 from gradcli.commands.expression_file import expression_text
-from gradcli.compute.descend.options import TRAJECTORY_MAX_ROWS
+from gradcli.limits import TRAJECTORY_MAX_ROWS
 
 # Runs allowed at least this many steps get a progress bar (on a terminal); shorter ones end too soon to need one.
 PROGRESS_MIN_STEPS = 50_000

@@ -12,7 +12,7 @@ from gradcli.commands.common import (METHOD_HELP, AtOption, BatchSizeOption, DTy
                                      refuse_show_code_for_many, run_many)
 from gradcli.commands.completion import complete_methods
 from gradcli.commands.expression_file import expressions_from
-from gradcli.methods.fd import Scheme
+from gradcli.methods.fd_schemes import Scheme
 
 
 @handle_errors

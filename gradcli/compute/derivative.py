@@ -26,8 +26,8 @@ from gradcli.methods import symbolic
 from gradcli.errors import UsageError
 from gradcli.expression.evaluate import PYTHON_FLOAT64, compile_expression
 from gradcli.expression import Expression, Node, parse
-from gradcli.methods.fd import (ACCURACY_ORDERS, DEFAULT_ACCURACY, MACHINE_EPSILON, central_coefficients,  # noqa: F401
-                                check_step)
+from gradcli.methods.fd import check_step
+from gradcli.methods.fd_schemes import ACCURACY_ORDERS, DEFAULT_ACCURACY
 from gradcli.methods.fd_notes import fd_line_notes
 from gradcli.compute.grad import rounded_point_note, rounding_matters
 from gradcli.compute import request

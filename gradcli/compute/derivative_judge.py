@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from gradcli.methods.fd import MACHINE_EPSILON
+from gradcli.dtypes import MACHINE_EPSILON
 from gradcli.results import flag_undefined_value, point_text
 
 

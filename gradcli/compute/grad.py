@@ -6,7 +6,9 @@ import math
 
 from gradcli.expression.evaluate import PYTHON_FLOAT64, compile_expression
 from gradcli.expression import Expression
-from gradcli.methods.fd import MACHINE_EPSILON, Scheme, _one, check_step, fd_gradients
+from gradcli.dtypes import MACHINE_EPSILON
+from gradcli.methods.fd import _one, check_step, fd_gradients
+from gradcli.methods.fd_schemes import Scheme
 from gradcli.methods.fd_notes import fd_line_notes
 from gradcli.expression.points import Point, check_covers, check_point_fits, parse_point, unused_variables_note
 from gradcli.results import FIRST_ORDER_METHODS, ExpressionGradient, GradientReport, point_text, shortest, value_warning

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 from gradcli.compute.analysis import analyse_hessian
-from gradcli.methods.fd import MACHINE_EPSILON
+from gradcli.dtypes import MACHINE_EPSILON
 
 
 def hessian_tolerance(method: str, *, dtype: str, scale: float, step: float | None = None) -> float:

@@ -4,7 +4,8 @@ and, without the exact column, methods against each other within their spreads, 
 
 from __future__ import annotations
 
-from gradcli.methods.fd import MACHINE_EPSILON, Scheme
+from gradcli.dtypes import MACHINE_EPSILON
+from gradcli.methods.fd_schemes import Scheme
 
 
 def tolerance(method: str, *, dtype: str, scale: float, step: float | None = None,

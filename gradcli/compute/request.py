@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import math
 
+from gradcli.dtypes import DTYPES
 from gradcli.errors import UsageError
 from gradcli.expression import Expression, parse
 from gradcli.results import METHODS
-
-DTYPES = ("float64", "float32")
-
 
 def parse_methods(text: str | None, *, allowed=METHODS) -> list[str]:
     """``symbolic,tape,fd`` (any subset, any order; ``all``) -> the methods in canonical order.

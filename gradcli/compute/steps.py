@@ -27,7 +27,8 @@ from gradcli.expression import Node, parse
 from gradcli.expression.points import check_covers, check_point_fits, parse_point
 from gradcli.expression.tree import Num
 from gradcli.methods import symbolic
-from gradcli.methods.fd import MACHINE_EPSILON, central_coefficients
+from gradcli.dtypes import MACHINE_EPSILON
+from gradcli.methods.fd import central_coefficients
 from gradcli.methods.worker import BoundedJob, CancelFlag, SymbolicTimeout
 from gradcli.results import clean, point_text
 

@@ -9,7 +9,7 @@ from gradcli.compute.steps import COMPLEX, DtypeSweep, Formula, FormulaSweep, sw
 from gradcli.expression import Node
 from gradcli.expression.evaluate import compile_expression, numpy_backend
 from gradcli.methods.complex_step import COMPLEX_DTYPE, COMPLEX_STEP, complex_backend
-from gradcli.methods.fd import MACHINE_EPSILON
+from gradcli.dtypes import MACHINE_EPSILON
 
 
 def _np():
@@ -114,7 +114,6 @@ def _sweep(name, accuracy, points, errors: list, grid: list[float], default, the
 def sweep_dtype(tree: Node, values: dict[str, float], variable: str, order: int, dtype: str, exact: float | None,
                 f_abs: float, higher: dict[int, float | None], stencils: list[Formula]) -> DtypeSweep:
     """Every formula over the sweep of steps in ``dtype`` at ``values`` (the dtype's point)."""
-    np = _np()
     x = values[variable]
     grid = sweep_steps(dtype, x)
     defaults = [default_step(f.accuracy, order, dtype, x) for f in stencils]

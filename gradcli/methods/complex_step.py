@@ -17,6 +17,8 @@ perturbed copy of every point is evaluated in ONE call. NumPy only: no SymPy, no
 
 from __future__ import annotations
 
+from gradcli.dtypes import MACHINE_EPSILON
+
 import math
 from dataclasses import dataclass
 from typing import Mapping
@@ -26,7 +28,6 @@ from gradcli.expression.evaluate import PYTHON_FLOAT64, Backend, compile_express
 from gradcli.expression.functions import complex_functions
 from gradcli.expression.tree import Call, Pow, is_constant, walk
 
-MACHINE_EPSILON = {"float64": 2.220446049250313e-16, "float32": 1.1920928955078125e-07}
 # Powers of two, so that x + ih and Im(.)/h are exact. float64: ~1.2e-200, far below any rounding and far
 # above the smallest normal number (2.2e-308) times any derivative down to ~1e-100. float32: ~5.4e-20
 # (its smallest normal is 1.2e-38, so 1e-30 would leave derivatives below ~1e-8 subnormal, losing digits);

@@ -15,7 +15,6 @@ Richardson 1/5, second differences 1/4, order k with accuracy a 1/(k + a).
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -24,27 +23,8 @@ from gradcli.expression.evaluate import compile_expression, numpy_backend
 from gradcli.expression import Node
 from gradcli.methods import fd_error
 
-MACHINE_EPSILON = {"float64": 2.220446049250313e-16, "float32": 1.1920928955078125e-07}
-
-
-class Scheme(str, enum.Enum):
-    """The first-derivative formulas ``--scheme`` offers."""
-
-    central = "central"
-    forward = "forward"
-    backward = "backward"
-    richardson = "richardson"
-
-
-SCHEMES = tuple(s.value for s in Scheme)
-# Exponent p in step = eps**p * max(1, |x|): the step that balances truncation and rounding error.
-STEP_POWER = {"central": 1 / 3, "forward": 1 / 2, "backward": 1 / 2, "richardson": 1 / 5}
-SECOND_DIFFERENCE_POWER = 1 / 4
-# Truncation order of each first-derivative scheme (error ~ h**p).
-SCHEME_ORDER = {"central": 2, "forward": 1, "backward": 1, "richardson": 4}
-# Stencil accuracies tried for k-th derivatives, widest first where the wide one leaves the domain.
-ACCURACY_ORDERS = (2, 4, 6, 8)
-DEFAULT_ACCURACY = 8
+from gradcli.dtypes import MACHINE_EPSILON
+from gradcli.methods.fd_schemes import (SCHEME_ORDER, STEP_POWER, Scheme)
 
 
 def default_step(scheme: Scheme | str, dtype: str, x: float) -> float:

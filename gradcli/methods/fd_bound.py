@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 
+from gradcli.dtypes import MACHINE_EPSILON
 from gradcli.expression.evaluate import numpy_backend
 from gradcli.expression.tree import Add, Call, Const, Mul, Neg, Node, Num, Pow, Var, is_constant
 
@@ -57,7 +58,7 @@ def rounding_bound(tree: Node, env: dict):
     with np.errstate(all="ignore"):
         value, s = _walk(tree, env, backend, sensitivity, np)
         shape = np.shape(next(iter(env.values()))) if env else np.shape(value)
-        bound = np.broadcast_to(FIRST_ORDER_SAFETY * 0.5 * 2.220446049250313e-16 * s, shape)
+        bound = np.broadcast_to(FIRST_ORDER_SAFETY * 0.5 * MACHINE_EPSILON["float64"] * s, shape)
         return np.broadcast_to(value, shape), np.where(np.isfinite(bound), bound, np.inf)
 
 

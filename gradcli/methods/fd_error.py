@@ -18,9 +18,10 @@ with the smallest estimate; an explicit ``--eps`` is used as given.
 
 from __future__ import annotations
 
+from gradcli.dtypes import MACHINE_EPSILON
+
 from dataclasses import dataclass
 
-MACHINE_EPSILON = {"float64": 2.220446049250313e-16, "float32": 1.1920928955078125e-07}
 TRUNCATION_SAFETY = 2.0
 ROUNDING_ULPS = 2.0
 # Steps tried, as multiples of the default one: one larger (rounding-bound points; more lets a decaying f

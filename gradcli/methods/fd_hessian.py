@@ -74,7 +74,8 @@ def fd_hessians(tree: Node, points: Mapping[str, object], wrt: list[str], *, dty
     the domain (``x**2.5`` at x = 0), the leaving variables' differences go one-sided
     (:mod:`gradcli.methods.fd_hessian_sided`; ``how``: fd_error.ONE_SIDED, ``sides`` the directions)."""
     # (imported here: gradcli.methods.fd imports this module at its end, so either can be imported first)
-    from gradcli.methods.fd import SECOND_DIFFERENCE_POWER, _typed_env, steps
+    from gradcli.methods.fd import _typed_env, steps
+    from gradcli.methods.fd_schemes import SECOND_DIFFERENCE_POWER
 
     np = _np()
     t = np.dtype(dtype).type

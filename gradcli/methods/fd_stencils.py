@@ -12,8 +12,8 @@ from typing import Mapping
 
 from gradcli.expression import Node
 from gradcli.methods import fd_error
-from gradcli.methods.fd import (ACCURACY_ORDERS, DEFAULT_ACCURACY, _along, _evaluate, _np, _taken_steps,
-                                _typed_env, steps)
+from gradcli.methods.fd import _along, _evaluate, _np, _taken_steps, _typed_env, steps
+from gradcli.methods.fd_schemes import ACCURACY_ORDERS, DEFAULT_ACCURACY
 
 
 @lru_cache(maxsize=None)

@@ -7,8 +7,8 @@ from gradcli.compute.request import derivative_variable
 from gradcli.compute.complex_column import (complex_columns, complex_cross_warnings, cross_check_complex,
                                             judge_complex_value, refuse_higher_orders)
 from gradcli.compute.judge import disagreement
-from gradcli.compute.derivative import (ACCURACY_ORDERS, DEFAULT_ACCURACY, check_order, cross_derivative,
-                                       judge_derivative)
+from gradcli.compute.derivative import check_order, cross_derivative, judge_derivative
+from gradcli.methods.fd_schemes import ACCURACY_ORDERS, DEFAULT_ACCURACY
 from gradcli.errors import UsageError
 from gradcli.expression import parse
 from gradcli.methods import symbolic as exact

@@ -10,7 +10,8 @@ from gradcli.compute.request import needed_variables, parse_expressions
 from gradcli.compute.judge import cross_check, cross_disagreement, disagreement, judge_gradients
 from gradcli.errors import UsageError
 from gradcli.methods import symbolic as exact
-from gradcli.methods.fd import SCHEMES, STEP_POWER, fd_gradients
+from gradcli.methods.fd import fd_gradients
+from gradcli.methods.fd_schemes import SCHEMES, STEP_POWER
 from gradcli.methods.fd_notes import fd_line_notes
 from gradcli.results import FIRST_ORDER_METHODS, shortest
 

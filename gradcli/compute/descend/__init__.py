@@ -38,12 +38,13 @@ from gradcli.compute.descend.advice import _advise, _classify_end
 from gradcli.compute.descend.loop import run_descent
 from gradcli.compute.descend.optimizers import _CAST_HYPERPARAMETERS, make_optimizer, optimizer_hyperparameters  # noqa: F401
 from gradcli.compute.descend.options import (
-    DEFAULT_LEARNING_RATE, DEFAULT_STATIONARY_TIME_LIMIT, DEFAULT_STEPS, OPTIMIZERS, TRAJECTORY_MAX_ROWS, DescentPlan,
+    DEFAULT_LEARNING_RATE, DEFAULT_STATIONARY_TIME_LIMIT, DEFAULT_STEPS, OPTIMIZERS, DescentPlan,
     check_options, check_stationary_time_limit, parse_optimizer_rates, plan_notes, start_point,
 )
 from gradcli.compute.descend.results import STATUSES, DescentReport, DescentRun
 from gradcli.compute.descend.stationary import _nearest, start_stationary_points
 from gradcli.errors import UsageError
+from gradcli.limits import TRAJECTORY_MAX_ROWS
 from gradcli.expression import parse
 from gradcli.expression.points import check_descent_size
 from gradcli.compute.request import check_dtype

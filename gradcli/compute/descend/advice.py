@@ -6,7 +6,7 @@ import math
 
 from gradcli.compute.analysis import analyse_hessian
 from gradcli.compute.descend.results import DescentRun
-from gradcli.methods.fd import MACHINE_EPSILON
+from gradcli.dtypes import MACHINE_EPSILON
 
 
 def hessian_at(tree, names: list[str], point: dict[str, float]):

@@ -24,9 +24,6 @@ DEFAULT_STATIONARY_TIME_LIMIT = 2.0
 MAX_STEP_COUNT = 10**15
 # Largest --stationary-timeout (s): the waits below it must fit the OS's timeouts (~24 days).
 MAX_STATIONARY_TIME_LIMIT = 1e6
-# Rows a run's kept trajectory has at most (--every, a plot, a CSV trajectory): past it the kept steps are
-# thinned evenly, so memory does not grow with --steps.
-TRAJECTORY_MAX_ROWS = 100_000
 
 
 @dataclass

@@ -7,7 +7,7 @@ The compiled loop records every ``every``-th step; past ``max_rows`` rows the ke
 
 from __future__ import annotations
 
-from gradcli.compute.descend.options import TRAJECTORY_MAX_ROWS
+from gradcli.limits import TRAJECTORY_MAX_ROWS
 from gradcli.compute.descend.results import HistoryRow
 
 

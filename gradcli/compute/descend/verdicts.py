@@ -6,7 +6,7 @@ import math
 
 from gradcli.compute.descend.results import DescentRun
 from gradcli.compute.descend.rules import CONVERGED, DIVERGED, MAX_STEPS, STALLED, UNBOUNDED, VALUE_BOUND, WINDOW
-from gradcli.methods.fd import MACHINE_EPSILON
+from gradcli.dtypes import MACHINE_EPSILON
 
 
 def _explain_stop(run: DescentRun, status: int, k: int, tol: float, dtype: str, maximize: bool, window, start,
