@@ -190,10 +190,18 @@ def test_several_expressions_sum_in_a_batch(runner):
     assert recs[0]["sum"]["tape"] == {"x": 13.0} and recs[0]["sum"]["symbolic"] == {"x": 13.0}
 
 
-def test_one_point_jsonl_is_the_json_document_on_one_line(runner):
-    result = run(runner, "grad", "x**2", "--at", "x=3", "-m", "symbolic", "-f", "jsonl")
-    assert len(result.stdout.splitlines()) == 1
-    assert json.loads(result.stdout)["results"][0]["gradient"]["symbolic"]["x"] == 6.0
+@pytest.mark.parametrize("command, expression", [("grad", "x**2*y"), ("hessian", "x**2*y"), ("derivative", "x**3")])
+def test_one_point_jsonl_is_the_record_many_points_write(runner, tmp_path, command, expression):
+    point = {"x": 3.0, "y": 2.0} if "y" in expression else {"x": 3.0}
+    file = tmp_path / "p.jsonl"
+    file.write_text(json.dumps(point) + "\n")
+    at = run(runner, command, expression, "--at", ",".join(f"{k}={v}" for k, v in point.items()), "-f", "jsonl")
+    from_file = run(runner, command, expression, "--points", str(file), "-f", "jsonl")
+    grid = run(runner, command, expression, "--grid", ",".join(f"{k}={v}:{v}:1" for k, v in point.items()),
+               "-f", "jsonl")
+    assert len(at.stdout.splitlines()) == 1
+    assert json.loads(at.stdout) == json.loads(grid.stdout)
+    assert json.loads(from_file.stdout) == {**json.loads(at.stdout), "line": 1}  # a file's records say their line
 
 
 def test_symbolic_timeout_leaves_the_column_out_with_a_note(runner):

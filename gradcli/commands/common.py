@@ -119,7 +119,7 @@ def handle_errors(fn: Callable) -> Callable:
 
 def run_many(computation, *, points: str | None, grid: str | None, at: list[str] | None,
              output: OutputFormat, batch_size: int) -> None:
-    """``--points``/``--grid`` (or ``-f csv`` at the --at point, a batch of one): compute ``computation`` (a
+    """``--points``/``--grid`` (or ``-f csv``/``-f jsonl`` at the --at point, a batch of one): compute ``computation`` (a
     gradcli.compute.batch core) at every point, writing each batch's records as it finishes; exit 1 when a
     point's value or derivative is undefined."""
     from gradcli.expression.sources import grid_points, open_points
@@ -137,7 +137,7 @@ def run_many(computation, *, points: str | None, grid: str | None, at: list[str]
     elif grid is not None:
         source = grid_points(grid, variables=computation.variables, fixed=fixed, chunk_size=batch_size,
                              dtype=computation.dtype)
-    else:  # -f csv at one point: a batch of one, so that its header is the one of many points
+    else:  # -f csv or jsonl at one point: a batch of one, written as many points are
         source = _one_point(fixed, computation.variables)
     from gradcli.compute.batch.engine import run_batch
 
@@ -159,9 +159,9 @@ def _noting_no_points(source, notes: list[str]):
 
 
 def as_batch(*, points: str | None, grid: str | None, output: OutputFormat) -> bool:
-    """Whether the batch core computes: --points/--grid, or -f csv at one point (its rows then have the
-    header of many points: one CSV layout per command)."""
-    return points is not None or grid is not None or output is OutputFormat.csv
+    """Whether the batch core computes: --points/--grid, or -f csv / -f jsonl at one point (a batch of one:
+    its row or record is exactly the one --points would write, one layout per command)."""
+    return points is not None or grid is not None or output in (OutputFormat.csv, OutputFormat.jsonl)
 
 
 def _one_point(fixed, variables: list[str]):

@@ -61,7 +61,7 @@ def derivative(
                                    setup.order, setup.dtype), end="")
         return
 
-    if as_batch(points=points, grid=grid, output=output):  # and CSV: a row per point
+    if as_batch(points=points, grid=grid, output=output):  # and CSV/JSONL at one point: its record
         from gradcli.compute.batch.derivative import DerivativeBatch
 
         run_many(DerivativeBatch(expression, order=order, wrt=wrt, methods=method, eps=eps, dtype=dtype.value,

@@ -59,7 +59,7 @@ def grad(
         print(grad_program(expressions, at=at, wrt=wrt, dtype=dtype.value, methods=method, scheme=scheme.value,
                            eps=eps), end="")
         return
-    if as_batch(points=points, grid=grid, output=output):  # and CSV: a row per point
+    if as_batch(points=points, grid=grid, output=output):  # and CSV/JSONL at one point: its record
         from gradcli.compute.batch.grad import GradBatch
 
         run_many(GradBatch(expressions, wrt=wrt, methods=method, scheme=scheme.value, eps=eps, dtype=dtype.value,

@@ -59,7 +59,7 @@ def hessian(
                                 setup.dtype), end="")
         return
 
-    if as_batch(points=points, grid=grid, output=output):  # and CSV: a row per point
+    if as_batch(points=points, grid=grid, output=output):  # and CSV/JSONL at one point: its record
         from gradcli.compute.batch.hessian import HessianBatch
 
         run_many(HessianBatch(expression, wrt=wrt, methods=method, eps=eps, dtype=dtype.value, formulas=formulas,
