@@ -10,7 +10,8 @@ import pytest
 def test_right_derivatives_pass(invoke):
     result = invoke("check", "x**2*y", "--expect", "x=2*x*y", "--expect", "y=x**2")
     assert result.exit_code == 0, result.stderr
-    assert result.stdout.startswith("ok: every expected derivative (x, y) matches") and "20 points" in result.stdout
+    assert result.stdout.startswith("ok: every expected derivative (x, y) matches")
+    assert result.stdout.rstrip().endswith("(SymPy proves the difference is 0)")
 
 
 def test_a_wrong_derivative_gives_the_first_counterexample(invoke):
@@ -33,8 +34,11 @@ def test_higher_orders_and_commas_inside_calls(invoke):
 
 
 def test_points_where_the_expression_is_undefined_are_skipped(invoke):
+    from gradcli.compute.check import DENSE
+
     doc = json.loads(invoke("check", "log(x)", "--expect", "x=1/x", "-f", "json").stdout)
-    assert doc["passed"] is True and doc["points_checked"] == 20
+    # 20 random samples, then the ladder and the sweep: only their half where log(x) is real counts
+    assert doc["passed"] is True and 20 + DENSE // 2 < doc["points_checked"] < 20 + DENSE
 
 
 def test_at_grid_and_points(invoke, tmp_path):
@@ -68,3 +72,44 @@ def test_usage_errors(invoke, args, words):
     result = invoke("check", *args)
     assert result.exit_code == 2 and result.stdout == ""
     assert result.stderr.startswith("gradcli: error:") and words in result.stderr
+
+
+@pytest.mark.parametrize("expression, expect, where", [
+    ("exp(-1e4*x**2)", "x=0", 0.0),  # a narrow band at the centre: the ladder closes in on it
+    ("exp(-1e4*(x - 0.7)**2)", "x=0", 0.7),  # a narrow band off centre: the sweep finds it
+    ("exp(-1e12*x**2)", "x=0", 0.0),  # narrower than the sweep's spacing
+])
+def test_a_formula_wrong_only_in_a_narrow_band_is_caught(invoke, expression, expect, where):
+    result = invoke("check", expression, "--expect", expect, "-f", "json")
+    assert result.exit_code == 1, result.stdout
+    c = json.loads(result.stdout)["counterexample"]
+    assert abs(c["point"]["x"] - where) < 0.05 and c["difference"] > 1e-3
+
+
+def test_a_right_formula_is_not_failed_by_cancellation_in_float64(invoke):
+    # 1e20*(1 - cos(x)) loses every digit in float64 at |x| < 1e-5; the exact values agree
+    result = invoke("check", "1e20*(x - sin(x))", "--expect", "x=2e20*sin(x/2)**2", "--box", "-1e-5:1e-5",
+                    "-f", "json")
+    assert result.exit_code == 0, result.stdout
+    doc = json.loads(result.stdout)
+    assert doc["passed"] is True and doc["proof"] == {"x": "equal"}
+
+
+def test_sympy_proves_an_identity_and_a_constant_offset(invoke):
+    assert json.loads(invoke("check", "sin(x)**2", "--expect", "x=sin(2*x)", "-f", "json").stdout
+                      )["proof"] == {"x": "equal"}
+    result = invoke("check", "x**2", "--expect", "x=2*x + 1", "-f", "json")
+    doc = json.loads(result.stdout)
+    assert result.exit_code == 1 and doc["proof"] == {"x": "different"} and doc["passed"] is False
+
+
+def test_counterexamples_use_exact_values(invoke):
+    from gradcli.compute.check import Expectation, _exact_difference
+    from gradcli.expression import parse
+
+    exact = parse("1e20 - 1e20*cos(x)").tree
+    right = Expectation("x", parse("2e20*sin(x/2)**2"), "2e20*sin(x/2)**2")
+    assert _exact_difference(right, exact, {"x": 2.7392337464290868e-06}) is None  # float64 says 9244 apart
+    wrong = Expectation("x", parse("2e20*sin(x/2)**2 + 1e12"), "")
+    got, want = _exact_difference(wrong, exact, {"x": 0.5})
+    assert got - want == pytest.approx(1e12, rel=1e-3)
