@@ -1,4 +1,31 @@
-"""gradcli: a derivative calculator that shows finite differences, TensorFlow's GradientTape and
-SymPy side by side, with the error of each."""
+"""gradcli: a derivative calculator that shows finite differences, TensorFlow's GradientTape and SymPy
+side by side, with the error of each.
+
+From Python (see :mod:`gradcli.api`)::
+
+    import gradcli
+    gradcli.grad("(x1+5)*x2**2", at={"x1": 2, "x2": 3}).to_dict()
+
+The API is loaded on first use (``gradcli.grad`` ...), so ``import gradcli`` and ``gradcli --help`` stay
+cheap; NumPy, SymPy and TensorFlow load only when a function is called.
+"""
 
 __version__ = "0.1.0"
+
+_API = frozenset({"grad", "hessian", "derivative", "descend", "check", "eval", "evaluate", "grad_columns",
+                  "hessian_columns", "derivative_columns", "Result", "GradcliError", "UsageError",
+                  "ParseError", "ComputeError"})
+
+
+def __getattr__(name: str):
+    if name in _API:
+        from gradcli import api
+
+        value = getattr(api, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'gradcli' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | _API)

@@ -1,0 +1,570 @@
+"""gradcli from Python: the CLI's commands as functions, with the same numbers and the same documents.
+
+    >>> import gradcli
+    >>> r = gradcli.grad("(x1+5)*x2**2", at={"x1": 2, "x2": 3})
+    >>> r.to_dict()["results"][0]["gradient"]["tape"]
+    {'x1': 9.0, 'x2': 42.0}
+
+Every function takes the options of its command, by their long names with ``_`` (``--symbolic-timeout`` ->
+``symbolic_timeout``; descend's ``--from`` -> ``start``), with the CLI's defaults, which are read from the
+command's own declaration (see :mod:`gradcli.api._options`). One point (``at``) computes as the CLI does at
+one point, many (``points``, ``grid``) as with ``--points``/``--grid``; the :class:`Result` holds the CLI's
+``-f json`` document, its records, the warnings and notes, and ``failed`` (the CLI's exit 1).
+
+Errors are :class:`gradcli.errors.GradcliError` s: :class:`UsageError` (the CLI's exit 2; :class:`ParseError`
+for an expression) and :class:`ComputeError` (exit 1). Nothing is printed, nothing exits.
+
+For Ray Data ``map_batches`` and Dask ``map_partitions``: :func:`grad_columns`, :func:`hessian_columns` and
+:func:`derivative_columns` take a dict of arrays (or a DataFrame) and return a dict of NumPy arrays, the
+CLI's ``-f csv`` columns, with the batch's other columns passed through.
+
+NumPy, SymPy and TensorFlow are imported when a function is called, not when this module is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+import io
+from collections.abc import Mapping
+
+from gradcli.api._inputs import at_texts, points_spec
+from gradcli.api._options import cli_options
+from gradcli.api._result import Result, quiet
+from gradcli.errors import ComputeError, GradcliError, ParseError, UsageError
+
+__all__ = ["ComputeError", "GradcliError", "ParseError", "Result", "UsageError", "check", "derivative",
+           "derivative_columns", "descend", "eval", "evaluate", "grad", "grad_columns", "hessian",
+           "hessian_columns"]
+
+
+class _CliDefault:
+    def __repr__(self) -> str:
+        return "<the CLI's default>"
+
+
+CLI_DEFAULT = _CliDefault()
+# Converted by the API itself (a mapping or text for a point, a path, mapping or DataFrame for points).
+_OWN = frozenset({"at", "start", "points", "expressions", "expect", "batch"})
+# Options that are comma-separated lists on the command line: a list of names is joined.
+_COMMA_LISTS = frozenset({"wrt", "method", "optimizer"})
+
+
+def _command(module: str, function: str | None = None):
+    """Give the API function the options of ``gradcli/commands/{module}.py``'s command: each keyword whose
+    default is CLI_DEFAULT gets the CLI's default (also in its signature, for help()), and every value is
+    checked as Click checks it on the command line (type, range). RecursionError (an expression nested too
+    deeply) is a UsageError, as the CLI's exit 2."""
+    options = cli_options(module, function)
+
+    def decorate(fn):
+        signature = inspect.signature(fn)
+        checked = [name for name in signature.parameters if name in options and name not in _OWN]
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            for name in checked:
+                value = bound.arguments[name]
+                if name in _COMMA_LISTS and isinstance(value, (list, tuple)):
+                    value = ",".join(value)
+                bound.arguments[name] = options[name].check(None if value is CLI_DEFAULT else value)
+            if bound.arguments.get("expression", "") is None:
+                raise UsageError("give an expression, e.g. \"x**2\"")
+            try:
+                return fn(*bound.args, **bound.kwargs)
+            except RecursionError:
+                raise UsageError("expression too deeply nested to compute") from None
+
+        wrapper.__signature__ = signature.replace(parameters=[
+            p.replace(default=options[p.name].default) if p.default is CLI_DEFAULT else p
+            for p in signature.parameters.values()])
+        return wrapper
+
+    return decorate
+
+
+# ---------------------------------------------------------------------------------------------
+# the commands
+# ---------------------------------------------------------------------------------------------
+@_command("grad")
+def grad(*expressions: str, at=None, points=None, grid: str | None = None, wrt: str | None = None,
+         method: str = CLI_DEFAULT, scheme: str = CLI_DEFAULT, eps: float | None = None, dtype: str = CLI_DEFAULT,
+         symbolic_timeout: float = CLI_DEFAULT, batch_size: int = CLI_DEFAULT) -> Result:
+    """``gradcli grad EXPR...``: the gradient, SymPy's exact value beside GradientTape and finite differences
+    (several expressions: the Jacobian and the tape's sum). ``at``: {"x1": 2, "x2": 3} or "x1=2,x2=3";
+    ``points``: a CSV/JSON Lines path, a mapping of columns or a DataFrame; ``grid``: "x=-1:1:5,y=0:1:3"."""
+    expressions = _expression_list(expressions)
+    _check_scheme(scheme)
+
+    def core():
+        from gradcli.compute.batch.grad import GradBatch
+
+        return GradBatch(expressions, wrt=wrt, methods=method, scheme=scheme, eps=eps, dtype=dtype,
+                         symbolic_time_limit=symbolic_timeout)
+
+    if points is None and grid is None:
+        from gradcli.compute.grad import compute_gradient
+        from gradcli.render import grad as render
+
+        with quiet() as captured:
+            report = compute_gradient(expressions, at=at_texts(at), wrt=wrt, methods=method, scheme=scheme,
+                                      eps=eps, dtype=dtype, symbolic_time_limit=symbolic_timeout)
+        return _one_point("grad", report, render.grad_json(report), lambda: render.grad_table(report), captured,
+                          records=_record_at("grad", core, at, batch_size))
+    return _many_points("grad", core, points=points, grid=grid, at=at, batch_size=batch_size)
+
+
+@_command("hessian")
+def hessian(expression: str, *, at=None, points=None, grid: str | None = None, wrt: str | None = None,
+            method: str = CLI_DEFAULT, eps: float | None = None, dtype: str = CLI_DEFAULT,
+            formulas: bool = CLI_DEFAULT, symbolic_timeout: float = CLI_DEFAULT,
+            batch_size: int = CLI_DEFAULT) -> Result:
+    """``gradcli hessian EXPR``: the Hessian three ways and what it says (eigenvalues, definiteness, kind of
+    critical point)."""
+    def core():
+        from gradcli.compute.batch.hessian import HessianBatch
+
+        return HessianBatch(expression, wrt=wrt, methods=method, eps=eps, dtype=dtype, formulas=formulas,
+                            symbolic_time_limit=symbolic_timeout)
+
+    if points is None and grid is None:
+        from gradcli.compute.hessian import compute_hessian
+        from gradcli.render import hessian as render
+
+        with quiet() as captured:
+            report = compute_hessian(expression, at=at_texts(at), wrt=wrt, methods=method, eps=eps, dtype=dtype,
+                                     formulas=formulas, symbolic_time_limit=symbolic_timeout)
+        return _one_point("hessian", report, render.hessian_json(report), lambda: render.hessian_table(report),
+                          captured, records=_record_at("hessian", core, at, batch_size))
+    return _many_points("hessian", core, points=points, grid=grid, at=at, batch_size=batch_size)
+
+
+@_command("derivative")
+def derivative(expression: str, *, at=None, points=None, grid: str | None = None, order: int = CLI_DEFAULT,
+               wrt: str | None = None, method: str = CLI_DEFAULT, eps: float | None = None,
+               accuracy: int = CLI_DEFAULT, dtype: str = CLI_DEFAULT, formulas: bool = CLI_DEFAULT,
+               symbolic_timeout: float = CLI_DEFAULT, batch_size: int = CLI_DEFAULT) -> Result:
+    """``gradcli derivative EXPR``: the first ``order`` derivatives of a one-variable function."""
+    def core():
+        from gradcli.compute.batch.derivative import DerivativeBatch
+
+        return DerivativeBatch(expression, order=order, wrt=wrt, methods=method, eps=eps, dtype=dtype,
+                               accuracy=accuracy, formulas=formulas, symbolic_time_limit=symbolic_timeout)
+
+    if points is None and grid is None:
+        from gradcli.compute.derivative import compute_derivatives
+        from gradcli.render import derivative as render
+
+        with quiet() as captured:
+            report = compute_derivatives(expression, at=at_texts(at), order=order, wrt=wrt, methods=method,
+                                         eps=eps, dtype=dtype, accuracy=accuracy, formulas=formulas,
+                                         symbolic_time_limit=symbolic_timeout)
+        return _one_point("derivative", report, render.derivative_json(report),
+                          lambda: render.derivative_table(report), captured,
+                          records=_record_at("derivative", core, at, batch_size))
+    return _many_points("derivative", core, points=points, grid=grid, at=at, batch_size=batch_size)
+
+
+@_command("descend")
+def descend(expression: str, *, start=None, points=None, grid: str | None = None, optimizer: str = CLI_DEFAULT,
+            lr: float = CLI_DEFAULT, steps: int = CLI_DEFAULT, tol: float | None = None,
+            maximize: bool = CLI_DEFAULT, momentum: float | None = None, every: int | None = None,
+            dtype: str = CLI_DEFAULT, stationary_timeout: float = CLI_DEFAULT,
+            batch_size: int = CLI_DEFAULT) -> Result:
+    """``gradcli descend EXPR``: gradient descent, the guide's loop (``manual``) and Keras optimizers.
+    ``start`` is the CLI's ``--from`` ({"x": -1.2, "y": 1} or "x=-1.2,y=1"); ``points``/``grid``: many starts.
+    A run's ``seconds`` (its time) differs from one call to the next."""
+    if points is None and grid is None:
+        from gradcli.compute.descend import compute_descent
+        from gradcli.render import descend as render
+
+        with quiet() as captured:
+            report = compute_descent(expression, start=at_texts(start, "start"), optimizers=optimizer, lr=lr,
+                                     steps=steps, tol=tol, maximize=maximize, dtype=dtype, momentum=momentum,
+                                     every=every, stationary_time_limit=stationary_timeout)
+        return _one_point("descend", report, render.descend_json(report), lambda: render.descend_table(report),
+                          captured)
+
+    spec, stdin_text = points_spec(points)
+
+    def run(sink):
+        from gradcli.compute.descend import plan_descent
+        from gradcli.compute.descend.batch import DescentBatch, run_starts
+        from gradcli.expression.sources import grid_points, open_points
+
+        # the checks of gradcli.commands.descend._descend_many (a module that imports Typer)
+        if spec is not None and grid is not None:
+            raise UsageError("give --points or --grid, not both")
+        if start:
+            raise UsageError("--from gives one start and --points/--grid many: drop one of them")
+        if every is not None:
+            raise UsageError("--every records a trajectory, which many starts do not keep: drop --every, or run "
+                             "one start with --from")
+        plan = plan_descent(expression, start=None, optimizers=optimizer, lr=lr, steps=steps, tol=tol,
+                            maximize=maximize, dtype=dtype, momentum=momentum)
+        names = list(plan.expression.variables)
+        batch = DescentBatch(plan, stationary_time_limit=stationary_timeout)
+        options = {"variables": names, "chunk_size": batch_size, "fixed_option": None, "dtype": plan.dtype}
+        source = open_points(spec, **options) if spec is not None else grid_points(grid, **options)
+        sink.sinks(names)
+        return run_starts(batch, source.chunks(), sink).failed
+
+    return _collect("descend", run, stdin_text, list_key="starts")
+
+
+@_command("check")
+def check(expression: str, *, expect=None, order: int = CLI_DEFAULT, at=None, points=None,
+          grid: str | None = None, box: str = CLI_DEFAULT, samples: int = CLI_DEFAULT, seed: int = CLI_DEFAULT,
+          symbolic_timeout: float = CLI_DEFAULT) -> Result:
+    """``gradcli check EXPR --expect X=FORMULA``: hand-derived derivatives against SymPy's exact ones, at
+    ``at``, at ``points``/``grid``, else at ``samples`` random points in ``box``. ``expect``: "x=2*x*y", a
+    list of such texts, or a mapping {"x": "2*x*y"}. ``failed``: a mismatch (the CLI's exit 1)."""
+    from gradcli.compute.check import check_derivatives
+    from gradcli.render.common import to_json
+
+    if isinstance(expect, dict):
+        expect = [f"{k}={v}" for k, v in expect.items()]
+    expect = cli_options("check")["expect"].check(expect) or []
+    spec, stdin_text = points_spec(points)
+    with quiet(stdin_text) as captured:
+        report = check_derivatives(expression, expect=expect, order=order, at=at_texts(at), points=spec,
+                                   grid=grid, box=box, samples=samples, seed=seed,
+                                   symbolic_time_limit=symbolic_timeout)
+    document = to_json(report.to_dict())
+    # check's text output is drawn in gradcli.commands.check (a module that imports Typer): the document
+    # stands in for it
+    return _one_point("check", report, document, lambda: print(document), captured)
+
+
+@_command("eval", "eval_value")
+def evaluate(expression: str, *, at=None, dtype: str = CLI_DEFAULT) -> Result:
+    """``gradcli eval EXPR``: the value alone, operation by operation in the dtype (no SymPy, no TensorFlow).
+    Available as ``gradcli.eval``; ``to_dict()["value"]`` is the number (None where undefined)."""
+    from gradcli.compute.value import compute_value
+    from gradcli.render.common import to_json
+
+    with quiet() as captured:
+        report = compute_value(expression, at=at_texts(at), dtype=dtype)
+
+    def plain() -> None:  # the CLI's -f plain: the number alone
+        if report.value is not None:
+            print(repr(report.value))
+
+    return _one_point("eval", report, to_json(report.to_dict()), plain, captured)
+
+
+eval = evaluate  # the CLI's name (it shadows the builtin in this module only)
+
+
+# ---------------------------------------------------------------------------------------------
+# one point, many points
+# ---------------------------------------------------------------------------------------------
+def _expression_list(expressions) -> list[str]:
+    if len(expressions) == 1 and isinstance(expressions[0], (list, tuple)):  # grad(["3*x", "x**2"], ...)
+        expressions = expressions[0]
+    return cli_options("grad")["expressions"].check(list(expressions)) or []
+
+
+def _check_scheme(scheme: str) -> None:
+    from gradcli.methods.fd import Scheme
+
+    try:
+        Scheme(scheme)
+    except ValueError:
+        raise UsageError(f"Invalid value for '--scheme': '{scheme}' is not one of "
+                         + ", ".join(f"'{s.value}'" for s in Scheme) + ".") from None
+
+
+def _one_point(command: str, report, document: str, render, captured, records=None) -> Result:
+    out, err = captured
+    return Result(command, document + "\n", warnings=report.warnings, notes=report.notes, failed=report.failed,
+                  render=render, captured=out.getvalue() + err.getvalue(), records=records)
+
+
+def _record_at(command: str, core, at, batch_size: int):
+    """What ``-f jsonl`` writes at the --at point: the batch core's record for it (a batch of one), computed
+    when asked for."""
+    return lambda: list(_many_points(command, core, points=None, grid=None, at=at, batch_size=batch_size).records())
+
+
+def _many_points(command: str, core, *, points, grid, at, batch_size: int) -> Result:
+    """grad, hessian, derivative at many points (no points nor grid: a batch of the --at point): as
+    gradcli.commands.common.run_many does it (a module that imports Typer), with the CLI's -f json writer."""
+    spec, stdin_text = points_spec(points)
+
+    def run(sink):
+        from gradcli.compute.batch.engine import run_batch
+        from gradcli.expression.points import parse_point
+        from gradcli.expression.sources import grid_points, open_points
+
+        computation = core()
+        if spec is not None and grid is not None:
+            raise UsageError("give --points or --grid, not both")
+        fixed = parse_point(at_texts(at), required=spec is None and grid is None)
+        size = computation.chunk_size(batch_size)
+        options = {"variables": computation.variables, "fixed": fixed, "chunk_size": size,
+                   "dtype": computation.dtype}
+        if spec is not None:
+            chunks = _noting_no_points(open_points(spec, **options), computation.notes)
+        elif grid is not None:
+            chunks = grid_points(grid, **options).chunks()
+        else:
+            chunks = [_point_chunk(fixed, computation.variables)]
+        sink.sinks()
+        return run_batch(computation, chunks, sink).failed
+
+    return _collect(command, run, stdin_text, list_key="points")
+
+
+def _point_chunk(fixed, variables: list[str]):
+    """The --at point as a chunk of one point."""
+    import numpy as np
+
+    from gradcli.expression.sources.shapes import PointChunk
+
+    missing = [v for v in variables if v not in fixed.values]
+    if missing:
+        raise UsageError(f"--at has no value for {', '.join(missing)} (add {missing[0]}=...)")
+    return PointChunk({v: np.array([fixed.values[v]], dtype=np.float64) for v in variables}, [{}], [None])
+
+
+def _noting_no_points(source, notes: list[str]):
+    """The chunks of ``source``, and the CLI's note when it had no rows."""
+    points = 0
+    for chunk in source.chunks():
+        points += len(chunk)
+        yield chunk
+    if points == 0:
+        notes.append(f"no points were read: {source.label} has no rows")
+
+
+class _Document:
+    """The sink run_batch/run_starts write to: the CLI's own ``-f json`` writer, into a string, and what they
+    hand it at the end (the warnings, notes and summary the CLI prints on stderr)."""
+
+    def __init__(self, command: str):
+        self.command = command
+        self.text = io.StringIO()
+        self.table_sink = None
+
+    def sinks(self, variables: list[str] | None = None) -> None:
+        """Make the json writer (and the maker of the table's), once the variables are known (descend)."""
+        if self.command == "descend":
+            from gradcli.render.descend_batch import sink_for
+
+            self.make = lambda output: sink_for(output, variables=variables)
+        else:
+            from gradcli.render.batch import sink_for
+
+            self.make = lambda output: sink_for(self.command, output)
+        with contextlib.redirect_stdout(self.text):  # the writer binds sys.stdout when made
+            self.json = self.make("json")
+
+    def start(self, header: dict) -> None:
+        self.header = header
+        self.json.start(header)
+
+    def write(self, batch) -> None:
+        self.json.write(batch)
+
+    def finish(self, summary: dict, summary_text: str, warnings: list[str], notes: list[str]) -> None:
+        self.finished = (summary, summary_text, list(warnings), list(notes))
+        with contextlib.redirect_stderr(io.StringIO()):  # its stderr lines: these warnings, notes, summary
+            self.json.finish(summary, summary_text, warnings, notes)
+
+    def draw_table(self, records: list[dict]) -> None:
+        """The CLI's ``-f table`` for these records (printed on sys.stdout)."""
+        table = self.make("table")
+        table.start(self.header)
+        table.write(records)
+        table.finish(*self.finished)
+
+
+def _collect(command: str, run, stdin_text: str | None, *, list_key: str) -> Result:
+    document = _Document(command)
+    with quiet(stdin_text) as (out, err):
+        failed = run(document)
+    _, summary_text, warnings, notes = document.finished
+    text = document.text.getvalue()
+
+    def render() -> None:
+        import json
+
+        document.draw_table(json.loads(text)[list_key])
+
+    return Result(command, text, warnings=warnings, notes=notes, failed=failed, render=render, list_key=list_key,
+                  summary_text=summary_text, captured=out.getvalue() + err.getvalue())
+
+
+# ---------------------------------------------------------------------------------------------
+# a dict of arrays in, a dict of arrays out (Ray Data map_batches, Dask map_partitions)
+# ---------------------------------------------------------------------------------------------
+@_command("grad")
+def grad_columns(expressions, batch, *, at=None, wrt: str | None = None, method: str = CLI_DEFAULT,
+                 scheme: str = CLI_DEFAULT, eps: float | None = None, dtype: str = CLI_DEFAULT,
+                 symbolic_timeout: float = CLI_DEFAULT, batch_size: int = CLI_DEFAULT) -> dict:
+    """grad's batch core on a dict of arrays (a column per variable; ``at`` may fix some): the CLI's
+    ``-f csv`` columns as NumPy arrays (a row per point and expression), the batch's other columns first::
+
+        ds.map_batches(lambda b: gradcli.api.grad_columns("x**2*y", b))
+    """
+    expressions = _expression_list((expressions,) if isinstance(expressions, str) else tuple(expressions))
+    _check_scheme(scheme)
+
+    def core():
+        from gradcli.compute.batch.grad import GradBatch
+
+        return GradBatch(expressions, wrt=wrt, methods=method, scheme=scheme, eps=eps, dtype=dtype,
+                         symbolic_time_limit=symbolic_timeout)
+
+    return _columns("grad", core, batch, at=at, batch_size=batch_size)
+
+
+@_command("hessian")
+def hessian_columns(expression: str, batch, *, at=None, wrt: str | None = None, method: str = CLI_DEFAULT,
+                    eps: float | None = None, dtype: str = CLI_DEFAULT, symbolic_timeout: float = CLI_DEFAULT,
+                    batch_size: int = CLI_DEFAULT) -> dict:
+    """hessian's batch core on a dict of arrays: the CLI's ``-f csv`` columns (a row per point)."""
+    def core():
+        from gradcli.compute.batch.hessian import HessianBatch
+
+        return HessianBatch(expression, wrt=wrt, methods=method, eps=eps, dtype=dtype,
+                            symbolic_time_limit=symbolic_timeout)
+
+    return _columns("hessian", core, batch, at=at, batch_size=batch_size)
+
+
+@_command("derivative")
+def derivative_columns(expression: str, batch, *, at=None, order: int = CLI_DEFAULT, wrt: str | None = None,
+                       method: str = CLI_DEFAULT, eps: float | None = None, accuracy: int = CLI_DEFAULT,
+                       dtype: str = CLI_DEFAULT, symbolic_timeout: float = CLI_DEFAULT,
+                       batch_size: int = CLI_DEFAULT) -> dict:
+    """derivative's batch core on a dict of arrays: the CLI's ``-f csv`` columns (a row per point)."""
+    def core():
+        from gradcli.compute.batch.derivative import DerivativeBatch
+
+        return DerivativeBatch(expression, order=order, wrt=wrt, methods=method, eps=eps, dtype=dtype,
+                               accuracy=accuracy, symbolic_time_limit=symbolic_timeout)
+
+    return _columns("derivative", core, batch, at=at, batch_size=batch_size)
+
+
+class _Records:
+    """A sink that keeps the header and the records."""
+
+    def __init__(self):
+        self.records: list[dict] = []
+
+    def start(self, header: dict) -> None:
+        self.header = header
+
+    def write(self, batch) -> None:
+        self.records.extend(batch.records())
+
+    def finish(self, summary, summary_text, warnings, notes) -> None:
+        pass
+
+
+def _columns(command: str, core, batch, *, at, batch_size: int) -> dict:
+    import numpy as np
+
+    from gradcli.compute.batch.engine import run_batch
+    from gradcli.expression.points import parse_point
+    from gradcli.expression.sources.shapes import Needs, PointChunk
+    from gradcli.render.batch import sink_for
+
+    arrays = _arrays_of(batch)
+    size = len(next(iter(arrays.values()))) if arrays else 0
+    sink = _Records()
+    with quiet():
+        computation = core()
+        needs = Needs(computation.variables, parse_point(at_texts(at), required=False), "--at", computation.dtype)
+        values = {}
+        for name in computation.variables:
+            if name in needs.fixed:
+                if name in arrays:
+                    raise UsageError(f"{name} is given both by --at and by the batch: drop one of them")
+                values[name] = np.full(size, needs.fixed[name])
+            else:
+                values[name] = _variable_column(name, arrays, needs)
+        chunk_size = computation.chunk_size(batch_size)
+        chunks = (PointChunk({k: v[i:i + chunk_size] for k, v in values.items()}, [{}] * n, [None] * n)
+                  for i in range(0, size, chunk_size) for n in [min(chunk_size, size - i)])
+        run_batch(computation, chunks, sink)
+    rows_of = sink_for(command, "csv").rows  # the CLI's CSV row layout
+    names: list[str] | None = None
+    flat: dict[str, list] = {}
+    repeats = []
+    for record in sink.records:
+        rows = rows_of(sink.header, record)
+        repeats.append(len(rows))
+        for row in rows:
+            if names is None:
+                names = [k for k, _ in row]
+                flat = {k: [] for k in names}
+            cells = dict(row)
+            for k in names:
+                flat[k].append(cells.get(k))
+    passed = [k for k in arrays if k not in computation.variables]
+    clash = [k for k in passed if k in flat]
+    if clash:
+        raise UsageError(f"batch: column {clash[0]!r} has the name of an output column: rename it")
+    out = {k: np.repeat(arrays[k], repeats) for k in passed}
+    out.update({k: _array(v) for k, v in flat.items()})
+    return out
+
+
+def _arrays_of(batch) -> dict:
+    """A dict of arrays, or a DataFrame's columns (as Dask's map_partitions hands them), as 1-D NumPy arrays."""
+    import numpy as np
+
+    if not isinstance(batch, Mapping) and hasattr(batch, "columns"):
+        batch = {c: batch[c] for c in batch.columns}
+    if not isinstance(batch, Mapping):
+        raise UsageError(f"batch: give a dict of arrays or a DataFrame, not {type(batch).__name__}")
+    arrays = {str(k): np.asarray(v) for k, v in batch.items()}
+    if any(a.ndim != 1 for a in arrays.values()) or len({len(a) for a in arrays.values()}) > 1:
+        raise UsageError("batch: give one-dimensional columns of one length: "
+                         + ", ".join(f"{k} {a.shape}" for k, a in arrays.items()))
+    return arrays
+
+
+def _variable_column(name: str, arrays: dict, needs):
+    import numpy as np
+
+    if name not in arrays:
+        raise UsageError(f"batch: no column {name!r} (columns: {', '.join(arrays) or 'none'}; or fix it with at=)")
+    try:
+        column = arrays[name].astype(np.float64)
+    except (TypeError, ValueError):
+        raise UsageError(f"batch: column {name!r} is not numbers") from None
+    bad = np.flatnonzero(~np.isfinite(column))
+    if len(bad):
+        raise UsageError(f"batch: column {name!r}, row {bad[0]}: {column[bad[0]]} is not a finite number")
+    if needs.dtype != "float64":
+        for i, value in enumerate(column.tolist()):
+            if (why := needs.misfit(name, value)) is not None:
+                raise UsageError(f"batch: row {i}: {why}")
+    return column
+
+
+def _array(values: list):
+    """A column of the CSV layout as a NumPy array: int64, float64 (None as NaN), str, or object."""
+    import numpy as np
+
+    kinds = {type(v) for v in values}
+    if kinds <= {int} and values:
+        try:
+            return np.array(values, dtype=np.int64)
+        except OverflowError:
+            pass
+    if kinds <= {int, float, type(None)}:
+        return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
+    if kinds <= {str}:
+        return np.array(values, dtype=str)
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
