@@ -113,3 +113,11 @@ def test_counterexamples_use_exact_values(invoke):
     wrong = Expectation("x", parse("2e20*sin(x/2)**2 + 1e12"), "")
     got, want = _exact_difference(wrong, exact, {"x": 0.5})
     assert got - want == pytest.approx(1e12, rel=1e-3)
+
+
+def test_an_exact_derivative_with_sign_is_evaluated_exactly(invoke):
+    # SymPy's d/dx abs(x) is sign(x), a function of its formulas only: the exact re-check must know it
+    result = invoke("check", "abs(x)", "--expect", "x=1", "-f", "json")
+    assert result.exit_code == 1 and "internal error" not in result.stderr
+    c = json.loads(result.stdout)["counterexample"]
+    assert c["point"]["x"] < 0 and c["exact"] == -1.0 and c["difference"] == 2.0

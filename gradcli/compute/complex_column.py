@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gradcli.compute.judge import cross_pair, disagreement, fd_is_suspect, fd_tolerance
+from gradcli.compute.judge import cross_pair, disagreement, fd_is_suspect, fd_tolerance, unsettled
 from gradcli.errors import UsageError
 from gradcli.methods.complex_step import COMPLEX_STEP, complex_gradients, not_analytic_note
 from gradcli.results import point_text, shortest
@@ -90,16 +90,18 @@ def complex_cross_warnings(cross: ComplexCross | None, index: tuple, what: str, 
         gap, _, tol = cross.pairs["tape"]
         return [f"complex disagrees with tape and fd on {what}: |complex - tape| = {float(gap[index]):.3g} is more "
                 f"than their estimates and {dtype}'s rounding explain (~{float(tol[index]):.1g}); no exact value "
-                "to settle it: the complex step is suspect (tape and fd agree with each other)"]
+                f"to settle it: {unsettled(outvoted='the complex step', agreeing='tape and fd')}"]
     out = []
     for m, (gap, apart, tol) in cross.pairs.items():
         if not apart[index]:
             continue
-        why = ("its own error estimate is large" if m == "fd" and cross.fd_suspect[index]
-               else "the complex step has no truncation or cancellation and a small estimate")
+        other = "fd" if m == "tape" else "tape"
+        agrees = other in cross.pairs and not cross.pairs[other][1][index]  # the third method sides with complex
+        ending = unsettled(outvoted=m if agrees else None, agreeing=f"complex and {other}",
+                           fd_suspect=m == "fd" and bool(cross.fd_suspect[index]))
         out.append(f"complex and {m} disagree on {what}: |complex - {m}| = {float(gap[index]):.3g} is more than "
                    f"their estimates and {dtype}'s rounding explain (~{float(tol[index]):.1g}); no exact value to "
-                   f"settle it: {m} is suspect ({why})")
+                   f"settle it: {ending}")
     return out
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+from gradcli.compute.judge import cross_disagreement
 from gradcli.dtypes import MACHINE_EPSILON
 from gradcli.results import flag_undefined_value, point_text
 
@@ -43,7 +44,7 @@ def judge_derivative(method: str, order: int, got: float | None, exact: float | 
 def cross_derivative(order: int, tape: float | None, fd: float | None, estimate: float | None, *, dtype: str,
                      value: float | None, x: float) -> str | None:
     """Without the exact value: the warning when tape and fd are further apart than fd's estimate and the
-    tape's rounding explain, naming the suspect (fd where its own estimate is large, else the tape)."""
+    tape's rounding explain, naming fd the suspect where its own estimate is large."""
     if any(v is None or not math.isfinite(v) for v in (tape, fd, estimate)):
         return None
     gap = abs(tape - fd)
@@ -51,11 +52,8 @@ def cross_derivative(order: int, tape: float | None, fd: float | None, estimate:
                                           scale=max(1.0, abs(value or 0.0), abs(tape), abs(x)))
     if gap <= tol:
         return None
-    suspect = ("fd is suspect (its own error estimate is large)"
-               if estimate > MACHINE_EPSILON[dtype] ** 0.5 * max(1.0, abs(fd))
-               else "the tape is suspect (fd's estimate is small)")
-    return (f"tape and fd disagree on derivative {order}: |tape - fd| = {gap:.3g} is more than fd's estimate "
-            f"and {dtype}'s rounding explain (~{tol:.1g}); no exact value to settle it: {suspect}")
+    return cross_disagreement("", "", gap, tol, estimate > MACHINE_EPSILON[dtype] ** 0.5 * max(1.0, abs(fd)),
+                              dtype=dtype, subject=f"derivative {order}")
 
 
 def compare_derivatives(report) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 from gradcli.compute.analysis import analyse_hessian
+from gradcli.compute.judge import unsettled
 from gradcli.dtypes import MACHINE_EPSILON
 
 
@@ -64,7 +65,7 @@ def entry_tolerance(method: str, reference, *, dtype: str, estimates=None):
 
 def cross_check_hessian(tape, fd, estimates, *, wrt: list[str], dtype: str) -> str | None:
     """Without the exact matrix: tape against fd entry by entry, within fd's estimate plus the tape's rounding;
-    the warning names the entry furthest apart and the suspect (fd where its estimate is large, else the tape)."""
+    the warning names the entry furthest apart, and fd the suspect where its own estimate is large."""
     import numpy as np
 
     t, f, e = (np.asarray(a, dtype=np.float64) for a in (tape, fd, estimates))
@@ -75,12 +76,10 @@ def cross_check_hessian(tape, fd, estimates, *, wrt: list[str], dtype: str) -> s
     if not np.any(gap > tol):
         return None
     i, j = np.unravel_index(int(np.argmax(gap / tol)), gap.shape)
-    suspect = ("fd is suspect (its own error estimate is large)"
-               if e[i, j] > MACHINE_EPSILON[dtype] ** 0.5 * max(1.0, abs(f[i, j]))
-               else "the tape is suspect (fd's estimate is small)")
+    fd_suspect = bool(e[i, j] > MACHINE_EPSILON[dtype] ** 0.5 * max(1.0, abs(f[i, j])))
     return (f"tape and fd Hessians disagree at entry ({wrt[i]}, {wrt[j]}): |tape - fd| = {gap[i, j]:.3g} is more "
             f"than fd's estimate and {dtype}'s rounding explain (~{tol[i, j]:.1g}); no exact value to settle it: "
-            f"{suspect}")
+            f"{unsettled(fd_suspect=fd_suspect)}")
 
 
 def best_analysis(matrices: dict, gradients: dict, *, dtype: str, step: float | None, fd_estimates=None):

@@ -59,12 +59,15 @@ def judge_gradients(values, columns: dict, x, steps, *, dtype: str, scheme: str,
 
 def method_spread(method: str, values, columns: dict, x, estimates: dict, *, dtype: str):
     """How far ``method``'s values may be from the true ones: fd and the complex step by their own error
-    estimates (``estimates[method]``), the tape by a few hundred roundings of the dtype."""
+    estimates (``estimates[method]``), the tape by a few hundred roundings of the dtype at the scale of f and
+    of its derivative."""
     import numpy as np
 
     if method != "tape":
         return estimates[method]
-    scale = np.maximum(np.maximum(1.0, np.abs(values)[..., None]), np.maximum(np.abs(columns["tape"]), np.abs(x)[None]))
+    # The scale of f and of the derivative, not |x|: at x = 1e22, cos's tape is -sin(x) to an ulp, and a spread
+    # of 1e3 eps |x| (2e9) would let any fd value through unwarned.
+    scale = np.maximum(np.maximum(1.0, np.abs(values)[..., None]), np.abs(columns["tape"]))
     return tolerance("tape", dtype=dtype, scale=scale)
 
 
@@ -91,19 +94,32 @@ def fd_is_suspect(fd, estimates, dtype: str):
 def cross_check(values, columns: dict, x, estimates, *, dtype: str):
     """Without the exact column: tape against fd, within fd's estimate plus the tape's rounding. Returns
     (|tape - fd|, where it is more [T, P, n], that tolerance, fd suspect [T, P, n]) or None. fd is the
-    suspect where its own estimate is large (more than sqrt(eps) of the value), otherwise the tape."""
+    suspect where its own estimate is large (more than sqrt(eps) of the value); otherwise no one is."""
     if "symbolic" in columns or "tape" not in columns or "fd" not in columns or estimates is None:
         return None
     gap, apart, tol = cross_pair("tape", "fd", values, columns, x, {"fd": estimates}, dtype=dtype)
     return gap, apart, tol, fd_is_suspect(columns["fd"], estimates, dtype)
 
 
-def cross_disagreement(text: str, variable: str, gap: float, tol: float, fd_suspect: bool, *, dtype: str) -> str:
+def unsettled(*, fd_suspect: bool = False, outvoted: str | None = None, agreeing: str = "") -> str:
+    """How a disagreement without the exact value ends: a suspect only where one can be justified (two
+    methods that agree outvote a third; fd's own estimate says it is fragile). A small fd estimate does not
+    clear fd (a step far beyond the scale f varies on can look settled) and nothing clears the tape
+    (cancellation inside f), so otherwise neither is named."""
+    if outvoted:
+        return f"{outvoted} is suspect ({agreeing} agree with each other)"
+    if fd_suspect:
+        return "fd is suspect (its own error estimate is large)"
+    return "either may be wrong (add symbolic to --method for the exact value)"
+
+
+def cross_disagreement(text: str, variable: str, gap: float, tol: float, fd_suspect: bool, *, dtype: str,
+                       subject: str | None = None) -> str:
     """The warning for tape and fd apart by more than fd's estimate (no exact value to settle it)."""
-    suspect = ("fd is suspect (its own error estimate is large)" if fd_suspect
-               else "the tape is suspect (fd's estimate is small)")
-    return (f"tape and fd disagree on d({text})/d{variable}: |tape - fd| = {gap:.3g} is more than fd's "
-            f"estimate and {dtype}'s rounding explain (~{tol:.1g}); no exact value to settle it: {suspect}")
+    subject = subject or f"d({text})/d{variable}"
+    return (f"tape and fd disagree on {subject}: |tape - fd| = {gap:.3g} is more than fd's "
+            f"estimate and {dtype}'s rounding explain (~{tol:.1g}); no exact value to settle it: "
+            f"{unsettled(fd_suspect=fd_suspect)}")
 
 
 def disagreement(method: str, text: str, variable: str, error: float, *, dtype: str, tol: float) -> str:

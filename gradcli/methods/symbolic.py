@@ -55,7 +55,8 @@ def to_sympy(tree: Node, symbols: dict[str, Any]):
             return sp.Pow(build(node.base), build(node.exponent))
         if isinstance(node, Call):
             args = [build(a) for a in node.args]
-            return _SYMPY_FUNCTIONS[node.func](sp, *args)
+            build_call = _SYMPY_FUNCTIONS.get(node.func) or _FORMULA_ONLY_FUNCTIONS[node.func]
+            return build_call(sp, *args)
         raise TypeError(node)
 
     return build(tree)
@@ -63,6 +64,11 @@ def to_sympy(tree: Node, symbols: dict[str, Any]):
 
 # name -> build(sp, *args), from the one function table.
 _SYMPY_FUNCTIONS: dict[str, Callable] = sympy_functions()
+# The evaluation-only functions SymPy's derivatives use (from_sympy writes them), back to SymPy.
+_FORMULA_ONLY_FUNCTIONS: dict[str, Callable] = {
+    "sign": lambda sp, a: sp.sign(a), "dirac_delta": lambda sp, a: sp.DiracDelta(a),
+    "heaviside": lambda sp, a: sp.Heaviside(a), "nan": lambda sp: sp.nan,
+}
 
 
 def exact_point(point_exact: dict[str, Node], symbols: dict[str, Any]) -> dict[Any, Any]:
