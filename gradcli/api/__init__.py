@@ -191,26 +191,21 @@ def descend(expression: str, *, start=None, points=None, grid: str | None = None
     spec, stdin_text = points_spec(points)
 
     def run(sink):
+        from gradcli.compute.batch.points import start_chunks
         from gradcli.compute.descend import plan_descent
         from gradcli.compute.descend.batch import DescentBatch, run_starts
-        from gradcli.expression.sources import grid_points, open_points
+        from gradcli.compute.descend.options import refuse_for_many_starts
 
-        # the checks of gradcli.commands.descend._descend_many (a module that imports Typer)
         if spec is not None and grid is not None:
             raise UsageError("give --points or --grid, not both")
-        if start:
-            raise UsageError("--from gives one start and --points/--grid many: drop one of them")
-        if every is not None:
-            raise UsageError("--every records a trajectory, which many starts do not keep: drop --every, or run "
-                             "one start with --from")
+        refuse_for_many_starts(start=start, every=every)
         plan = plan_descent(expression, start=None, optimizers=optimizer, lr=lr, steps=steps, tol=tol,
                             maximize=maximize, dtype=dtype, momentum=momentum)
         names = list(plan.expression.variables)
         batch = DescentBatch(plan, stationary_time_limit=stationary_timeout)
-        options = {"variables": names, "chunk_size": batch_size, "fixed_option": None, "dtype": plan.dtype}
-        source = open_points(spec, **options) if spec is not None else grid_points(grid, **options)
+        chunks = start_chunks(points=spec, grid=grid, names=names, batch_size=batch_size, dtype=plan.dtype)
         sink.sinks(names)
-        return run_starts(batch, source.chunks(), sink).failed
+        return run_starts(batch, chunks, sink).failed
 
     return _collect("descend", run, stdin_text, list_key="starts")
 
@@ -297,48 +292,14 @@ def _many_points(command: str, core, *, points, grid, at, batch_size: int) -> Re
 
     def run(sink):
         from gradcli.compute.batch.engine import run_batch
-        from gradcli.expression.points import parse_point
-        from gradcli.expression.sources import grid_points, open_points
+        from gradcli.compute.batch.points import point_chunks
 
         computation = core()
-        if spec is not None and grid is not None:
-            raise UsageError("give --points or --grid, not both")
-        fixed = parse_point(at_texts(at), required=spec is None and grid is None)
-        size = computation.chunk_size(batch_size)
-        options = {"variables": computation.variables, "fixed": fixed, "chunk_size": size,
-                   "dtype": computation.dtype}
-        if spec is not None:
-            chunks = _noting_no_points(open_points(spec, **options), computation.notes)
-        elif grid is not None:
-            chunks = grid_points(grid, **options).chunks()
-        else:
-            chunks = [_point_chunk(fixed, computation.variables)]
+        chunks = point_chunks(computation, points=spec, grid=grid, at=at_texts(at), batch_size=batch_size)
         sink.sinks()
         return run_batch(computation, chunks, sink).failed
 
     return _collect(command, run, stdin_text, list_key="points")
-
-
-def _point_chunk(fixed, variables: list[str]):
-    """The --at point as a chunk of one point."""
-    import numpy as np
-
-    from gradcli.expression.sources.shapes import PointChunk
-
-    missing = [v for v in variables if v not in fixed.values]
-    if missing:
-        raise UsageError(f"--at has no value for {', '.join(missing)} (add {missing[0]}=...)")
-    return PointChunk({v: np.array([fixed.values[v]], dtype=np.float64) for v in variables}, [{}], [None])
-
-
-def _noting_no_points(source, notes: list[str]):
-    """The chunks of ``source``, and the CLI's note when it had no rows."""
-    points = 0
-    for chunk in source.chunks():
-        points += len(chunk)
-        yield chunk
-    if points == 0:
-        notes.append(f"no points were read: {source.label} has no rows")
 
 
 class _Document:

@@ -119,67 +119,22 @@ def handle_errors(fn: Callable) -> Callable:
 
 def run_many(computation, *, points: str | None, grid: str | None, at: list[str] | None,
              output: OutputFormat, batch_size: int) -> None:
-    """``--points``/``--grid`` (or ``-f csv``/``-f jsonl`` at the --at point, a batch of one): compute ``computation`` (a
-    gradcli.compute.batch core) at every point, writing each batch's records as it finishes; exit 1 when a
-    point's value or derivative is undefined."""
-    from gradcli.expression.sources import grid_points, open_points
-    from gradcli.errors import UsageError
-    from gradcli.expression.points import parse_point
+    """``--points``/``--grid`` (or ``-f csv``/``-f jsonl`` at the --at point, a batch of one): compute
+    ``computation`` (a gradcli.compute.batch core) at every point, writing each batch's records as it
+    finishes; exit 1 when a point's value or derivative is undefined."""
+    from gradcli.compute.batch.engine import run_batch
+    from gradcli.compute.batch.points import point_chunks
     from gradcli.render.batch import sink_for
 
-    if points is not None and grid is not None:
-        raise UsageError("give --points or --grid, not both")
-    fixed = parse_point(at, required=points is None and grid is None)
-    batch_size = computation.chunk_size(batch_size)  # a core may take fewer points at a time (memory)
-    if points is not None:
-        source = open_points(points, variables=computation.variables, fixed=fixed, chunk_size=batch_size,
-                             dtype=computation.dtype)
-    elif grid is not None:
-        source = grid_points(grid, variables=computation.variables, fixed=fixed, chunk_size=batch_size,
-                             dtype=computation.dtype)
-    else:  # -f csv or jsonl at one point: a batch of one, written as many points are
-        source = _one_point(fixed, computation.variables)
-    from gradcli.compute.batch.engine import run_batch
-
-    chunks = source.chunks() if points is None else _noting_no_points(source, computation.notes)
+    chunks = point_chunks(computation, points=points, grid=grid, at=at, batch_size=batch_size)
     summary = run_batch(computation, chunks, sink_for(computation.command, output.value))
     finish(summary.failed)
-
-
-def _noting_no_points(source, notes: list[str]):
-    """``source``'s chunks; when it had none (a CSV header and no rows, an empty file) a note says so. The
-    result is then empty in each format's own terms (JSON: the document with an empty list; JSON Lines and
-    CSV: no lines; table: the title) and the exit code 0: an empty input is not an error."""
-    points = 0
-    for chunk in source.chunks():
-        points += len(chunk)
-        yield chunk
-    if points == 0:
-        notes.append(f"no points were read: {source.label} has no rows")
 
 
 def as_batch(*, points: str | None, grid: str | None, output: OutputFormat) -> bool:
     """Whether the batch core computes: --points/--grid, or -f csv / -f jsonl at one point (a batch of one:
     its row or record is exactly the one --points would write, one layout per command)."""
     return points is not None or grid is not None or output in (OutputFormat.csv, OutputFormat.jsonl)
-
-
-def _one_point(fixed, variables: list[str]):
-    """The --at point as a source of one chunk of one point."""
-    import numpy as np
-
-    from gradcli.errors import UsageError
-    from gradcli.expression.sources.shapes import PointChunk
-
-    missing = [v for v in variables if v not in fixed.values]
-    if missing:
-        raise UsageError(f"--at has no value for {', '.join(missing)} (add {missing[0]}=...)")
-
-    class OnePoint:
-        def chunks(self):
-            yield PointChunk({v: np.array([fixed.values[v]], dtype=np.float64) for v in variables}, [{}], [None])
-
-    return OnePoint()
 
 
 def refuse_show_code_for_many(points: str | None, grid: str | None, point_option: str = "--at") -> None:

@@ -124,17 +124,12 @@ def _descend_many(expression: str, *, points, grid, start, optimizer, lr, steps,
                   plot, dtype, output: OutputFormat, show_code, stationary_timeout, batch_size) -> None:
     """--points/--grid: every start in batches (gradcli.compute.descend.batch), records written per batch."""
     from gradcli.compute.descend import plan_descent
+    from gradcli.compute.descend.options import refuse_for_many_starts
     from gradcli.errors import UsageError
 
     if show_code:
         refuse_show_code_for_many(points, grid, "--from")
-    if points is not None and grid is not None:
-        raise UsageError("give --points or --grid, not both")
-    if start:
-        raise UsageError("--from gives one start and --points/--grid many: drop one of them")
-    if every is not None:
-        raise UsageError("--every records a trajectory, which many starts do not keep: drop --every, or run "
-                         "one start with --from")
+    refuse_for_many_starts(start=start, every=every)
     plan = plan_descent(expression, start=None, optimizers=optimizer, lr=lr, steps=steps, tol=tol,
                         maximize=maximize, dtype=dtype, momentum=momentum)
     names = list(plan.expression.variables)
@@ -143,22 +138,14 @@ def _descend_many(expression: str, *, points, grid, start, optimizer, lr, steps,
                          f"variables, and {plan.expression.text} has {len(names)} ({', '.join(names)})")
     from gradcli.compute.descend.batch import DescentBatch, run_starts
 
+    from gradcli.compute.batch.points import start_chunks
+
     batch = DescentBatch(plan, stationary_time_limit=stationary_timeout)
-    source = _open_starts(points, grid, names, batch_size, plan.dtype)
+    chunks = start_chunks(points=points, grid=grid, names=names, batch_size=batch_size, dtype=plan.dtype)
     from gradcli.render.descend_batch import sink_for
 
-    summary = run_starts(batch, source.chunks(), sink_for(output.value, variables=names, plot=plot))
+    summary = run_starts(batch, chunks, sink_for(output.value, variables=names, plot=plot))
     finish(summary.failed)
-
-
-def _open_starts(points, grid, names, batch_size, dtype: str):
-    """The starts' source. descend takes every variable from the starts: it has no --at to suggest. A start
-    the dtype cannot hold is refused, as --from refuses it."""
-    from gradcli.expression.sources import grid_points, open_points
-
-    if points is not None:
-        return open_points(points, variables=names, chunk_size=batch_size, fixed_option=None, dtype=dtype)
-    return grid_points(grid, variables=names, chunk_size=batch_size, fixed_option=None, dtype=dtype)
 
 
 @contextlib.contextmanager

@@ -142,3 +142,12 @@ def start_point(expression: Expression, specs: list[str] | str | None,
     values = dict(point.values)
     values.update({v: 0.0 for v in defaulted})
     return values, defaulted
+
+
+def refuse_for_many_starts(*, start, every) -> None:
+    """What one start takes and many starts cannot: a --from point, a trajectory (--every)."""
+    if start:
+        raise UsageError("--from gives one start and --points/--grid many: drop one of them")
+    if every is not None:
+        raise UsageError("--every records a trajectory, which many starts do not keep: drop --every, or run "
+                         "one start with --from")
