@@ -184,7 +184,7 @@ def prove(expression_tree, variables: list[str], order: int, expected: list[tupl
     Module-level with picklable arguments, for a forked worker."""
     import sympy as sp
 
-    from gradcli.methods.symbolic import product_rule_diff, symbols_for, to_sympy
+    from gradcli.methods.symbolic import diff, symbols_for, to_sympy
 
     symbols = symbols_for(variables)
     f = to_sympy(expression_tree, symbols)
@@ -192,9 +192,7 @@ def prove(expression_tree, variables: list[str], order: int, expected: list[tupl
     for name, tree in expected:
         if cancel is not None:
             cancel.check()
-        d = f
-        for _ in range(order):
-            d = product_rule_diff(d, symbols[name])
+        d = diff(f, *[symbols[name]] * order)
         difference = sp.simplify(to_sympy(tree, symbols) - d)
         if difference.is_zero is True:
             out[name] = "equal"

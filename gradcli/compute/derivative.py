@@ -178,7 +178,7 @@ def symbolic_derivatives_work(tree: Node, point_exact: dict[str, Node], names: l
     values, formulas, shifts = [], [], []
     for _ in range(order):
         cancel.check()
-        d = d.diff(syms[variable])
+        d = symbolic.diff(d, syms[variable])
         values.append(symbolic.value_at(d, subs))
         formulas.append(symbolic.formula_text(d))
         shifts.append(symbolic.point_shift(d, subs, moved, values[-1]))

@@ -94,7 +94,7 @@ def symbolic_hessian_work(tree: Node, point_exact: dict[str, Node], names: list[
     first = []
     for v in wrt:
         cancel.check()
-        first.append(symbolic.product_rule_diff(f, syms[v]))
+        first.append(symbolic.diff(f, syms[v]))
     gradient = [symbolic.value_at(d, subs) for d in first]
     n = len(wrt)
     matrix: Matrix = [[None] * n for _ in range(n)]
@@ -103,7 +103,7 @@ def symbolic_hessian_work(tree: Node, point_exact: dict[str, Node], names: list[
     for i in range(n):
         for j in range(i, n):
             cancel.check()
-            d = symbolic.product_rule_diff(first[i], syms[wrt[j]])
+            d = symbolic.diff(first[i], syms[wrt[j]])
             matrix[i][j] = matrix[j][i] = symbolic.value_at(d, subs)
             shift[i][j] = shift[j][i] = symbolic.point_shift(d, subs, moved, matrix[i][j])
             if formulas:

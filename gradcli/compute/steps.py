@@ -163,7 +163,7 @@ def exact_derivatives(tree: Node, names: list[str], variable: str, orders: list[
     out = {0: [symbolic.value_at(d, s) for s in subs]}
     for k in range(1, max(orders) + 1):
         cancel.check()
-        d = d.diff(syms[variable])
+        d = symbolic.diff(d, syms[variable])
         if k in orders:
             out[k] = [symbolic.value_at(d, s) for s in subs]
     return out

@@ -151,7 +151,15 @@ def _real_float(expr, subs: dict, digits: int) -> float | None:
     return f if not math.isnan(f) else None
 
 
-def product_rule_diff(expr, s):
+def diff(expr, *by):
+    """SymPy's derivative of ``expr`` by each symbol of ``by`` in turn: the one place gradcli differentiates
+    symbolically (every command's exact column, check, descend's stationary points, steps)."""
+    for s in by:
+        expr = _product_rule_diff(expr, s)
+    return expr
+
+
+def _product_rule_diff(expr, s):
     """``expr.diff(s)``, with sums and products taken apart here.
 
     SymPy differentiates a product of n factors by multiplying the factors back together pairwise,
@@ -161,13 +169,13 @@ def product_rule_diff(expr, s):
     import sympy as sp
 
     if isinstance(expr, sp.Add):
-        return sp.Add(*[product_rule_diff(a, s) for a in expr.args if a.has(s)])
+        return sp.Add(*[_product_rule_diff(a, s) for a in expr.args if a.has(s)])
     if isinstance(expr, sp.Mul):
         args = list(expr.args)
         terms = []
         for i, a in enumerate(args):
             if a.has(s):
-                d = product_rule_diff(a, s)
+                d = _product_rule_diff(a, s)
                 if d != 0:
                     terms.append(sp.Mul(*(args[:i] + [d] + args[i + 1:])))
         return sp.Add(*terms)
@@ -204,7 +212,7 @@ def differentiate(trees: list[Node], names: list[str], wanted: list[tuple[int, t
         if not path:
             return exprs[i]
         if (i, path) not in cache:
-            cache[(i, path)] = product_rule_diff(derivative(i, path[:-1]), syms[path[-1]])
+            cache[(i, path)] = diff(derivative(i, path[:-1]), syms[path[-1]])
         return cache[(i, path)]
 
     for i, path in wanted:

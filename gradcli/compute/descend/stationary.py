@@ -27,7 +27,7 @@ def solve_stationary_points(tree, names: list[str], cancel: CancelFlag) -> tuple
     syms = symbolic.symbols_for(names)
     f = symbolic.to_sympy(tree, syms)
     xs = [syms[v] for v in names]
-    grads = [sp.diff(f, s) for s in xs]
+    grads = [symbolic.diff(f, s) for s in xs]
     notes: list[str] = []
     try:
         solutions = sp.solve(grads, xs, dict=True)
@@ -44,7 +44,7 @@ def solve_stationary_points(tree, names: list[str], cancel: CancelFlag) -> tuple
         if any(x is None for x in point.values()):
             continue  # complex or undefined
         subs = {s: sol[s] for s in xs}
-        hess = [[symbolic.value_at(sp.diff(gi, s), subs) for s in xs] for gi in grads]
+        hess = [[symbolic.value_at(symbolic.diff(gi, s), subs) for s in xs] for gi in grads]
         kind = None
         if all(x is not None for row in hess for x in row):
             kind = analyse_hessian(hess, [0.0] * len(xs)).critical_point
