@@ -36,11 +36,13 @@ docs/reference.md is ``gradcli --help`` and ``gradcli COMMAND --help`` for every
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import io
 import os
 import re
 import shlex
+import shutil
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -201,15 +203,18 @@ def run_gradcli(parsed: Parsed, *, width: int, cwd: str) -> tuple[list[str], str
 def run_block(block: Block) -> list[tuple[Command, list[str], str]]:
     """Run every command of the block in a fresh temporary directory: (command, output lines, stderr)."""
     results = []
-    with tempfile.TemporaryDirectory(prefix="gradcli-docs-") as cwd:
-        for command in block.commands:
-            parsed = parse_command(command.text)
-            if parsed.kind == "cat":
-                Path(cwd, parsed.argv[0]).write_text("".join(l + "\n" for l in command.expected), encoding="utf-8")
-                results.append((command, list(command.expected), ""))
-                continue
-            lines, err = run_gradcli(parsed, width=block.width, cwd=cwd)
-            results.append((command, lines, err))
+    # The directory outlives the block (removed at exit): `gradcli shell` starts multiprocessing's fork
+    # server, which remembers the working directory it started in and enters it again for later workers.
+    cwd = tempfile.mkdtemp(prefix="gradcli-docs-")
+    atexit.register(shutil.rmtree, cwd, ignore_errors=True)
+    for command in block.commands:
+        parsed = parse_command(command.text)
+        if parsed.kind == "cat":
+            Path(cwd, parsed.argv[0]).write_text("".join(l + "\n" for l in command.expected), encoding="utf-8")
+            results.append((command, list(command.expected), ""))
+            continue
+        lines, err = run_gradcli(parsed, width=block.width, cwd=cwd)
+        results.append((command, lines, err))
     return results
 
 
@@ -220,11 +225,13 @@ def matches(expected: list[str], actual: list[str]) -> bool:
 
 
 def with_markers(expected: list[str], actual: list[str]) -> list[str]:
-    """The new output, with ``# varies`` kept on the lines (by position) that had it."""
+    """The new output, with the ``# varies`` lines (by position) kept as they were, so that regenerating
+    does not rewrite a timing each time (when the number of lines changed, the marked line takes the
+    new text, still marked)."""
     out = list(actual)
     for i, e in enumerate(expected):
-        if e.endswith(VARIES) and i < len(out) and not out[i].endswith(VARIES):
-            out[i] = out[i] + VARIES
+        if e.endswith(VARIES) and i < len(out):
+            out[i] = e if len(expected) == len(actual) else out[i] + VARIES
     return out
 
 
