@@ -1,0 +1,41 @@
+"""Every document and record gradcli writes matches its JSON Schema in docs/schemas/ (the contract for
+scripts, field by field: a key added, dropped or retyped fails here until the schema says so)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from jsonschema import Draft202012Validator
+from referencing import Registry, Resource
+
+from record_schemas import REQUESTS, SCHEMAS, outputs
+
+
+def _registry() -> Registry:
+    resources = [(p.name, Resource.from_contents(json.loads(p.read_text()))) for p in SCHEMAS.glob("*.json")]
+    return Registry().with_resources(resources)
+
+
+@pytest.mark.parametrize("request_", REQUESTS, ids=[f"{r[0]}:{' '.join(r[1][:2])}" for r in REQUESTS])
+def test_output_matches_its_schema(runner, request_):
+    registry = _registry()
+    schema = json.loads((SCHEMAS / f"{request_[0]}.json").read_text())
+    validator = Draft202012Validator(schema, registry=registry)
+    for value in outputs(runner, request_):
+        errors = sorted(validator.iter_errors(value), key=lambda e: list(e.path))
+        assert not errors, "\n".join(f"{list(e.path)}: {e.message}" for e in errors[:5])
+
+
+def test_every_schema_is_valid_and_used():
+    used = {r[0] for r in REQUESTS}
+    for path in SCHEMAS.glob("*.json"):
+        Draft202012Validator.check_schema(json.loads(path.read_text()))
+        assert path.stem in used, f"{path.name} is validated by no request"
+
+
+def test_a_record_at_one_point_is_the_record_of_many(runner):
+    """--at ... -f jsonl writes the record --grid writes for the same point (one schema, one record)."""
+    (at,) = outputs(runner, ("", ["grad", "x**2*y", "--at", "x=2,y=3"], "jsonl"))
+    (grid,) = outputs(runner, ("", ["grad", "x**2*y", "--grid", "x=2:2:1,y=3:3:1"], "jsonl"))
+    assert at == grid
