@@ -22,7 +22,8 @@ import numpy as np
 
 from gradcli.expression import parse
 from gradcli.methods import fd_error
-from gradcli.methods.fd import fd_derivatives, fd_hessians
+from gradcli.methods.fd_hessian import fd_hessians
+from gradcli.methods.fd_stencils import fd_derivatives
 
 G = [("y**2", lambda y: 2.0), ("sin(y)", lambda y: -math.sin(y)), ("exp(y)", math.exp)]
 POWERS = (2.25, 2.5, 3.5, 4.5)

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from strategies import VARS, points, smooth_expressions
 
 from gradcli.expression import parse
-from gradcli.methods import fd, symbolic
+from gradcli.methods import fd, fd_hessian, fd_stencils, symbolic
 from gradcli.methods.tape import tape_derivatives, tape_gradients, tape_hessians
 
 
@@ -25,17 +25,17 @@ def test_batch_equals_single_points(text, pts, dtype):
     many = batch_of(pts)
     g = fd.fd_gradients(tree, many, VARS, dtype=dtype)
     t = tape_gradients([tree], many, VARS, dtype=dtype)
-    h = fd.fd_hessians(tree, many, VARS, dtype=dtype)
+    h = fd_hessian.fd_hessians(tree, many, VARS, dtype=dtype)
     th = tape_hessians(tree, many, VARS, dtype=dtype)
-    d = fd.fd_derivatives(tree, many, "x", 3, dtype=dtype)
+    d = fd_stencils.fd_derivatives(tree, many, "x", 3, dtype=dtype)
     td = tape_derivatives(tree, many, "x", 3, dtype=dtype)
     for i, p in enumerate(pts):
         one = batch_of([p])
         np.testing.assert_array_equal(g.values[i], fd.fd_gradients(tree, one, VARS, dtype=dtype).values[0])
         np.testing.assert_array_equal(t.gradients[0, i], tape_gradients([tree], one, VARS, dtype=dtype).gradients[0, 0])
-        np.testing.assert_array_equal(h.matrices[i], fd.fd_hessians(tree, one, VARS, dtype=dtype).matrices[0])
+        np.testing.assert_array_equal(h.matrices[i], fd_hessian.fd_hessians(tree, one, VARS, dtype=dtype).matrices[0])
         np.testing.assert_array_equal(th.matrices[i], tape_hessians(tree, one, VARS, dtype=dtype).matrices[0])
-        np.testing.assert_array_equal(d.values[i], fd.fd_derivatives(tree, one, "x", 3, dtype=dtype).values[0])
+        np.testing.assert_array_equal(d.values[i], fd_stencils.fd_derivatives(tree, one, "x", 3, dtype=dtype).values[0])
         np.testing.assert_array_equal(td.values[i], tape_derivatives(tree, one, "x", 3, dtype=dtype).values[0])
 
 

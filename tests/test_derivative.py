@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from gradcli.compute.derivative import compute_derivatives, symbolic_derivatives, tape_derivatives
-from gradcli.methods.fd import central_coefficients
+from gradcli.methods.fd_stencils import central_coefficients
 from gradcli.expression import parse
 from gradcli.dtypes import MACHINE_EPSILON
 from gradcli.expression.points import parse_point

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from gradcli.compute.batch.engine import BatchCore
 from gradcli.expression import parse
 from gradcli.methods import fd_error
-from gradcli.methods.fd import fd_hessians
+from gradcli.methods.fd_hessian import fd_hessians
 from gradcli.methods.fd_error import aitken_limit
 from gradcli.methods.fd_hessian_sided import geometric_truncation, sided_hessians
 from gradcli.methods.symbolic import value_at

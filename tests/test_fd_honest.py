@@ -21,7 +21,9 @@ from gradcli.compute.derivative import compute_derivatives
 from gradcli.compute.grad import cross_check
 from gradcli.compute.hessian import judge_hessian
 from gradcli.expression import parse
-from gradcli.methods.fd import fd_derivatives, fd_gradients, fd_hessians
+from gradcli.methods.fd import fd_gradients
+from gradcli.methods.fd_hessian import fd_hessians
+from gradcli.methods.fd_stencils import fd_derivatives
 
 
 def _within(got: float, exact, estimate: float) -> bool:
@@ -67,7 +69,7 @@ def test_rosenbrock_near_its_minimum_is_not_a_false_alarm(invoke):
 def test_the_cheap_rounding_bound_covers_the_measured_rounding(expr, x, y):
     """fd's speed (issue 8 follow-up): the running-error bound stands in for the long-double measurement
     where f has no cancellation, so it must never be below the rounding the measurement sees."""
-    from gradcli.methods.fd import _evaluate
+    from gradcli.methods.fd_engine import evaluate as _evaluate
     from gradcli.methods.fd_bound import rounding_bound
     from gradcli.methods.fd_error import measured_rounding
 
@@ -88,7 +90,7 @@ def test_cancellation_inside_f_is_still_measured():
 
     tree = parse("(1-x)**2 + 100*(y-x**2)**2").tree
     env = {"x": np.array([1.0001, 0.3]), "y": np.array([1.0002, 2.0])}
-    from gradcli.methods.fd import _evaluate
+    from gradcli.methods.fd_engine import evaluate as _evaluate
 
     e = StencilRounding(tree, env, _evaluate(tree, env, "float64", (2,)), "float64", (0.0,), 2)
     assert list(e.bounded) == [False, True]

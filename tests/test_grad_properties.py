@@ -13,7 +13,8 @@ from gradcli.methods import symbolic
 from gradcli.expression.evaluate import PYTHON_FLOAT64, compile_expression
 from gradcli.expression import parse
 from gradcli.dtypes import MACHINE_EPSILON
-from gradcli.methods.fd import default_step, fd_gradient
+from gradcli.methods.fd import fd_gradient
+from gradcli.methods.fd_engine import default_step
 from gradcli.methods.tape import tape_gradient
 
 EPS64 = MACHINE_EPSILON["float64"]

@@ -264,7 +264,7 @@ def _expression_list(expressions) -> list[str]:
 
 
 def _check_scheme(scheme: str) -> None:
-    from gradcli.methods.fd import Scheme
+    from gradcli.methods.fd_schemes import Scheme
 
     try:
         Scheme(scheme)

@@ -16,9 +16,20 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gradcli.compute.judge import cross_pair, disagreement, fd_is_suspect, fd_tolerance, unsettled
+from gradcli.compute.judge import (
+    cross_pair,
+    disagreement,
+    fd_is_suspect,
+    fd_tolerance,
+    unsettled,
+)
 from gradcli.errors import UsageError
-from gradcli.methods.complex_step import COMPLEX_STEP, complex_gradients, not_analytic_note
+from gradcli.methods.complex_step import (
+    COMPLEX_STEP,
+    complex_gradients,
+    not_analytic_note,
+)
+from gradcli.methods.fd_engine import one_point
 from gradcli.results import point_text, shortest
 
 
@@ -108,18 +119,13 @@ def complex_cross_warnings(cross: ComplexCross | None, index: tuple, what: str, 
 # ---------------------------------------------------------------------------------------------
 # one point: the reports
 # ---------------------------------------------------------------------------------------------
-def _one(values: dict[str, float]):
-    import numpy as np
-
-    return {k: np.array([v], dtype=np.float64) for k, v in values.items()}
-
 
 def add_complex_gradient(report, exprs, point, variables: list[str], dtype: str) -> None:
     """Fill ``report`` (a :class:`gradcli.results.GradientReport`) with the complex-step column and its notes;
     :func:`gradcli.compute.judge.judge_gradients` judges it with the other columns afterwards."""
     pt = point_text(point.values)
     report.complex_step = COMPLEX_STEP[dtype]
-    c = complex_columns([e.tree for e in exprs], _one(point.values), variables, dtype)
+    c = complex_columns([e.tree for e in exprs], one_point(point.values), variables, dtype)
     for i, (e, r) in enumerate(zip(exprs, report.results)):
         finite = [math.isfinite(d) for d in c.values[i, 0].tolist()]
         r.gradient["complex"] = {v: shortest(float(d), dtype) if ok else None
@@ -143,7 +149,7 @@ def add_complex_derivative(report, tree, point, variable: str, dtype: str) -> No
 
     report.methods = [*report.methods, "complex"]
     row = report.derivatives[0]
-    c = complex_columns([tree], _one(point.values), [variable], dtype)
+    c = complex_columns([tree], one_point(point.values), [variable], dtype)
     d, est = float(c.values[0, 0, 0]), float(c.estimates[0, 0, 0])
     row.complex, row.complex_error_estimate = (shortest(d, dtype), est) if math.isfinite(d) else (None, None)
     if report.value is None:

@@ -26,7 +26,7 @@ from gradcli.methods import symbolic
 from gradcli.errors import UsageError
 from gradcli.expression.evaluate import PYTHON_FLOAT64, compile_expression
 from gradcli.expression import Expression, Node, parse
-from gradcli.methods.fd import check_step
+from gradcli.methods.fd_engine import check_step
 from gradcli.methods.fd_schemes import ACCURACY_ORDERS, DEFAULT_ACCURACY
 from gradcli.methods.fd_notes import fd_line_notes
 from gradcli.compute.grad import rounded_point_note, rounding_matters
@@ -154,10 +154,12 @@ class FdDerivative:
 
 def fd_derivatives(tree: Node, values: dict[str, float], variable: str, order: int, *, dtype: str = "float64",
                    eps: float | None = None, accuracy: int = DEFAULT_ACCURACY) -> list[FdDerivative]:
-    """Derivatives 1..order at one point: :func:`gradcli.methods.fd.fd_derivatives` on a batch of one."""
-    from gradcli.methods import fd
+    """Derivatives 1..order at one point: :func:`gradcli.methods.fd_stencils.fd_derivatives` on a batch of one."""
+    from gradcli.methods import fd_stencils
+    from gradcli.methods.fd_engine import one_point
 
-    r = fd.fd_derivatives(tree, fd._one(values), variable, order, dtype=dtype, eps=eps, accuracy=accuracy)
+    r = fd_stencils.fd_derivatives(tree, one_point(values), variable, order, dtype=dtype, eps=eps,
+                                   accuracy=accuracy)
     return [FdDerivative(float(r.values[0, k]), float(r.steps[0, k]), int(r.accuracy[0, k]), int(r.points[0, k]),
                          float(r.estimates[0, k]), int(r.how[0, k])) for k in range(order)]
 
@@ -323,10 +325,12 @@ def _kink(report: DerivativeReport, rows: list[DerivativeRow], tree: Node, point
           eps: float | None) -> None:
     """Order 1: the one-sided derivatives (as grad's central fd sees them); apart beyond their estimates: a kink.
     Orders 2 and up: one-sided stencils of each order (:func:`gradcli.methods.fd_stencils.sided_kinks`)."""
-    from gradcli.methods.fd import _one, fd_gradients, sided_kinks
+    from gradcli.methods.fd import fd_gradients
+    from gradcli.methods.fd_engine import one_point
+    from gradcli.methods.fd_stencils import sided_kinks
 
-    g = fd_gradients(tree, _one(point.values), [variable], scheme="central", dtype=dtype, eps=eps)
-    kinks, left, right = sided_kinks(tree, _one(point.values), variable, len(rows), dtype=dtype)
+    g = fd_gradients(tree, one_point(point.values), [variable], scheme="central", dtype=dtype, eps=eps)
+    kinks, left, right = sided_kinks(tree, one_point(point.values), variable, len(rows), dtype=dtype)
     kinks[0, 0], left[0, 0], right[0, 0] = g.kinks[0, 0], g.left[0, 0], g.right[0, 0]
     for k, row in enumerate(rows):
         if kinks[0, k]:

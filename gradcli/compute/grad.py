@@ -7,7 +7,8 @@ import math
 from gradcli.expression.evaluate import PYTHON_FLOAT64, compile_expression
 from gradcli.expression import Expression
 from gradcli.dtypes import MACHINE_EPSILON
-from gradcli.methods.fd import _one, check_step, fd_gradients
+from gradcli.methods.fd import fd_gradients
+from gradcli.methods.fd_engine import check_step, one_point
 from gradcli.methods.fd_schemes import Scheme
 from gradcli.methods.fd_notes import fd_line_notes
 from gradcli.expression.points import Point, check_covers, check_point_fits, parse_point, unused_variables_note
@@ -71,7 +72,7 @@ def compute_gradient(expressions: list[str], *, at: list[str] | str, wrt: str | 
     if "fd" in chosen:
         check_step(eps, point.values, variables, dtype)
         for e, r in zip(exprs, report.results):
-            fd = fd_gradients(e.tree, _one(point.values), variables, scheme=scheme.value, dtype=dtype, eps=eps)
+            fd = fd_gradients(e.tree, one_point(point.values), variables, scheme=scheme.value, dtype=dtype, eps=eps)
             r.gradient["fd"] = {k: shortest(v, dtype) for k, v in zip(variables, fd.values[0].tolist())}
             r.fd_error_estimate = dict(zip(variables, fd.estimates[0].tolist()))
             report.fd_steps = dict(zip(variables, fd.steps[0].tolist()))

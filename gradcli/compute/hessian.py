@@ -24,7 +24,7 @@ from gradcli.compute.analysis import HessianAnalysis
 from gradcli.errors import UsageError
 from gradcli.expression.evaluate import PYTHON_FLOAT64, compile_expression
 from gradcli.expression import Expression, parse
-from gradcli.methods.fd import check_step
+from gradcli.methods.fd_engine import check_step
 from gradcli.compute.request import check_dtype, check_eps, parse_methods, resolve_wrt
 # ROWS_MAX: up to this many variables the tape takes one outer gradient per row (the guide's way), which
 # shows every unconnected entry; above it, all rows at once (see gradcli.methods.tape).

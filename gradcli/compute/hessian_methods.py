@@ -58,10 +58,11 @@ class FdHessian:
 
 def fd_hessian(tree: Node, values: dict[str, float], wrt: list[str], *, dtype: str = "float64",
                eps: float | None = None) -> FdHessian:
-    """Central second differences at one point: :func:`gradcli.methods.fd.fd_hessians` on a batch of one."""
-    from gradcli.methods.fd import _one, fd_hessians
+    """Central second differences at one point: :func:`gradcli.methods.fd_hessian.fd_hessians` on a batch of one."""
+    from gradcli.methods.fd_engine import one_point
+    from gradcli.methods.fd_hessian import fd_hessians
 
-    r = fd_hessians(tree, _one(values), wrt, dtype=dtype, eps=eps)
+    r = fd_hessians(tree, one_point(values), wrt, dtype=dtype, eps=eps)
     return FdHessian(float(r.values[0]), r.gradients[0].tolist(), r.matrices[0].tolist(), r.steps[0].tolist(),
                      r.estimates[0].tolist(), int(r.how[0]), r.sides[0].tolist(), bool(r.unresolved[0]))
 

@@ -28,7 +28,7 @@ from gradcli.expression.points import check_covers, check_point_fits, parse_poin
 from gradcli.expression.tree import Num
 from gradcli.methods import symbolic
 from gradcli.dtypes import MACHINE_EPSILON
-from gradcli.methods.fd import central_coefficients
+from gradcli.methods.fd_stencils import central_coefficients
 from gradcli.methods.worker import BoundedJob, CancelFlag, SymbolicTimeout
 from gradcli.results import clean, point_text
 

@@ -28,7 +28,7 @@ def effective_steps(x: float, steps, dtype: str):
 
 
 def default_step(formula_accuracy: int, order: int, dtype: str, x: float) -> float:
-    """gradcli's rule (gradcli.methods.fd.steps): eps^(1/(n+p)) * max(1, |x|), the step x + h takes."""
+    """gradcli's rule (gradcli.methods.fd_engine.steps): eps^(1/(n+p)) * max(1, |x|), the step x + h takes."""
     requested = MACHINE_EPSILON[dtype] ** (1.0 / (order + formula_accuracy)) * max(1.0, abs(x))
     return float(effective_steps(x, [requested], dtype)[0])
 

@@ -1,4 +1,6 @@
-"""Finite differences for a batch of points: gradients, Hessians and k-th derivatives.
+"""Finite differences for a batch of points: first derivatives and gradients (k-th derivatives are in
+:mod:`gradcli.methods.fd_stencils`, Hessians in :mod:`gradcli.methods.fd_hessian`, what they share in
+:mod:`gradcli.methods.fd_engine`).
 
 Every stencil point of every point of the batch is evaluated in ONE NumPy call, in the chosen dtype,
 so float32 shows float32's own error. Points are ``{name: float64 array of shape [P]}``; a single
@@ -18,76 +20,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
-from gradcli.errors import UsageError
-from gradcli.expression.evaluate import compile_expression, numpy_backend
 from gradcli.expression import Node
 from gradcli.methods import fd_error
-
-from gradcli.dtypes import MACHINE_EPSILON
-from gradcli.methods.fd_schemes import (SCHEME_ORDER, STEP_POWER, Scheme)
-
-
-def default_step(scheme: Scheme | str, dtype: str, x: float) -> float:
-    """The step ``scheme`` asks for at ``x`` when ``--eps`` is not given (before x + h rounds it)."""
-    return MACHINE_EPSILON[dtype] ** STEP_POWER[Scheme(scheme).value] * max(1.0, abs(x))
-
-
-def check_step(eps: float | None, values, names, dtype: str, *, power: int = 1) -> None:
-    """Refuse an ``--eps`` that vanishes next to a variable's value in the dtype (x + h == x), or whose
-    ``power`` (h**2 for second differences, h**k for order k) underflows to zero.
-
-    ``values`` maps each name to one value or to an array of them (every point of a batch): one point
-    and many are refused alike, naming the first point where the step vanishes."""
-    if eps is None:
-        return
-    np = _np()
-    t = np.dtype(dtype).type
-    h = t(eps)
-    for name in names:
-        given = np.atleast_1d(np.asarray(values[name], dtype=np.float64))
-        with np.errstate(all="ignore"):
-            x = given.astype(t)
-            vanishes = (x + h == x) | (x - h == x) | (h == 0)
-        if vanishes.any():
-            where = float(given[int(np.argmax(vanishes))])
-            raise UsageError(f"--eps {eps:g} vanishes next to {name}={where:g} in {dtype} "
-                             f"(x + h == x): use a larger step")
-    if power > 1 and float(h) ** power == 0:
-        raise UsageError(f"--eps {eps:g} is too small: h**{power} underflows to 0")
+from gradcli.methods.fd_engine import along, check_step, evaluate, one_point, steps, taken_steps, typed_env
+from gradcli.methods.fd_schemes import SCHEME_ORDER, STEP_POWER, Scheme
 
 
 def _np():
     import numpy as np
 
     return np
-
-
-def steps(x, dtype: str, power: float, eps: float | None):
-    """The step at each float64 ``x`` (array), in dtype: ``eps`` as given, else the one ``x + h``
-    actually takes from eps**power * max(1, |x|) (computed in float64, then rounded to dtype)."""
-    np = _np()
-    t = np.dtype(dtype).type
-    x = np.asarray(x, dtype=np.float64)
-    if eps is not None:
-        return np.full(x.shape, t(eps))
-    with np.errstate(all="ignore"):
-        requested = (MACHINE_EPSILON[dtype] ** power * np.maximum(1.0, np.abs(x))).astype(t)
-        xt = x.astype(t)
-        h = (xt + requested) - xt  # exact in dtype: the step the stencil really takes
-    return np.where(h == 0, requested, h)
-
-
-def _evaluate(tree: Node, env: Mapping[str, object], dtype: str, shape):
-    """``tree`` on arrays (one NumPy call per operation), broadcast to ``shape``, in dtype."""
-    np = _np()
-    out = compile_expression(tree, numpy_backend(dtype))(env)
-    return np.broadcast_to(np.asarray(out, dtype=np.dtype(dtype)), shape)
-
-
-def _typed_env(points: Mapping[str, object], dtype: str) -> dict:
-    np = _np()
-    with np.errstate(over="ignore"):  # a value beyond float32's range becomes inf: reported as not finite
-        return {k: np.asarray(v, dtype=np.float64).astype(dtype) for k, v in points.items()}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -131,31 +73,6 @@ def _combine(scheme: str, F, h, s=1.0):
     return d2 + (d2 - d1) / 3
 
 
-def _along(tree: Node, env: dict, variable: str, h, offsets, dtype: str, measure=None):
-    """f at x + m h for every offset m (one call over all of them), and the rounding errors of the values at
-    the offsets in ``measure`` (default: all), see :class:`fd_error.StencilRounding`: ({m: [Q]}, rounding)."""
-    np = _np()
-    t = np.dtype(dtype).type
-    q = len(h)
-    stacked = {k: np.tile(v, len(offsets)) for k, v in env.items() if k != variable}
-    stacked[variable] = np.concatenate([env[variable] + t(m) * h for m in offsets])
-    fx = _evaluate(tree, stacked, dtype, (len(offsets) * q,))
-    rounding = fd_error.StencilRounding(tree, stacked, fx, dtype, offsets, q, measure)
-    return dict(zip(offsets, fx.reshape(len(offsets), q))), rounding
-
-
-def _taken_steps(x64, h_default, factor: float, dtype: str):
-    """factor times the default step, as the step x + h really takes in the dtype."""
-    np = _np()
-    if np.isscalar(factor) and factor == 1.0:
-        return h_default
-    t = np.dtype(dtype).type
-    xt = x64.astype(t)
-    requested = (h_default.astype(np.float64) * factor).astype(t)
-    h = (xt + requested) - xt
-    return np.where(h == 0, requested, h)
-
-
 def _sided(dtype: str, F, E, h):
     """Second-order one-sided derivatives from f(x), f(x +- h), f(x +- 2h), with their estimates (the
     first-order ones' distance, and the values' rounding, ``E`` a :class:`fd_error.StencilRounding`) together:
@@ -175,7 +92,7 @@ def _gradient_line(tree, env, variable, x64, h, scheme: str, dtype: str) -> fd_e
     np = _np()
     two_sided = scheme in ("central", "richardson")
     needed = set(_WEIGHTS[scheme]) | ({0.0, 1.0, -1.0, 2.0, -2.0} if two_sided else set())
-    f, e = _along(tree, env, variable, h, _OFFSETS[scheme], dtype, measure=needed)
+    f, e = along(tree, env, variable, h, _OFFSETS[scheme], dtype, measure=needed)
 
     def F(m):
         return f[m]
@@ -209,7 +126,7 @@ def _jumps(F, fmax, dtype: str):
 def _one_sided_line(tree, env, variable, x64, h, dtype: str) -> fd_error.LineResult:
     """Second-order forward and backward derivatives; each point keeps the finite one with the smaller estimate."""
     np = _np()
-    f, e = _along(tree, env, variable, h, (0.0, 1.0, 2.0, -1.0, -2.0), dtype)
+    f, e = along(tree, env, variable, h, (0.0, 1.0, 2.0, -1.0, -2.0), dtype)
     left, right, _ = _sided(dtype, lambda m: f[m], e, h)
     out = []
     for sign, d in ((1.0, right), (-1.0, left)):
@@ -233,13 +150,13 @@ def fd_gradients(tree: Node, points: Mapping[str, object], wrt: list[str], *, sc
     """Partial derivatives at every point by ``scheme``, with error estimates; each variable's stencil
     points in one call. Without ``eps``, suspicious points get adapted steps (see :mod:`fd_error`)."""
     np = _np()
-    env = _typed_env(points, dtype)
+    env = typed_env(points, dtype)
     p = len(next(iter(env.values()))) if env else 1
     out = {name: np.empty((p, len(wrt)), dtype=dtype_) for name, dtype_ in
            (("values", np.float64), ("steps", np.float64), ("estimates", np.float64), ("left", np.float64),
             ("right", np.float64), ("kinks", bool), ("how", int))}
     with np.errstate(all="ignore"):
-        centre = _evaluate(tree, env, dtype, (p,)) if wrt else None
+        centre = evaluate(tree, env, dtype, (p,)) if wrt else None
         for i, v in enumerate(wrt):
             x64 = np.asarray(points[v], dtype=np.float64)
             h0 = steps(x64, dtype, STEP_POWER[scheme], eps)
@@ -247,7 +164,7 @@ def fd_gradients(tree: Node, points: Mapping[str, object], wrt: list[str], *, sc
             if eps is None:
                 def at(index, factor, one_sided=False):
                     sub = {k: a[index] for k, a in env.items()}
-                    h = _taken_steps(x64[index], h0[index], factor, dtype)
+                    h = taken_steps(x64[index], h0[index], factor, dtype)
                     if one_sided:
                         return _one_sided_line(tree, sub, v, x64[index], h, dtype)
                     return _gradient_line(tree, sub, v, x64[index], h, scheme, dtype)
@@ -271,20 +188,9 @@ def fd_gradients(tree: Node, points: Mapping[str, object], wrt: list[str], *, sc
 # ---------------------------------------------------------------------------------------------
 # one point: the single-point commands' view of the same engine
 # ---------------------------------------------------------------------------------------------
-def _one(values: dict[str, float]) -> dict:
-    np = _np()
-    return {k: np.array([v], dtype=np.float64) for k, v in values.items()}
-
-
 def fd_gradient(tree: Node, values: dict[str, float], wrt: list[str], *, scheme: Scheme | str = Scheme.central,
                 dtype: str = "float64", eps: float | None = None) -> tuple[dict[str, float], dict[str, float]]:
     """Partial derivatives at one point (a batch of one): (derivative per variable, step per variable)."""
     check_step(eps, values, wrt, dtype)
-    r = fd_gradients(tree, _one(values), wrt, scheme=Scheme(scheme).value, dtype=dtype, eps=eps)
+    r = fd_gradients(tree, one_point(values), wrt, scheme=Scheme(scheme).value, dtype=dtype, eps=eps)
     return dict(zip(wrt, r.values[0].tolist())), dict(zip(wrt, r.steps[0].tolist()))
-
-
-# k-th derivatives and Hessians live in their own modules; imported last (they use the helpers above)
-from gradcli.methods.fd_stencils import (FdDerivatives, central_coefficients, fd_derivatives,  # noqa: E402,F401
-                                         sided_kinks)
-from gradcli.methods.fd_hessian import FdHessians, fd_hessians  # noqa: E402,F401

@@ -1,7 +1,7 @@
 """Finite-difference Hessians for a batch of points: central second differences, every stencil point of every
 point in one NumPy call, with an error estimate per entry (the same differences at 2h and 4h, and the
 values' rounding), and steps that shrink where the stencil leaves the domain (issue 8 follow-up, item 2).
-Part of :mod:`gradcli.methods.fd`, which re-exports it."""
+Shares :mod:`gradcli.methods.fd_engine` with the other fd methods."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from typing import Mapping
 
 from gradcli.expression import Node
 from gradcli.methods import fd_error
+from gradcli.methods.fd_schemes import SECOND_DIFFERENCE_POWER
+from gradcli.methods.fd_engine import evaluate, steps, taken_steps, typed_env
 from gradcli.methods.fd_error import aitken_limit
 from gradcli.methods.fd_hessian_sided import directions, geometric_truncation, sided_hessians
 
@@ -73,13 +75,10 @@ def fd_hessians(tree: Node, points: Mapping[str, object], wrt: list[str], *, dty
     relative to its entries (``how``: fd_error.SHRUNK there). Where no smaller two-sided stencil stays in
     the domain (``x**2.5`` at x = 0), the leaving variables' differences go one-sided
     (:mod:`gradcli.methods.fd_hessian_sided`; ``how``: fd_error.ONE_SIDED, ``sides`` the directions)."""
-    # (imported here: gradcli.methods.fd imports this module at its end, so either can be imported first)
-    from gradcli.methods.fd import _typed_env, steps
-    from gradcli.methods.fd_schemes import SECOND_DIFFERENCE_POWER
 
     np = _np()
     t = np.dtype(dtype).type
-    env = _typed_env(points, dtype)
+    env = typed_env(points, dtype)
     n = len(wrt)
     p = len(next(iter(env.values()))) if env else 1
     h = np.stack([steps(points[v], dtype, SECOND_DIFFERENCE_POWER, eps) for v in wrt], axis=1) if n else \
@@ -113,7 +112,6 @@ def _shrink(tree, points, env, wrt, dtype, r: FdHessians, index, shrink, best) -
     |x| 4^-j for a variable nearer an edge at 0 than that), judged by those variables' own diagonal entries
     (a mixed or other entry's rounding grows as a step shrinks, and says so in its own estimate); a finite
     result better than ``best`` [Q] is kept (``how``: SHRUNK)."""
-    from gradcli.methods.fd import _taken_steps
 
     np = _np()
     x64 = {v: np.asarray(points[v], dtype=np.float64)[index] for v in wrt}
@@ -126,7 +124,7 @@ def _shrink(tree, points, env, wrt, dtype, r: FdHessians, index, shrink, best) -
         factors += [tuple(a[j] if a else np.full(len(index), fd_error.STEP_FACTORS[-1]) for a in nearer)
                     for j in range(fd_error.NEARER_STEPS)]
     for factor in factors:
-        hs = np.stack([np.where(shrink[:, c], _taken_steps(x64[v], h0[:, c], factor[c], dtype), h0[:, c])
+        hs = np.stack([np.where(shrink[:, c], taken_steps(x64[v], h0[:, c], factor[c], dtype), h0[:, c])
                        for c, v in enumerate(wrt)], axis=1)
         _, gg, mm, ee, ok = _hessians_at(tree, sub, wrt, hs, dtype)
         own = np.diagonal(ee / np.maximum(np.abs(mm), 1.0), axis1=1, axis2=2)
@@ -210,7 +208,6 @@ def _sided_steps(tree, points, sub, wrt, dtype, h0, pattern, index):
     differences grow as h shrinks, by more than rounding (it diverges); ``ok`` where every value is finite
     and the stencil moves; ``clean`` where besides rounding is at most half of each estimate (at smaller
     steps the noise can fake a small estimate: 1e6*x**2.01 gave 2.5e6 +- 7.4e5 of 0)."""
-    from gradcli.methods.fd import _taken_steps
 
     np = _np()
     x64 = {v: np.asarray(points[v], dtype=np.float64)[index] for v in wrt}
@@ -218,7 +215,7 @@ def _sided_steps(tree, points, sub, wrt, dtype, h0, pattern, index):
     rows = sided[:, :, None] | sided[:, None, :]  # the entries the one-sided steps enter
     history = []  # the values at the larger steps, most recent last
     for factor in fd_error.STEP_FACTORS:
-        hs = np.stack([np.where(sided[:, c], _taken_steps(x64[v], h0[:, c], factor, dtype), h0[:, c])
+        hs = np.stack([np.where(sided[:, c], taken_steps(x64[v], h0[:, c], factor, dtype), h0[:, c])
                        for c, v in enumerate(wrt)], axis=1)
         s = sided_hessians(tree, sub, wrt, hs, pattern, dtype)
         estimates, growing = s.estimates, s.growing
@@ -247,7 +244,6 @@ def _sided_steps(tree, points, sub, wrt, dtype, h0, pattern, index):
 def _hessians_at(tree: Node, env: dict, wrt: list[str], h, dtype: str):
     """(f(x), gradients [P, n], matrices [P, n, n], estimates [P, n, n], finite [S, P]: each stencil value
     finite) at steps h [P, n] in dtype."""
-    from gradcli.methods.fd import _evaluate
 
     np = _np()
     t = np.dtype(dtype).type
@@ -259,7 +255,7 @@ def _hessians_at(tree: Node, env: dict, wrt: list[str], h, dtype: str):
     for c, v in enumerate(wrt):
         # [S, P]: x + offset * h, in dtype
         stacked[v] = (env[v][None, :] + offsets[:, c:c + 1] * h[None, :, c]).reshape(-1)
-    fx = _evaluate(tree, stacked, dtype, (count * p,))
+    fx = evaluate(tree, stacked, dtype, (count * p,))
     half = 1 + 2 * n + 2 * n * (n - 1)  # the stencil at h; the ones at 2h and 4h follow (without the centre)
     e = fd_error.StencilRounding(tree, stacked, fx, dtype, tuple(range(count)), p, range(half))
     fx = fx.reshape(count, p)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from gradcli.expression import Node
+from gradcli.methods.fd_engine import evaluate
 from gradcli.methods import fd_error
 
 # offsets (in units of u h) and weights of the one-variable stencils, accuracy 2
@@ -103,7 +104,6 @@ def _axis(n: int, i: int, a: int, j: int | None = None, b: int = 0) -> tuple:
 
 
 def _pattern(tree, env, wrt, h, pattern, dtype):
-    from gradcli.methods.fd import _evaluate
 
     np = _np()
     t = np.dtype(dtype).type
@@ -117,7 +117,7 @@ def _pattern(tree, env, wrt, h, pattern, dtype):
         off = np.array([s * m[c] for s, m in rows], dtype=t)[:, None]
         stacked[v] = (env[v][None, :] + off * h[None, :, c]).reshape(-1)
     with np.errstate(all="ignore"):
-        fx = _evaluate(tree, stacked, dtype, (len(rows) * q,))
+        fx = evaluate(tree, stacked, dtype, (len(rows) * q,))
         rounding = fd_error.StencilRounding(tree, stacked, fx, dtype, tuple(rows), q, [(1.0, m) for m in unit])
         fx = fx.reshape(len(rows), q)
 

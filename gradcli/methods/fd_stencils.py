@@ -1,6 +1,6 @@
 """Finite differences of order k along one variable: central stencils with exact weights, an error
 estimate from the same stencil at 2h, and steps that adapt where the default one is poor or leaves the
-domain (see :mod:`gradcli.methods.fd_error`). Part of :mod:`gradcli.methods.fd`, which re-exports it."""
+domain (see :mod:`gradcli.methods.fd_error`). Shares :mod:`gradcli.methods.fd_engine` with the other fd methods."""
 
 from __future__ import annotations
 
@@ -10,9 +10,11 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Mapping
 
+import numpy as np
+
 from gradcli.expression import Node
 from gradcli.methods import fd_error
-from gradcli.methods.fd import _along, _evaluate, _np, _taken_steps, _typed_env, steps
+from gradcli.methods.fd_engine import along, evaluate, steps, taken_steps, typed_env
 from gradcli.methods.fd_schemes import ACCURACY_ORDERS, DEFAULT_ACCURACY
 
 
@@ -63,8 +65,7 @@ def fd_derivatives(tree: Node, points: Mapping[str, object], variable: str, orde
     x + m h) tries a sequence of steps and keeps the smallest estimate; what is still not finite is
     recomputed with narrower stencils at the default step.
     """
-    np = _np()
-    env = _typed_env(points, dtype)
+    env = typed_env(points, dtype)
     x64 = np.asarray(points[variable], dtype=np.float64)
     p = len(x64)
     out = {name: np.full((p, order), np.nan) for name in ("values", "steps", "estimates")}
@@ -72,7 +73,7 @@ def fd_derivatives(tree: Node, points: Mapping[str, object], variable: str, orde
     count_out = np.zeros((p, order), dtype=int)
     how_out = np.zeros((p, order), dtype=int)
     with np.errstate(all="ignore"):
-        centre = _evaluate(tree, env, dtype, (p,))
+        centre = evaluate(tree, env, dtype, (p,))
         centre_finite = np.isfinite(centre)
         tries = [a for a in ACCURACY_ORDERS if a <= accuracy][::-1] or [accuracy]
         for k in range(1, order + 1):
@@ -100,7 +101,6 @@ def fd_derivatives(tree: Node, points: Mapping[str, object], variable: str, orde
 
 
 def _adapted_line(tree, env, variable, x64, idx, k, acc, dtype, eps, centre_finite, *, adapt: bool):
-    np = _np()
     sub = {name: a[idx] for name, a in env.items()}
     h0 = steps(x64[idx], dtype, 1.0 / (k + acc), eps)
     r = _derivative_line(tree, sub, variable, h0, k, acc, dtype)
@@ -108,11 +108,11 @@ def _adapted_line(tree, env, variable, x64, idx, k, acc, dtype, eps, centre_fini
         return r
 
     def at(index, factor):
-        h = _taken_steps(x64[idx][index], h0[index], factor, dtype)
+        h = taken_steps(x64[idx][index], h0[index], factor, dtype)
         return _derivative_line(tree, {name: a[index] for name, a in sub.items()}, variable, h, k, acc, dtype)
 
     def one_sided(index, factor):  # where no two-sided stencil stays in the domain (x**2.5 at 0)
-        h = _taken_steps(x64[idx][index], h0[index], factor, dtype)
+        h = taken_steps(x64[idx][index], h0[index], factor, dtype)
         return _one_sided_line(tree, {name: a[index] for name, a in sub.items()}, variable, h, k, dtype)
 
     with np.errstate(all="ignore"):
@@ -122,7 +122,6 @@ def _adapted_line(tree, env, variable, x64, idx, k, acc, dtype, eps, centre_fini
 def _one_sided_line(tree, env, variable, h, k: int, dtype: str) -> fd_error.LineResult:
     """Order-k derivatives by the forward or the backward stencil (accuracy 2): each point keeps the finite
     one with the smaller estimate."""
-    np = _np()
     (hi, hi_est, hi_noise), (lo, lo_est, lo_noise) = (_one_side(tree, env, variable, h, k, sign, dtype)
                                                       for sign in (1.0, -1.0))
     hi_ok, lo_ok = np.isfinite(hi) & np.isfinite(hi_est), np.isfinite(lo) & np.isfinite(lo_est)
@@ -135,11 +134,10 @@ def _one_sided_line(tree, env, variable, h, k: int, dtype: str) -> fd_error.Line
 def _derivative_line(tree, env, variable, h, k: int, acc: int, dtype: str) -> fd_error.LineResult:
     """Order-k derivatives at Q points with the accuracy-``acc`` stencil at step h [Q], and at 2h and 4h (the
     estimate)."""
-    np = _np()
     t = np.dtype(dtype).type
     offsets, weights = central_coefficients(k, acc)
     wide = sorted(set(float(m) for m in offsets) | {2.0 * m for m in offsets} | {4.0 * m for m in offsets})
-    f, e = _along(tree, env, variable, h, tuple(wide), dtype, measure=[float(m) for m in offsets])
+    f, e = along(tree, env, variable, h, tuple(wide), dtype, measure=[float(m) for m in offsets])
     w = [t(float(c)) for c in weights]
 
     def combine(scale: float):
@@ -180,8 +178,7 @@ def sided_kinks(tree: Node, points: Mapping[str, object], variable: str, order: 
     derivatives (forward and backward stencils of accuracy 2) differ beyond their estimates (the distance to
     the accuracy-1 stencil's value, and the values' rounding) at every level of :data:`SIDED_LEVELS`. Column
     0 (order 1) is left False: grad's central fd sees order 1's kinks."""
-    np = _np()
-    env = _typed_env(points, dtype)
+    env = typed_env(points, dtype)
     x64 = np.asarray(points[variable], dtype=np.float64)
     p = len(x64)
     kink = np.zeros((p, order), dtype=bool)
@@ -191,7 +188,7 @@ def sided_kinks(tree: Node, points: Mapping[str, object], variable: str, order: 
             h0 = steps(x64, dtype, 1.0 / (k + 2), None)
             index = np.arange(p)
             for n, level in enumerate(SIDED_LEVELS):  # each level only where the ones before found a kink
-                h = _taken_steps(x64[index], h0[index], level, dtype)
+                h = taken_steps(x64[index], h0[index], level, dtype)
                 sub = {name: a[index] for name, a in env.items()}
                 (lo, lo_est, _), (hi, hi_est, _) = (_one_side(tree, sub, variable, h, k, sign, dtype)
                                                     for sign in (-1.0, 1.0))
@@ -207,11 +204,10 @@ def sided_kinks(tree: Node, points: Mapping[str, object], variable: str, order: 
 def _one_side(tree, env, variable, h, k: int, sign: float, dtype: str):
     """The k-th derivative from one side (sign -1: backward), accuracy 2, with its estimate and the
     estimate's rounding part: (value, estimate, rounding)."""
-    np = _np()
     t = np.dtype(dtype).type
     offsets, weights = forward_coefficients(k, 2)
     rough_offsets, rough = forward_coefficients(k, 1)
-    f, e = _along(tree, env, variable, h, tuple(sign * float(m) for m in offsets), dtype)
+    f, e = along(tree, env, variable, h, tuple(sign * float(m) for m in offsets), dtype)
     scale = (t(sign) * h) ** k
 
     def combine(ws, ms):

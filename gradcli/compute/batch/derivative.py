@@ -12,7 +12,8 @@ from gradcli.methods.fd_schemes import ACCURACY_ORDERS, DEFAULT_ACCURACY
 from gradcli.errors import UsageError
 from gradcli.expression import parse
 from gradcli.methods import symbolic as exact
-from gradcli.methods.fd import fd_derivatives, fd_gradients, sided_kinks
+from gradcli.methods.fd import fd_gradients
+from gradcli.methods.fd_stencils import fd_derivatives, sided_kinks
 from gradcli.methods.complex_step import COMPLEX_STEP, not_analytic_note
 from gradcli.methods.fd_notes import fd_line_notes
 from gradcli.results import FIRST_ORDER_METHODS, shortest

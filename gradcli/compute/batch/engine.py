@@ -198,7 +198,7 @@ class BatchCore:
         """Refuse the points where a fixed ``--eps`` vanishes (x + h == x), with the message and exit code
         of the same request at one point."""
         if "fd" in self.methods and self.eps is not None:
-            from gradcli.methods.fd import check_step
+            from gradcli.methods.fd_engine import check_step
 
             names, power = self.fd_steps_along()
             check_step(self.eps, chunk.values, names, self.dtype, power=power)

@@ -9,7 +9,7 @@ from gradcli.expression import parse
 from gradcli.expression.points import check_hessian_size
 from gradcli.compute.hessian import best_analysis, cross_check_hessian, judge_hessian
 from gradcli.methods import symbolic as exact
-from gradcli.methods.fd import fd_hessians
+from gradcli.methods.fd_hessian import fd_hessians
 from gradcli.methods.fd_notes import SIDE_NAMES, unresolved_hessian_warning
 from gradcli.results import shortest
 
