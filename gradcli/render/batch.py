@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from gradcli.errors import printable
+from gradcli.errors import UsageError, printable
 from gradcli.render.common import error as fmt_error
 from gradcli.render.common import number as fmt_value
 from gradcli.render.common import print_diagnostics
@@ -102,29 +102,67 @@ class JsonSink:
 
 
 class CsvSink:
-    """One header, then a row per point (``grad`` with several expressions: a row per expression)."""
+    """One header, then a row per point (``grad`` with several expressions: a row per expression).
+
+    The header is the pass-through columns (every key of a JSON Lines file, see
+    :class:`gradcli.expression.sources.jsonl_reader.Fields`; else the first record's), then the computed
+    ones. A pass-through column named like a computed one is refused (exit 2): one of the two would be
+    lost, and a header with one name twice is read back wrong. From a stream the keys of later records
+    cannot be known when the header is written, so a record with a key the header lacks is refused too,
+    after the rows before it (as a bad line of a stream is)."""
 
     def __init__(self, rows: Callable[[dict, dict], list[list[tuple[str, Any]]]], out=None):
         self.rows = rows
         self.out = out or sys.stdout
         self.columns: list[str] | None = None
+        self.passing: set[str] = set()
         self.writer = csv.writer(self.out, lineterminator="\n")
 
     def start(self, header: dict) -> None:
         self.header = header
 
     def write(self, batch) -> None:
-        for record in _records(batch):
-            for row in self.rows(self.header, record):
-                if self.columns is None:
-                    self.columns = [k for k, _ in row]
-                    self.writer.writerow(self.columns)
-                values = dict(row)
-                self.writer.writerow([_cell(values.get(c)) for c in self.columns])
-        self.out.flush()
+        try:
+            for record in _records(batch):
+                fields = record.get("fields") or {}
+                for row in self.rows(self.header, record):
+                    if self.columns is None:
+                        self._start_columns(row, fields)
+                    elif not self.passing.issuperset(fields):
+                        self._refuse_new_key(record, fields)
+                    values = dict(row)
+                    self.writer.writerow([_cell(values.get(c)) for c in self.columns])
+        finally:
+            self.out.flush()  # the rows before a refused record are kept, as from a bad line of a stream
+
+    def _start_columns(self, row: list[tuple[str, Any]], fields: dict) -> None:
+        """Every row function puts the record's fields first, in their order, then the computed columns."""
+        passing = list(getattr(fields, "columns", None) or fields)
+        passing += [k for k in fields if k not in passing]
+        computed = [k for k, _ in row[len(fields):]]
+        clash = next((k for k in passing if k in computed), None)
+        if clash is not None:
+            raise UsageError(f"--points: the input column {_quoted(clash)} clashes with the CSV's computed column "
+                             "of that name: rename it in the input (or use -f jsonl, which keeps input columns "
+                             "under \"fields\")")
+        self.passing = set(passing)
+        self.columns = passing + computed
+        self.writer.writerow(self.columns)
+
+    def _refuse_new_key(self, record: dict, fields: dict) -> None:
+        key = next(k for k in fields if k not in self.passing)
+        where = f", line {record['line']}" if record.get("line") is not None else ""
+        raise UsageError(f"--points{where}: the key {_quoted(key)} is not in the first record, and a CSV "
+                         "written as the input is read has the first record's columns: put every key in the "
+                         "first record (null where a record has none), read the input from a file, or use -f jsonl")
 
     def finish(self, summary: dict, summary_text: str, warnings: list[str], notes: list[str]) -> None:
         print_batch_diagnostics(summary_text, warnings, notes)
+
+
+def _quoted(name: str) -> str:
+    shown = name if len(name) <= 40 else name[:40] + "..."
+    return repr(printable(shown))
 
 
 class TableSink:

@@ -6,9 +6,26 @@ import csv
 from typing import Iterator
 
 from gradcli.expression.sources.lines import Lines
-from gradcli.expression.sources.messages import Where, both_message, missing_message, short_detail, show
+from gradcli.expression.sources.messages import Where, both_message, missing_message, show
 from gradcli.expression.sources.numbers import ASCII_SPACE, NotANumber, parse_number
 from gradcli.expression.sources.shapes import Needs, Row
+
+
+# Python's csv messages, worded as gradcli's own.
+_CSV_MESSAGES = (
+    ("expected after", "a quoted field must end with '\"' followed by ',' or the end of the line"),
+    ("unexpected end of data", "a quoted field has no closing '\"' before the end of the input"),
+    ("new-line character seen in unquoted field", "a carriage return inside a field that is not quoted"),
+    ("field larger than field limit", "a field is longer than {limit:,} characters"),
+    ("line contains NUL", "the line contains a NUL byte"),
+)
+
+
+def _csv_message(msg: str) -> str:
+    for python, ours in _CSV_MESSAGES:
+        if python in msg:
+            return ours.format(limit=csv.field_size_limit())
+    return "the line is not CSV"
 
 
 class CsvReader:
@@ -58,7 +75,7 @@ class CsvReader:
             except StopIteration:
                 return None
             except csv.Error as exc:
-                raise self._where.at(start, f"malformed CSV: {short_detail(str(exc))}") from None
+                raise self._where.at(start, f"malformed CSV: {_csv_message(str(exc))}") from None
             if not row or (len(row) == 1 and not row[0].strip()):
                 continue  # a blank line
             return start, row

@@ -33,12 +33,14 @@ class _EmptyReader:
         return iter(())
 
 
-def _reader(fmt: str | None, lines: Lines, where: Where, needs: Needs, *, by_extension: bool):
+def _reader(fmt: str | None, lines: Lines, where: Where, needs: Needs, *, by_extension: bool,
+            columns: tuple[str, ...] | None = None):
+    """``columns``: every pass-through key of a JSON Lines file, from the validating pass."""
     if fmt is None:
         return _EmptyReader()
     if fmt == "csv":
         return CsvReader(lines, where, needs, require_header=by_extension)
-    return JsonlReader(lines, where, needs)
+    return JsonlReader(lines, where, needs, columns=columns)
 
 
 def _chunked(rows: Iterator[Row], needs: Needs, chunk_size: int) -> Iterator[PointChunk]:
@@ -119,7 +121,10 @@ class FileSource(PointSource):
             raise self._where.at(None, os_reason(exc)) from None
         with f:
             lines = Lines.from_binary(f, self._where, max_length=self._max_line_length)
-            reader = _reader(self._format, lines, self._where, self._needs, by_extension=self._by_extension)
+            # JSON Lines: every record's fields know the keys of the whole file (their union), so that a
+            # CSV has a column for a key that first appears after the first record.
+            reader = _reader(self._format, lines, self._where, self._needs, by_extension=self._by_extension,
+                             columns=tuple(self.field_names) if self._format == "jsonl" else None)
             yield from _chunked(reader.rows(), self._needs, self._chunk_size)
 
 

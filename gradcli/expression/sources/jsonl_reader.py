@@ -19,8 +19,53 @@ class _NonFinite:
         self.text = text
 
 
+class _OutOfRange:
+    """A JSON number beyond float64 (``1e400``): Python's json reads it as infinity, which no JSON
+    writer can give back; the text is kept for the error message."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+
 class _DuplicateKey(ValueError):
     pass
+
+
+class Fields(dict):
+    """One record's pass-through keys, with ``columns``: every pass-through key of the whole input (a
+    regular file, read whole before anything is computed), in order of first appearance. A CSV written
+    from JSON Lines takes its columns from here, not from the first record, whose keys may be fewer.
+    True even when empty, so that each record of such an input carries its (maybe empty) fields."""
+
+    __slots__ = ("columns",)
+
+    def __init__(self, items, columns: tuple[str, ...]):
+        super().__init__(items)
+        self.columns = columns
+
+    def __bool__(self) -> bool:
+        return bool(self.columns) or len(self) > 0
+
+
+# Python's json messages, worded as gradcli's own (the column is added after).
+_JSON_MESSAGES = (
+    ("Expecting value", "a value is missing or is not JSON"),
+    ("Expecting ',' delimiter", "a ',' is missing between two items"),
+    ("Expecting ':' delimiter", "a ':' is missing after a key"),
+    ("Expecting property name enclosed in double quotes", "a key must be a string in double quotes"),
+    ("Unterminated string", "a string has no closing '\"'"),
+    ("Invalid control character", "a control character (a tab, a newline) in a string must be escaped"),
+    ("Invalid \\uXXXX escape", "a \\u escape needs four hexadecimal digits"),
+    ("Invalid \\escape", "a string has an unknown backslash escape"),
+    ("Extra data", "there is more text after the object (one object per line)"),
+)
+
+
+def _json_message(msg: str) -> str:
+    for python, ours in _JSON_MESSAGES:
+        if msg.startswith(python):
+            return ours
+    return "the text is not JSON"
 
 
 def _object_pairs(pairs: list[tuple[str, object]]) -> dict:
@@ -51,12 +96,16 @@ def _json_kind(value: object) -> str:
 class JsonlReader:
     format = "jsonl"
 
-    def __init__(self, lines: Lines, where: Where, needs: Needs):
+    def __init__(self, lines: Lines, where: Where, needs: Needs, *, columns: tuple[str, ...] | None = None):
+        """``columns``: every pass-through key of the input, known when a regular file was read whole
+        before (each row's fields are then :class:`Fields` carrying them)."""
         self._lines = lines
         self._where = where
         self._needs = needs
-        self._non_finite: list[_NonFinite] = []
-        self._decoder = json.JSONDecoder(parse_constant=self._constant, object_pairs_hook=_object_pairs)
+        self._columns = columns
+        self._non_finite: list[_NonFinite | _OutOfRange] = []
+        self._decoder = json.JSONDecoder(parse_constant=self._constant, parse_float=self._float,
+                                         object_pairs_hook=_object_pairs)
         self._seen: dict[str, None] = {}
         self._first = self._next_record()
         if self._first is not None:
@@ -76,6 +125,14 @@ class JsonlReader:
         self._non_finite.append(marker)
         return marker
 
+    def _float(self, text: str) -> "float | _OutOfRange":
+        value = float(text)
+        if math.isinf(value):
+            marker = _OutOfRange(text)
+            self._non_finite.append(marker)
+            return marker
+        return value
+
     def _next_record(self) -> tuple[int, dict] | None:
         where = self._where
         for text in self._lines:
@@ -83,10 +140,12 @@ class JsonlReader:
                 continue
             line = self._lines.number
             self._non_finite.clear()
+            text = text.rstrip("\r\n")  # a column past the end would be on the "next line"
             try:
                 obj = self._decoder.decode(text)
             except json.JSONDecodeError as exc:
-                raise where.at(line, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+                at = "at the end of the line" if exc.pos >= len(text.rstrip()) else f"column {exc.colno}"
+                raise where.at(line, f"invalid JSON: {_json_message(exc.msg)} ({at})") from None
             except _DuplicateKey as exc:
                 raise where.at(line, f"invalid JSON: {exc}") from None
             except (ValueError, RecursionError) as exc:
@@ -96,8 +155,12 @@ class JsonlReader:
             if self._non_finite:
                 for name in self._needs.from_input:
                     v = obj.get(name)
-                    if isinstance(v, _NonFinite):
-                        raise where.at(line, f"{name}: {v.text} is not a finite number")
+                    if isinstance(v, (_NonFinite, _OutOfRange)):
+                        raise where.at(line, f"{name}: {short_detail(v.text, 40)} is not a finite number")
+                first = self._non_finite[0]
+                if isinstance(first, _OutOfRange):
+                    raise where.at(line, f"{short_detail(first.text, 40)} is beyond the float64 range (about 1.8e308) and "
+                                         "cannot be passed through as a number: write it as a string")
                 raise where.at(line, f"invalid JSON: {self._non_finite[0].text} is not a JSON value "
                                      "(JSON has no NaN or Infinity)")
             return line, obj
@@ -150,6 +213,8 @@ class JsonlReader:
                 if misfit:
                     raise where.at(line, misfit)
             fields = {k: v for k, v in obj.items() if k not in needs.needed}
+            if self._columns is not None:
+                fields = Fields(fields, self._columns)
             self._register(fields)
             yield line, values, fields
             record = self._next_record()

@@ -1,0 +1,131 @@
+"""Hostile input and faults, second round: CSV columns that would be lost, signals beyond SIGINT/SIGTERM,
+closed or odd standard streams, the shell's lines and files, and bounds checked before memory is taken.
+
+Real subprocesses where signals and streams matter (short ones: ``-m fd``, no TensorFlow unless it is the
+point); the rest in-process. Timeouts are hang guards, not speed assertions.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+GRADCLI = [sys.executable, "-m", "gradcli"]
+
+
+def environment(tmp_path: Path) -> dict:
+    return dict(os.environ, TMPDIR=str(tmp_path), TF_CPP_MIN_LOG_LEVEL="3")
+
+
+def sh(tmp_path: Path, line: str, *, timeout: float = 60, input: str | None = None) -> subprocess.CompletedProcess:
+    """``line`` through sh, with "$G" running gradcli (redirections such as <&- need a shell)."""
+    env = dict(environment(tmp_path), G=" ".join(GRADCLI))
+    return subprocess.run(["sh", "-c", line], capture_output=True, text=True, timeout=timeout, env=env,
+                          input=input, cwd=tmp_path)
+
+
+def one_error_line(result: subprocess.CompletedProcess) -> str:
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "Traceback" not in result.stderr and "internal error" not in result.stderr, result.stderr
+    return lines[0]
+
+
+# ---- CSV: no column lost ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command, column", [
+    (["grad", "x**2"], "value"), (["grad", "x**2"], "status"), (["grad", "x**2"], "warnings"),
+    (["grad", "x**2"], "fd_dx"), (["hessian", "x**2"], "value"), (["derivative", "x**2"], "fd_d1"),
+])
+def test_a_pass_through_column_named_like_an_output_column_is_refused(tmp_path, invoke, command, column):
+    points = tmp_path / "p.csv"
+    points.write_text(f"x,{column}\n1,mine\n")
+    result = invoke(*command, "--points", str(points), "-f", "csv", "-m", "fd")
+    assert result.exit_code == 2, (result.stdout, result.stderr)
+    assert result.stdout == ""
+    assert f"the input column '{column}' clashes" in result.stderr
+    assert len(result.stderr.splitlines()) == 1
+
+
+def test_json_keeps_a_pass_through_named_like_an_output_under_fields(tmp_path, invoke):
+    points = tmp_path / "p.csv"
+    points.write_text("x,value\n1,mine\n")
+    result = invoke("grad", "x**2", "--points", str(points), "-f", "jsonl", "-m", "fd")
+    assert result.exit_code == 0, result.stderr
+    record = json.loads(result.stdout)
+    assert record["fields"] == {"value": "mine"} and record["results"][0]["value"] == 1.0
+
+
+def test_descend_refuses_a_pass_through_named_final_x(tmp_path):
+    points = tmp_path / "p.csv"
+    points.write_text("x,final_x\n1,2\n")
+    result = subprocess.run([*GRADCLI, "descend", "x**2", "--points", str(points), "-f", "csv", "--steps", "2"],
+                            capture_output=True, text=True, timeout=120, env=environment(tmp_path))
+    assert result.returncode == 2 and result.stdout == ""
+    assert "the input column 'final_x' clashes" in one_error_line(result)
+
+
+def test_csv_from_a_json_lines_file_has_every_key(tmp_path, invoke):
+    points = tmp_path / "p.jsonl"
+    points.write_text('{"x": 1}\n{"x": 2, "tag": "t"}\n{"x": 3, "other": 5}\n')
+    result = invoke("grad", "x**2", "--points", str(points), "-f", "csv", "-m", "fd")
+    assert result.exit_code == 0, result.stderr
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert list(rows[0])[:3] == ["tag", "other", "x"]
+    assert [(r["tag"], r["other"], r["x"]) for r in rows] == [("", "", "1.0"), ("t", "", "2.0"), ("", "5", "3.0")]
+
+
+def test_csv_from_a_json_lines_stream_refuses_a_key_the_first_record_lacks(tmp_path):
+    text = '{"x": 1, "tag": "a"}\n{"x": 2}\n{"x": 3, "late": 1}\n'
+    result = subprocess.run([*GRADCLI, "grad", "x**2", "--points", "-", "-f", "csv", "-m", "fd"], input=text,
+                            capture_output=True, text=True, timeout=60, env=environment(tmp_path))
+    assert result.returncode == 2
+    assert "--points, line 3: the key 'late' is not in the first record" in one_error_line(result)
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))  # the rows before it stay
+    assert [(r["tag"], r["x"]) for r in rows] == [("a", "1.0"), ("", "2.0")]
+
+
+# ---- JSON Lines pass-through values and parse errors --------------------------------------------------
+
+
+def test_a_huge_integer_passes_through_and_1e400_is_refused(tmp_path, invoke):
+    big = tmp_path / "big.jsonl"
+    big.write_text('{"x": 1, "id": 123456789012345678901234567890}\n')
+    for fmt in ("jsonl", "csv", "json"):
+        result = invoke("grad", "x", "--points", str(big), "-f", fmt, "-m", "fd")
+        assert result.exit_code == 0, result.stderr
+        assert "123456789012345678901234567890" in result.stdout
+    for value in ("1e400", "-1e400", "[1, 2e999]"):
+        over = tmp_path / "over.jsonl"
+        over.write_text(f'{{"x": 1, "t": {value}}}\n')
+        result = invoke("grad", "x", "--points", str(over), "-f", "jsonl", "-m", "fd")
+        assert result.exit_code == 2, (value, result.stderr)
+        assert "over.jsonl:1:" in result.stderr and "beyond the float64 range" in result.stderr
+        assert "internal error" not in result.stderr
+
+
+@pytest.mark.parametrize("suffix, text, message", [
+    (".jsonl", '{"x": 1}\n{"x" 1}\n', ":2: invalid JSON: a ':' is missing after a key (column 6)"),
+    (".jsonl", '{"x": \n', ":1: invalid JSON: a value is missing or is not JSON (at the end of the line)"),
+    (".jsonl", '{"x": 1} 2\n', ":1: invalid JSON: there is more text after the object"),
+    (".csv", 'x\n"1"2\n', ":2: malformed CSV: a quoted field must end with '\"' followed by ','"),
+    (".csv", 'x\n"1\n', ":2: malformed CSV: a quoted field has no closing '\"' before the end of the input"),
+])
+def test_parse_errors_are_worded_as_gradcli_s_own(tmp_path, invoke, suffix, text, message):
+    points = tmp_path / f"p{suffix}"
+    points.write_text(text)
+    result = invoke("grad", "x", "--points", str(points), "-m", "fd")
+    assert result.exit_code == 2
+    assert message in result.stderr, result.stderr
+    for python in ("Expecting", "delimiter", "expected after", "unexpected end of data"):
+        assert python not in result.stderr
