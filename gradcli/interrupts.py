@@ -1,7 +1,8 @@
 """What gradcli does when it is told to stop, and what it must not leave behind (issue 10, item 1).
 
 - SIGINT and SIGTERM end every command promptly, with exit 130 / 143 and ``gradcli: interrupted`` /
-  ``gradcli: terminated`` on stderr, whether or not a terminal is attached.
+  ``gradcli: terminated`` on stderr, whether or not a terminal is attached; SIGHUP, SIGQUIT and SIGUSR1
+  alike (exit 129 / 131 / 138).
 - The forked SymPy workers (:mod:`gradcli.methods.worker`) are killed with their process groups first.
 - TensorFlow's temporary files (autograph writes ``__autograph_generated_file*.py`` for every traced
   ``tf.function`` and removes them only at a normal exit) go to a private directory, removed at exit and
@@ -26,8 +27,12 @@ import sys
 import threading
 import time
 
-EXIT_CODE = {signal.SIGINT: 130, signal.SIGTERM: 143}  # 128 + the signal's number, as shells report it
-WORD = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated"}
+# Every signal whose default action ends the process and that is sent to stop a run (not a crash): a
+# hangup (closed terminal, dropped ssh), Ctrl-\\, and SIGUSR1 (whose default also kills) end gradcli as
+# SIGTERM does, or the run goes on after its terminal is gone, or dies leaving its private directory.
+WORD = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated", signal.SIGHUP: "hung up",
+        signal.SIGQUIT: "quit", signal.SIGUSR1: "stopped by SIGUSR1"}
+EXIT_CODE = {signum: 128 + signum for signum in WORD}  # as shells report a death by the signal
 PRIVATE_PREFIX = "gradcli-tmp-"
 # A private directory whose owner is gone is removed by a later run only once it is this old: a run
 # that has just created its directory has not locked it yet.
@@ -67,7 +72,7 @@ def kill_workers() -> None:
 
 
 def install() -> None:
-    """Handlers for SIGINT and SIGTERM, the watcher thread, and the private temporary directory.
+    """Handlers for the signals of :data:`WORD`, the watcher thread, and the private temporary directory.
 
     Only in the main thread (Python's rule for signal handlers); a signal the caller set to be ignored
     (``nohup``, a background job of a non-interactive shell) stays ignored."""
@@ -189,7 +194,7 @@ def _remove_stale(base: str) -> None:
         return
     for entry in entries:
         try:
-            if time.time() - entry.stat().st_mtime < STALE_AFTER_S:
+            if time.time() - entry.stat().st_mtime < STALE_AFTER_S and _owner_alive(entry.name):
                 continue
             fd = os.open(os.path.join(entry.path, ".lock"), os.O_WRONLY)
         except OSError:
@@ -199,6 +204,24 @@ def _remove_stale(base: str) -> None:
                 shutil.rmtree(entry.path, ignore_errors=True)
         finally:
             os.close(fd)
+
+
+def _owner_alive(name: str) -> bool:
+    """Whether the run named in ``gradcli-tmp-<pid>-<random>`` may still live (a young directory of a
+    dead pid needs no waiting; its lock is still checked, as the pid may be of another pid namespace)."""
+    try:
+        pid = int(name[len(PRIVATE_PREFIX):].split("-", 1)[0])
+    except ValueError:
+        return True
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: alive
+        return True
+    return True
 
 
 def _remove_private_tmp() -> None:

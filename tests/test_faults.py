@@ -196,7 +196,7 @@ def test_a_later_run_removes_the_directory_of_a_killed_one(tmp_path, monkeypatch
     live = tmp_path / f"{interrupts.PRIVATE_PREFIX}2-live"  # locked by a run still going
     live.mkdir()
     held = os.open(live / ".lock", os.O_CREAT | os.O_WRONLY)
-    fresh = tmp_path / f"{interrupts.PRIVATE_PREFIX}3-new"  # being created: not locked yet, but new
+    fresh = tmp_path / f"{interrupts.PRIVATE_PREFIX}{os.getpid()}-new"  # being created by a live run: not locked yet, but new
     fresh.mkdir()
     (fresh / ".lock").touch()
     old = time.time() - 2 * interrupts.STALE_AFTER_S

@@ -129,3 +129,66 @@ def test_parse_errors_are_worded_as_gradcli_s_own(tmp_path, invoke, suffix, text
     assert message in result.stderr, result.stderr
     for python in ("Expecting", "delimiter", "expected after", "unexpected end of data"):
         assert python not in result.stderr
+
+
+# ---- signals: a hangup, Ctrl-\ and SIGUSR1 end gradcli as SIGTERM does ---------------------------------
+
+# SymPy works on this for minutes in its forked worker while gradcli waits (up to --symbolic-timeout)
+SLOW_SYMPY = ["grad", "x**x**x**x", "--at", "x=10", "-m", "symbolic,fd", "--symbolic-timeout", "120"]
+
+
+def session_members(sid: int) -> list[int]:
+    """The live processes of session ``sid`` (zombies are dead: left out)."""
+    members = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[3]) == sid and fields[0] not in "ZX":
+                members.append(int(entry))
+    return members
+
+
+def wait_until(condition, what: str, process: subprocess.Popen, limit: float = 60.0) -> None:
+    deadline = time.monotonic() + limit
+    while not condition():
+        assert process.poll() is None, f"gradcli ended before {what}: {process.returncode}"
+        assert time.monotonic() < deadline, f"no {what} after {limit} s"
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("sig, code, word", [(signal.SIGHUP, 129, "hung up"), (signal.SIGQUIT, 131, "quit"),
+                                             (signal.SIGUSR1, 138, "stopped by SIGUSR1")])
+def test_hangup_quit_and_usr1_end_a_one_point_command_and_its_worker(tmp_path, sig, code, word):
+    process = subprocess.Popen([*GRADCLI, *SLOW_SYMPY], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               env=environment(tmp_path), start_new_session=True)
+    try:
+        wait_until(lambda: len(session_members(process.pid)) >= 2 and any(tmp_path.iterdir()),
+                   "SymPy's worker", process)
+        time.sleep(0.3)
+        os.kill(process.pid, sig)
+        _, err = process.communicate(timeout=30)
+        assert (process.returncode, err.decode()) == (code, f"gradcli: {word}\n")
+        deadline = time.monotonic() + 5
+        while session_members(process.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert session_members(process.pid) == []
+        assert list(tmp_path.iterdir()) == []  # the private TMPDIR is gone
+    finally:
+        for pid in session_members(process.pid):
+            os.kill(pid, signal.SIGKILL)
+        process.wait()
+
+
+def test_a_private_directory_of_a_dead_pid_is_removed_at_once(tmp_path):
+    from gradcli import interrupts
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()  # its pid is free now (and not reused within this test)
+    left = tmp_path / f"{interrupts.PRIVATE_PREFIX}{dead.pid}-abcd"
+    left.mkdir()
+    (left / ".lock").touch()
+    interrupts._remove_stale(str(tmp_path))
+    assert not left.exists()
