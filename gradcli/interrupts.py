@@ -43,6 +43,7 @@ _ending = threading.Lock()
 _sigint_raises = False  # see cancel_with_keyboard_interrupt
 _private_tmp: str | None = None
 _lock_fd: int | None = None
+_diagnostics_fd = 2  # stderr as it was at start (see install)
 
 
 def register_worker(pid: int) -> None:
@@ -78,8 +79,13 @@ def install() -> None:
     (``nohup``, a background job of a non-interactive shell) stays ignored."""
     if threading.current_thread() is not threading.main_thread():
         return
+    global _diagnostics_fd
     _use_private_tmp()
     atexit.register(_at_exit)
+    try:  # TensorFlow's import points fd 2 at /dev/null for seconds: the ending's line must still show
+        _diagnostics_fd = os.dup(2)
+    except OSError:
+        _diagnostics_fd = 2
     wanted = [s for s in EXIT_CODE if signal.getsignal(s) is not signal.SIG_IGN]
     if not wanted:
         return
@@ -140,7 +146,7 @@ def end(signum: int) -> None:
     kill_workers()
     _remove_private_tmp()
     try:
-        os.write(2, f"gradcli: {WORD[signum]}\n".encode())
+        os.write(_diagnostics_fd, f"gradcli: {WORD[signum]}\n".encode())
     except OSError:  # stderr closed or full: the exit code still says it
         pass
     os._exit(EXIT_CODE[signum])

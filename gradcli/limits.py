@@ -4,3 +4,14 @@ them)."""
 # Rows a run's kept trajectory has at most (--every, a plot, a CSV trajectory): past it the kept steps are
 # thinned evenly, so memory does not grow with --steps.
 TRAJECTORY_MAX_ROWS = 100_000
+
+# The longest line `gradcli shell` reads (bytes). An expression is at most 10,000 characters (the parser's
+# limit) and options add a few hundred more; 100 kB leaves room for long --at lists while a runaway input
+# (a binary file, endless zeros) costs 100 kB of memory per line, not all of it. Larger expressions go
+# in --file.
+SHELL_MAX_LINE_BYTES = 100_000
+
+# The most row text (bytes of input lines) one --points chunk holds, besides its row count: 4,096 rows of
+# 1 MiB each would be 4 GiB in memory at once; at 64 MiB a chunk of wide rows stays near a few hundred MB
+# with the fields' Python objects, and narrow rows still fill whole chunks.
+POINTS_CHUNK_MAX_BYTES = 64 << 20

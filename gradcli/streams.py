@@ -9,6 +9,13 @@ The console script calls :func:`guard_standard_streams` first. From then on:
   (:func:`exit_code_for`); later writes are dropped, so that Python's flush at exit cannot fail again;
 - ``sys.stderr`` writes through :class:`_Diagnostics`: a write that fails is dropped. Diagnostics are
   never redirected to stdout (``print(file=None)``, which a closed stderr gave, writes on stdout).
+- a stdin closed at start is a ``sys.stdin`` whose reads fail with "standard input is closed" (Python
+  leaves ``None`` there), so that ``--points -``, ``--file -`` and ``gradcli shell`` refuse it as an
+  unusable input (exit 2); a path naming it (``/dev/stdin``, which opens the /dev/null holding fd 0) is
+  refused alike (:func:`stdin_refusal`).
+
+A stdin or stdout that is a directory is refused by Python itself before gradcli runs ("Fatal Python
+error: init_sys_streams", exit 1).
 
 Standard library only (imported before Typer).
 """
@@ -18,6 +25,8 @@ from __future__ import annotations
 import errno
 import io
 import os
+import re
+import stat
 import sys
 
 BROKEN_PIPE_EXIT = 141  # the reader left (`gradcli ... | head -1`): 128 + SIGPIPE, as shells report it
@@ -83,6 +92,70 @@ class _Diagnostics(_StandardDescriptor):
         return len(data)
 
 
+class _ClosedInput(io.RawIOBase):
+    """File descriptor 0 when it was closed at start: every read fails (an empty stdin would be a silent
+    success: no points, no expression, no command lines)."""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        raise OSError(errno.EBADF, "standard input is closed")
+
+    def fileno(self) -> int:
+        return 0
+
+    def isatty(self) -> bool:
+        return False
+
+
+_closed_at_start: frozenset[int] = frozenset()
+_stdin_is_the_shells = False
+
+
+def reserve_stdin(reserved: bool = True) -> None:
+    """While ``gradcli shell`` reads its command lines from stdin, a file that is that stream is refused
+    (``--points /dev/stdin`` would read the rest of the session as points)."""
+    global _stdin_is_the_shells
+    _stdin_is_the_shells = reserved
+
+
+_STANDARD_FD_PATH = re.compile(r"/(?:dev/fd|proc/(?:self|thread-self|[0-9]+)/fd)/([0-9]+)")
+
+
+def _names_fd_0(path: str) -> bool:
+    """Whether ``path`` reaches file descriptor 0 through links (/dev/stdin, /dev/fd/0, /proc/self/fd/0)."""
+    path = os.path.abspath(path)
+    for _ in range(40):  # a loop of links ends somewhere
+        match = _STANDARD_FD_PATH.fullmatch(path)
+        if match:
+            pid = path.split("/")[2]
+            return match.group(1) == "0" and (not pid.isdigit() or int(pid) == os.getpid())
+        try:
+            target = os.readlink(path)
+        except OSError:  # not a link
+            return False
+        path = os.path.normpath(os.path.join(os.path.dirname(path), target))
+    return False
+
+
+def stdin_refusal(path: str, fd: int) -> str | None:
+    """Why the file ``path``, open as ``fd``, must not be read as an input: it is a stdin closed at start,
+    or the stream of the shell's command lines (a pipe or terminal: a regular file opened again starts
+    at its beginning and takes nothing from the shell). None when it may be read."""
+    if 0 in _closed_at_start:
+        return "is standard input, which is closed" if _names_fd_0(path) else None
+    if not _stdin_is_the_shells:
+        return None
+    try:
+        mine, stdin = os.fstat(fd), os.fstat(0)
+    except OSError:
+        return None
+    if (mine.st_dev, mine.st_ino) == (stdin.st_dev, stdin.st_ino) and not stat.S_ISREG(mine.st_mode):
+        return "is standard input, the shell's own command lines here; give a file"
+    return None
+
+
 def _hold_closed_descriptors() -> set[int]:
     """Open /dev/null on each of 0, 1, 2 that is closed; return the ones that were."""
     closed = set()
@@ -100,8 +173,12 @@ def _hold_closed_descriptors() -> set[int]:
 
 def guard_standard_streams() -> None:
     """Replace ``sys.stdout`` and ``sys.stderr`` as the module docstring says (keeping their encodings)."""
+    global _closed_at_start
     closed = _hold_closed_descriptors()
+    _closed_at_start = frozenset(closed)
     fallback = sys.getfilesystemencoding()
+    if 0 in closed or sys.stdin is None:
+        sys.stdin = io.TextIOWrapper(io.BufferedReader(_ClosedInput()), encoding=fallback)
     old_out, old_err = sys.stdout, sys.stderr
     out_raw = _Output(1, closed_at_start=1 in closed)
     err_raw = _Diagnostics(2, closed_at_start=2 in closed)

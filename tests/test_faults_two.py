@@ -192,3 +192,153 @@ def test_a_private_directory_of_a_dead_pid_is_removed_at_once(tmp_path):
     (left / ".lock").touch()
     interrupts._remove_stale(str(tmp_path))
     assert not left.exists()
+
+
+def test_ctrl_c_during_tensorflow_s_import_says_interrupted(tmp_path):
+    # TensorFlow's import points fd 2 at /dev/null while it runs: the line must reach the real stderr
+    process = subprocess.Popen([*GRADCLI, "grad", "sin(x)", "--at", "x=1", "-m", "tape"], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, env=environment(tmp_path), start_new_session=True)
+    try:
+        maps = Path(f"/proc/{process.pid}/maps")
+        wait_until(lambda: "tensorflow" in maps.read_text(), "TensorFlow's import", process)
+        os.kill(process.pid, signal.SIGINT)
+        out, err = process.communicate(timeout=30)
+        assert (process.returncode, err.decode()) == (130, "gradcli: interrupted\n")
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+
+
+# ---- closed and odd standard streams -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("args, message", [
+    ("shell", "gradcli: error: cannot read the command lines: standard input is closed"),
+    ("grad x --points - -m fd", "gradcli: error: --points <stdin>: cannot be read: standard input is closed"),
+    ("grad --file - --at x=1 -m fd", "gradcli: error: --file <stdin>: standard input is closed"),
+    ("grad x --points /dev/stdin -m fd", "gradcli: error: --points /dev/stdin: is standard input, which is closed"),
+    ("grad --file /proc/self/fd/0 --at x=1 -m fd",
+     "gradcli: error: --file /proc/self/fd/0 is standard input, which is closed"),
+])
+def test_a_closed_stdin_is_an_unusable_input(tmp_path, args, message):
+    result = sh(tmp_path, f"$G {args} <&-")
+    assert (result.returncode, one_error_line(result), result.stdout) == (2, message, "")
+
+
+def test_odd_standard_streams_give_one_line_and_the_exit_code(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    # stdin a FIFO (its writer gone at once): no expression, exit 2
+    result = sh(tmp_path, f"(: > {fifo} &) ; $G grad --file - --at x=1 -m fd < {fifo}")
+    assert result.returncode == 2 and "has no expression" in one_error_line(result)
+    # stdin /dev/full (endless zero bytes): one line too long, exit 2
+    result = sh(tmp_path, "$G grad x --points - -m fd < /dev/full")
+    assert result.returncode == 2 and "line longer than" in one_error_line(result)
+    # stdout /dev/full, stderr closed: nothing to say it on, the exit code says it
+    result = sh(tmp_path, "$G grad x --at x=1 -m fd > /dev/full 2>&-")
+    assert (result.returncode, result.stderr) == (1, "")
+    # everything closed
+    result = sh(tmp_path, "$G grad x --points - -m fd <&- >&- 2>&-")
+    assert (result.returncode, result.stdout, result.stderr) == (2, "", "")
+
+
+# ---- the shell: long lines, its own stdin, its history -------------------------------------------------
+
+
+def test_an_overlong_shell_line_is_refused_and_the_next_runs(tmp_path):
+    from gradcli.limits import SHELL_MAX_LINE_BYTES
+
+    script = f'eval "{"x+" * SHELL_MAX_LINE_BYTES}x" --at x=1\neval x --at x=2\n'
+    started = time.monotonic()
+    result = sh(tmp_path, "$G shell", input=script)
+    assert time.monotonic() - started < 30
+    assert result.returncode == 2 and result.stdout == "2.0\n"
+    assert one_error_line(result).startswith(f"gradcli: line 1: error: the line is longer than "
+                                             f"{SHELL_MAX_LINE_BYTES:,} bytes")
+
+
+def test_splitting_a_long_line_takes_linear_time():
+    from gradcli.commands.shell_loop import split_line
+
+    for text in ('eval "' + "x+" * 500_000 + 'x" --at x=1', 'eval "' + "x+" * 500_000):
+        started = time.monotonic()
+        try:
+            split_line(text)
+        except ValueError:
+            pass
+        assert time.monotonic() - started < 2.0  # shlex: about a minute
+
+
+@pytest.mark.parametrize("text", [
+    "", "a b", "a#b c", "a 'b c' d", 'a "b \\" \\x c"', "a\\ b", "''", '""x', "a # c\nb", "x\\", "'a", '"a\\',
+    '"a\\"', "a\r\tb", "é 'ü'#x",
+])
+def test_split_line_splits_as_shlex_does(text):
+    import shlex
+
+    from gradcli.commands.shell_loop import split_line
+
+    try:
+        expected = shlex.split(text, comments=True)
+    except ValueError as exc:
+        with pytest.raises(ValueError, match=str(exc).lower()):
+            split_line(text)
+    else:
+        assert split_line(text) == expected
+
+
+@pytest.mark.parametrize("name", ["/dev/stdin", "/proc/self/fd/0", "/dev/fd/0"])
+def test_a_shell_line_cannot_read_the_shell_s_own_stdin(tmp_path, name):
+    script = f"grad x --points {name} -m fd\ngrad --file {name} --at x=1 -m fd\neval x --at x=3\n"
+    result = sh(tmp_path, "$G shell", input=script)
+    assert result.returncode == 2 and result.stdout == "3.0\n", result.stderr
+    lines = result.stderr.splitlines()
+    assert lines == [f"gradcli: line 1: error: --points {name}: is standard input, the shell's own command lines "
+                     "here; give a file",
+                     f"gradcli: line 2: error: --file {name} is standard input, the shell's own command lines "
+                     "here; give a file"]
+
+
+def test_a_fifo_at_the_history_path_is_left_alone(tmp_path):
+    from gradcli.commands import shell_loop
+
+    fifo = tmp_path / "history"
+    os.mkfifo(fifo)
+    assert not shell_loop.regular_or_absent(str(fifo))  # returns at once: opened without blocking
+    assert not shell_loop.regular_or_absent(str(tmp_path))
+    assert shell_loop.regular_or_absent(str(tmp_path / "none"))
+    (tmp_path / "file").write_text("grad x\n")
+    assert shell_loop.regular_or_absent(str(tmp_path / "file"))
+
+
+def test_the_shell_at_a_terminal_with_a_fifo_as_history_does_not_hang(tmp_path):
+    import pty
+
+    state = tmp_path / "state"
+    (state / "gradcli").mkdir(parents=True)
+    os.mkfifo(state / "gradcli" / "history")
+    pid, fd = pty.fork()
+    if pid == 0:  # pragma: no cover - the child
+        os.environ.update(environment(tmp_path), XDG_STATE_HOME=str(state))
+        os.execv(sys.executable, [*GRADCLI, "shell"])
+    seen = b""
+    try:
+        deadline = time.monotonic() + 60
+        while b"gradcli> " not in seen:
+            assert time.monotonic() < deadline, seen
+            seen += os.read(fd, 4096)
+        os.write(fd, b"eval x --at x=4\n")
+        while b"4.0" not in seen or seen.count(b"gradcli> ") < 2:
+            assert time.monotonic() < deadline, seen
+            seen += os.read(fd, 4096)
+        os.write(fd, b"exit\n")
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+    finally:
+        try:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        except OSError:
+            pass
+        os.close(fd)

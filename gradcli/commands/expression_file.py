@@ -11,6 +11,7 @@ import sys
 from dataclasses import dataclass
 
 from gradcli.errors import GradcliError, UsageError, display_width, printable
+from gradcli.streams import stdin_refusal
 
 # Larger files are refused: an expression is typed by people (the parser has its own, smaller, limits).
 MAX_FILE_CHARS = 1_000_000
@@ -58,6 +59,9 @@ def read_expression_file(path: str) -> ExpressionFile:
             original = sys.stdin.read(MAX_FILE_CHARS + 1)
         else:
             with open(path, encoding="utf-8") as f:
+                refusal = stdin_refusal(path, f.fileno())
+                if refusal:
+                    raise UsageError(f"--file {label} {refusal}")
                 original = f.read(MAX_FILE_CHARS + 1)
     except UnicodeDecodeError:
         raise UsageError(f"--file {label}: not UTF-8 text") from None

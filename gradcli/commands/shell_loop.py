@@ -9,9 +9,13 @@ gradcli's messages when reading from a pipe, the worst exit code, and Ctrl-C.
 from __future__ import annotations
 
 import os
-import shlex
+import re
+import stat
 import sys
 from typing import Callable, Iterator, TextIO
+
+from gradcli import streams
+from gradcli.limits import SHELL_MAX_LINE_BYTES
 
 PROMPT = "gradcli> "
 # The shell's exit code is the worst of its commands' codes, in this order (an unknown code counts as 1).
@@ -37,6 +41,7 @@ def run_shell(stdin: TextIO, *, interactive: bool) -> int:
 
         raise UsageError("already in gradcli shell: type the command itself (exit or quit leaves the shell)")
     _active = True
+    streams.reserve_stdin()  # a line's --points /dev/stdin would read the session's own lines
     try:
         from gradcli.commands.shell_sympy import start_fork_server
 
@@ -49,6 +54,7 @@ def run_shell(stdin: TextIO, *, interactive: bool) -> int:
         return run_lines(lines, interactive=interactive)
     finally:
         _active = False
+        streams.reserve_stdin(False)
 
 
 def start_warm_up():
@@ -91,6 +97,9 @@ def run_lines(lines: Iterator[tuple[int, str]], *, interactive: bool) -> int:
         except KeyboardInterrupt:  # while reading a pipe: the run ends (at a prompt, see terminal_lines)
             print("gradcli: interrupted", file=sys.stderr)
             return INTERRUPTED
+        except OSError as exc:  # a closed stdin, an I/O error: no more lines can come
+            print(f"gradcli: error: cannot read the command lines: {exc.strerror or exc}", file=sys.stderr)
+            return worse(worst, 2)
         code = run_line(text, number=None if interactive else number)
         if code is None:
             return worst
@@ -102,10 +111,14 @@ def run_lines(lines: Iterator[tuple[int, str]], *, interactive: bool) -> int:
 def run_line(text: str, *, number: int | None) -> int | None:
     """Run one line; its exit code, or None for ``exit``/``quit``. ``number`` prefixes gradcli's messages."""
     with numbered_messages(number):
+        if isinstance(text, TooLong):
+            print(f"gradcli: error: the line is longer than {SHELL_MAX_LINE_BYTES:,} bytes (put a long "
+                  "expression in a file and give --file PATH)", file=sys.stderr)
+            return 2
         try:
-            argv = shlex.split(text, comments=True)
+            argv = split_line(text)
         except ValueError as exc:  # an unclosed quote, a lone backslash
-            print(f"gradcli: error: cannot split the line: {str(exc)[0].lower()}{str(exc)[1:]}", file=sys.stderr)
+            print(f"gradcli: error: cannot split the line: {exc}", file=sys.stderr)
             return 2
         if argv[:1] == ["gradcli"]:  # typed out of habit
             argv = argv[1:]
@@ -126,6 +139,65 @@ def run_line(text: str, *, number: int | None) -> int | None:
             return INTERRUPTED
         finally:
             flush_streams()
+
+
+class TooLong(str):
+    """A line longer than SHELL_MAX_LINE_BYTES, handed on (empty) so that it is refused under its number."""
+
+
+# One piece of a POSIX shell word at a time (shlex.split(..., comments=True) with posix=True, whose
+# quoted words grow by one character at a time: a 1 MB line took a minute). The double-quoted form is
+# the unrolled [^"\\]*(\\.[^"\\]*)*: no two ways to match one text, so an unclosed quote fails in linear time.
+_PIECE = re.compile(r"""
+    (?P<plain>[^ \t\r\n'"\\\#]+)
+  | '(?P<single>[^']*)'
+  | "(?P<double>[^"\\]*(?:\\.[^"\\]*)*)"
+  | \\(?P<escaped>.)
+  | (?P<space>[ \t\r\n]+)
+  | (?P<comment>\#)
+  | (?P<bad>.)
+""", re.VERBOSE | re.DOTALL)
+_DOUBLE_QUOTED_ESCAPE = re.compile(r'\\(["\\])')
+_DOUBLE_QUOTED_BODY = re.compile(r'[^"\\]*(?:\\.[^"\\]*)*', re.DOTALL)
+
+
+def split_line(text: str) -> list[str]:
+    """The words of a command line as a POSIX shell splits them (quotes, backslashes, # comments to the
+    end of the line), in time linear in its length; ValueError for an unclosed quote or a trailing
+    backslash (shlex's words)."""
+    words: list[str] = []
+    parts: list[str] = []
+    in_word = False
+    pos = 0
+    while pos < len(text):
+        match = _PIECE.match(text, pos)
+        kind, pos = match.lastgroup, match.end()
+        if kind in ("space", "comment"):
+            if in_word:
+                words.append("".join(parts))
+                parts, in_word = [], False
+            if kind == "comment":
+                newline = text.find("\n", pos)
+                pos = len(text) if newline < 0 else newline + 1
+            continue
+        if kind == "bad":
+            raise ValueError(_why_unsplit(text, match.start()))
+        piece = match.group(kind)
+        parts.append(_DOUBLE_QUOTED_ESCAPE.sub(r"\1", piece) if kind == "double" else piece)
+        in_word = True
+    if in_word:
+        words.append("".join(parts))
+    return words
+
+
+def _why_unsplit(text: str, at: int) -> str:
+    """shlex's reason for the character at ``at`` that starts no piece: a backslash at the end, or a
+    quote never closed (a double quote whose text ends in a lone backslash: the backslash's)."""
+    if text[at] == "\\":
+        return "no escaped character"
+    if text[at] == '"' and _DOUBLE_QUOTED_BODY.match(text, at + 1).end() < len(text):
+        return "no escaped character"
+    return "no closing quotation"
 
 
 def run_command_line(argv: list[str]) -> int:
@@ -227,12 +299,30 @@ def pipe_lines(stdin: TextIO) -> Iterator[tuple[int, str]]:
     instead of ending the shell at a decoding error."""
     raw = getattr(stdin, "buffer", None)
     if raw is None:  # a text-only stream (io.StringIO)
-        lines = iter(stdin)
+        lines = (line if len(line.encode("utf-8", "surrogateescape")) <= SHELL_MAX_LINE_BYTES + 1
+                 else TooLong() for line in stdin)
     else:
         encoding = getattr(stdin, "encoding", None) or "utf-8"
-        lines = (line.decode(encoding, "surrogateescape") for line in raw)
+        lines = (line if isinstance(line, TooLong) else line.decode(encoding, "surrogateescape")
+                 for line in bounded_lines(raw))
     for number, line in enumerate(lines, start=1):
-        yield number, line.rstrip("\r\n")
+        yield number, line if isinstance(line, TooLong) else line.rstrip("\r\n")
+
+
+def bounded_lines(raw) -> Iterator[bytes | TooLong]:
+    """The lines of a binary stream, each read in at most SHELL_MAX_LINE_BYTES (plus its newline); a
+    longer one is read past in pieces of that size and handed on as a :class:`TooLong`."""
+    limit = SHELL_MAX_LINE_BYTES + 1  # the newline
+    while True:
+        line = raw.readline(limit)
+        if not line:
+            return
+        if len(line) < limit or line.endswith(b"\n"):
+            yield line
+            continue
+        while line and not line.endswith(b"\n"):
+            line = raw.readline(limit)
+        yield TooLong()
 
 
 def read_at_prompt(prompt: str) -> str:
@@ -263,7 +353,7 @@ def terminal_lines(read: Callable[[str], str] = read_at_prompt, *,
             continue
         number += 1
         save_history(history)
-        yield number, text
+        yield number, TooLong() if len(text.encode("utf-8", "surrogateescape")) > SHELL_MAX_LINE_BYTES else text
 
 
 def history_path() -> str:
@@ -282,7 +372,8 @@ def start_line_editing() -> str | None:
         return None
     path = history_path()
     try:
-        readline.read_history_file(path)
+        if regular_or_absent(path):
+            readline.read_history_file(path)
     except (OSError, ValueError):  # none yet, or unreadable: start afresh
         pass
     readline.set_history_length(1000)
@@ -300,9 +391,25 @@ def save_history(path: str | None) -> None:
         import readline
 
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        readline.write_history_file(path)
+        if regular_or_absent(path):
+            readline.write_history_file(path)
     except (OSError, ValueError):
         pass
+
+
+def regular_or_absent(path: str) -> bool:
+    """Only a regular file is history: opening a FIFO there would wait for a writer (or reader) forever,
+    and a device is not ours to write. Opened without blocking to look (a FIFO opens at once so)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    try:
+        return stat.S_ISREG(os.fstat(fd).st_mode)
+    finally:
+        os.close(fd)
 
 
 def complete(text: str, state: int) -> str | None:

@@ -37,6 +37,7 @@ from gradcli.expression.sources.messages import SHOW_CHARS, Where, escape  # noq
 from gradcli.expression.sources.numbers import parse_number  # noqa: F401 (re-exported)
 from gradcli.expression.sources.shapes import Needs, PointChunk, PointSource
 from gradcli.errors import UsageError
+from gradcli.streams import stdin_refusal
 
 if TYPE_CHECKING:  # pragma: no cover
     from gradcli.expression.points import Point
@@ -76,6 +77,9 @@ def open_points(spec: str, *, variables: list[str], fixed: "Point | None" = None
         mode = os.fstat(f.fileno()).st_mode
         if stat.S_ISDIR(mode):
             raise where.at(None, "is a directory, not a file")
+        refusal = stdin_refusal(spec, f.fileno())
+        if refusal:
+            raise where.at(None, refusal)
         if not stat.S_ISREG(mode):  # a pipe (<(cmd), /dev/stdin): it cannot be read twice
             return StreamSource(Lines.from_binary(f, where, max_length=MAX_LINE_LENGTH), where, needs, chunk_size,
                                 by_extension=format_by_extension(spec), close=f.close)

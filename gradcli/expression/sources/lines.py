@@ -30,7 +30,10 @@ class Lines:
         state = {"first": True}
 
         def read() -> str | None:
-            raw = f.readline(max_length + 1)
+            try:
+                raw = f.readline(max_length + 1)
+            except OSError as exc:  # an I/O error, a closed stdin
+                raise where.at(None, f"cannot be read: {exc.strerror or exc}") from None
             if not raw:
                 return None
             line = lines._read_count + 1
@@ -60,6 +63,8 @@ class Lines:
                 text = readline(max_length + 1) if readline is not None else next(iterator, "")
             except UnicodeDecodeError as exc:
                 raise where.at(line, f"not valid UTF-8 ({exc.reason})") from None
+            except OSError as exc:  # an I/O error, a closed stdin
+                raise where.at(None, f"cannot be read: {exc.strerror or exc}") from None
             if not text:
                 return None
             if len(text) > max_length:
