@@ -342,3 +342,55 @@ def test_the_shell_at_a_terminal_with_a_fifo_as_history_does_not_hang(tmp_path):
         except OSError:
             pass
         os.close(fd)
+
+
+# ---- bounds checked before memory is taken -------------------------------------------------------------
+
+PEAK_RSS = """
+import resource, subprocess, sys
+result = subprocess.run(sys.argv[1:], capture_output=True, text=True)
+print(result.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+print(result.stderr, end="")
+"""
+
+
+def test_a_refused_grid_of_ten_long_axes_allocates_nothing(tmp_path):
+    expression = "+".join(f"x{i}" for i in range(10))
+    grid = ",".join(f"x{i}=0:1:100000000" for i in range(10))  # each axis allowed alone: 800 MB apiece
+    result = subprocess.run([sys.executable, "-c", PEAK_RSS, *GRADCLI, "grad", expression, "--grid", grid,
+                             "-m", "fd", "-f", "csv"], capture_output=True, text=True, timeout=120,
+                            env=environment(tmp_path))
+    head, message = result.stdout.split("\n", 1)
+    code, peak_kib = map(int, head.split())
+    assert code == 2 and "more than the 100,000,000 allowed" in message, result.stdout
+    assert peak_kib < 300_000, peak_kib  # was out of memory (5.6 GB under a 6 GB limit), exit 1
+
+
+def test_grid_checks_counts_before_building_any_axis(monkeypatch):
+    from gradcli.errors import UsageError
+    from gradcli.expression.sources import grid as grid_module
+
+    built = []
+    monkeypatch.setattr(grid_module, "_grid_axis", lambda *a: built.append(a) or None)
+    with pytest.raises(UsageError, match="more than the 100,000,000 allowed"):
+        grid_module.grid_points("x=0:1:20000,y=0:1:20000", variables=["x", "y"])
+    assert built == []
+
+
+def test_points_chunks_are_bounded_by_bytes_as_well_as_rows():
+    from gradcli.expression.sources.csv_reader import CsvReader
+    from gradcli.expression.sources.files import _chunked
+    from gradcli.expression.sources.lines import Lines
+    from gradcli.expression.sources.messages import Where
+    from gradcli.expression.sources.shapes import Needs
+
+    wide = "a" * 1000
+    data = ("x,t\n" + "".join(f"{i},{wide}\n" for i in range(100))).encode()
+    where, needs = Where("--points", "p.csv"), Needs(["x"], None)
+    lines = Lines.from_binary(io.BytesIO(data), where, max_length=1 << 20)
+    reader = CsvReader(lines, where, needs, require_header=True)
+    sizes = [len(c) for c in _chunked(reader.rows(), needs, 4096, lines, max_bytes=10_000)]
+    assert sum(sizes) == 100 and max(sizes) <= 10 and len(sizes) >= 10  # ~1 kB a row: 10 rows a chunk
+    lines = Lines.from_binary(io.BytesIO(data), where, max_length=1 << 20)
+    reader = CsvReader(lines, where, needs, require_header=True)
+    assert [len(c) for c in _chunked(reader.rows(), needs, 4096, lines)] == [100]  # narrow enough: one chunk

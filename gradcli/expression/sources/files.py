@@ -15,6 +15,7 @@ from gradcli.expression.sources.lines import Lines, sniff
 from gradcli.expression.sources.messages import Where
 from gradcli.expression.sources.shapes import Needs, PointChunk, PointSource, Row
 from gradcli.errors import UsageError
+from gradcli.limits import POINTS_CHUNK_MAX_BYTES
 
 _CSV_SUFFIXES = (".csv",)
 _JSONL_SUFFIXES = (".jsonl", ".ndjson")
@@ -43,8 +44,11 @@ def _reader(fmt: str | None, lines: Lines, where: Where, needs: Needs, *, by_ext
     return JsonlReader(lines, where, needs, columns=columns)
 
 
-def _chunked(rows: Iterator[Row], needs: Needs, chunk_size: int) -> Iterator[PointChunk]:
-    """Group rows into chunks; the rows read before an error come out first, then the error."""
+def _chunked(rows: Iterator[Row], needs: Needs, chunk_size: int, source: Lines | None = None,
+             max_bytes: int = POINTS_CHUNK_MAX_BYTES) -> Iterator[PointChunk]:
+    """Group rows into chunks of at most ``chunk_size`` rows and (when ``source`` counts what was read)
+    about ``max_bytes`` of input text, whichever comes first: the pass-through fields of wide rows are
+    held a chunk at a time. The rows read before an error come out first, then the error."""
     import numpy as np
 
     columns: list[list[float]] = [[] for _ in needs.from_input]
@@ -63,16 +67,18 @@ def _chunked(rows: Iterator[Row], needs: Needs, chunk_size: int) -> Iterator[Poi
         return PointChunk(values, fields, lines)
 
     error: UsageError | None = None
+    start = source.consumed if source is not None else 0
     try:
         for line, row_values, row_fields in rows:
             for column, value in zip(columns, row_values):
                 column.append(value)
             fields.append(row_fields)
             lines.append(line)
-            if len(lines) >= chunk_size:
+            if len(lines) >= chunk_size or (source is not None and source.consumed - start >= max_bytes):
                 chunk = build()
                 columns = [[] for _ in needs.from_input]
                 fields, lines = [], []
+                start = source.consumed if source is not None else 0
                 yield chunk
     except UsageError as exc:
         error = exc
@@ -125,7 +131,7 @@ class FileSource(PointSource):
             # CSV has a column for a key that first appears after the first record.
             reader = _reader(self._format, lines, self._where, self._needs, by_extension=self._by_extension,
                              columns=tuple(self.field_names) if self._format == "jsonl" else None)
-            yield from _chunked(reader.rows(), self._needs, self._chunk_size)
+            yield from _chunked(reader.rows(), self._needs, self._chunk_size, lines)
 
 
 class StreamSource(PointSource):
@@ -141,6 +147,7 @@ class StreamSource(PointSource):
         self._chunk_size = chunk_size
         self._close = close
         self._used = False
+        self._lines = lines
         fmt = by_extension or sniff(lines)
         self._reader = _reader(fmt, lines, where, needs, by_extension=by_extension is not None)
         self.format = self._reader.format
@@ -154,7 +161,7 @@ class StreamSource(PointSource):
             raise RuntimeError(f"{self.label} can be read only once")
         self._used = True
         try:
-            yield from _chunked(self._reader.rows(), self._needs, self._chunk_size)
+            yield from _chunked(self._reader.rows(), self._needs, self._chunk_size, self._lines)
         finally:
             if self._close is not None:
                 self._close()

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from typing import TYPE_CHECKING, Iterator
 
@@ -123,10 +124,8 @@ def _grid_entry(option: str, spec: str, needs: Needs, axes: dict, piece: str, of
     return name, range_text, offset + len(raw_name) + 1
 
 
-def _grid_axis(option: str, spec: str, name: str, range_text: str, range_offset: int) -> "np.ndarray":
-    """The values of ``start:stop:count``: ``numpy.linspace(start, stop, count)``, all finite."""
-    import numpy as np
-
+def _grid_range(option: str, spec: str, name: str, range_text: str, range_offset: int) -> tuple[float, float, int]:
+    """(start, stop, count) of ``start:stop:count``, checked; nothing is allocated yet."""
     parts = range_text.split(":")
     if len(parts) != 3:
         raise UsageError(f"{option}: {name}: expected start:stop:count, got {len(parts)} part"
@@ -138,6 +137,14 @@ def _grid_axis(option: str, spec: str, name: str, range_text: str, range_offset:
     if count == 1 and start != stop:
         raise UsageError(f"{option}: {name}: a count of 1 is the single value start, so start and stop must "
                          f"be equal (got {number_text(start)} and {number_text(stop)})", source=spec, position=offsets[2])
+    return start, stop, count
+
+
+def _grid_axis(option: str, spec: str, name: str, start: float, stop: float, count: int,
+               range_offset: int) -> "np.ndarray":
+    """The values of ``start:stop:count``: ``numpy.linspace(start, stop, count)``, all finite."""
+    import numpy as np
+
     with np.errstate(over="ignore", invalid="ignore"):
         axis = np.linspace(start, stop, count, dtype=np.float64)
     if not np.all(np.isfinite(axis)):
@@ -174,12 +181,13 @@ def grid_points(spec: str, *, variables: list[str], fixed: "Point | None" = None
     needs = Needs(variables, fixed, fixed_option, dtype)
     if not spec.strip():
         raise UsageError(f"{option} is empty; write it as {option} x=-2:2:41,y=-1:3:41")
-    axes: dict[str, np.ndarray] = {}
+    # Every entry is read and the total checked from the counts before any axis is built: a refused grid
+    # of many long axes would otherwise take 8 bytes per value of each first (10 axes of 1e8: 8 GB).
+    ranges: dict[str, tuple[float, float, int, int]] = {}
     for offset, piece in split_top_level(spec):
-        name, range_text, range_offset = _grid_entry(option, spec, needs, axes, piece, offset)
-        axes[name] = _grid_axis(option, spec, name, range_text, range_offset)
-        _check_axis_fits(option, spec, needs, name, axes[name], range_offset)
-    missing = [v for v in needs.from_input if v not in axes]
+        name, range_text, range_offset = _grid_entry(option, spec, needs, ranges, piece, offset)
+        ranges[name] = (*_grid_range(option, spec, name, range_text, range_offset), range_offset)
+    missing = [v for v in needs.from_input if v not in ranges]
     if missing:
         listed = ", ".join(missing)
         message = f"{option} has no values for {listed}: add {','.join(f'{v}=start:stop:count' for v in missing)} " \
@@ -187,10 +195,14 @@ def grid_points(spec: str, *, variables: list[str], fixed: "Point | None" = None
         if needs.fixed_option is not None:
             message += f", or give {needs.fixed_option} {','.join(f'{v}=value' for v in missing)}"
         raise UsageError(message)
-    total = 1
-    for axis in axes.values():
-        total *= len(axis)
+    counts = [count for _, _, count, _ in ranges.values()]
+    total = math.prod(counts)  # at most 1e8 per axis and MAX_VARIABLES axes: an exact int, quickly
     if total > MAX_GRID_POINTS:
-        sizes = " x ".join(str(len(a)) for a in axes.values())
-        raise UsageError(f"{option} has {sizes} = {total:,} points, more than the {MAX_GRID_POINTS:,} allowed")
+        sizes = " x ".join(str(count) for count in counts)
+        shown = f" = {total:,}" if total < 10 ** 40 else ""  # past that, digits say nothing (and str() may refuse)
+        raise UsageError(f"{option} has {sizes}{shown} points, more than the {MAX_GRID_POINTS:,} allowed")
+    axes: dict[str, np.ndarray] = {}
+    for name, (start, stop, count, range_offset) in ranges.items():
+        axes[name] = _grid_axis(option, spec, name, start, stop, count, range_offset)
+        _check_axis_fits(option, spec, needs, name, axes[name], range_offset)
     return GridSource(option, needs, axes, chunk_size)

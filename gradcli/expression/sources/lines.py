@@ -24,6 +24,8 @@ class Lines:
         self._pending: deque[str] = deque()
         self._read_count = 0  # lines read from the input, handed out or pending
         self.number = 0
+        #: bytes (a text stream: characters) of the lines read so far, for chunks bounded by size
+        self.consumed = 0
 
     @classmethod
     def from_binary(cls, f, where: Where, *, max_length: int) -> "Lines":
@@ -39,6 +41,7 @@ class Lines:
             line = lines._read_count + 1
             if len(raw) > max_length:
                 raise where.at(line, f"line longer than {max_length:,} bytes")
+            lines.consumed += len(raw)
             if state["first"]:
                 state["first"] = False
                 if raw.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte order mark (Excel writes one)
@@ -69,6 +72,7 @@ class Lines:
                 return None
             if len(text) > max_length:
                 raise where.at(line, f"line longer than {max_length:,} characters")
+            lines.consumed += len(text)
             if state["first"]:
                 state["first"] = False
                 text = text.removeprefix("\ufeff")
