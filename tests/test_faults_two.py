@@ -394,3 +394,23 @@ def test_points_chunks_are_bounded_by_bytes_as_well_as_rows():
     lines = Lines.from_binary(io.BytesIO(data), where, max_length=1 << 20)
     reader = CsvReader(lines, where, needs, require_header=True)
     assert [len(c) for c in _chunked(reader.rows(), needs, 4096, lines)] == [100]  # narrow enough: one chunk
+
+
+# ---- --file: comments are not the expression -------------------------------------------------------------
+
+
+def test_comments_in_a_file_do_not_count_toward_the_expression_limit(tmp_path, invoke):
+    from gradcli.expression.parser import MAX_LENGTH
+
+    path = tmp_path / "e.txt"
+    path.write_text(f"# {'c' * 2 * MAX_LENGTH}\nx**2 +  # {'n' * MAX_LENGTH}\n  sin(x)\n")
+    result = invoke("eval", "--file", str(path), "--at", "x=0")
+    assert result.exit_code == 0 and result.stdout.strip() == "0.0", result.stderr
+    path.write_text(f"# {'c' * 2 * MAX_LENGTH}\nx**2 +  # note\n  sin(x) + )  # broken\n")
+    result = invoke("eval", "--file", str(path), "--at", "x=0")
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [f"gradcli: error: {path}:3:12: unexpected ')'",
+                                          "    sin(x) + )  # broken", "             ^"]
+    path.write_text("x" * (MAX_LENGTH + 1) + "  # the expression itself is too long\n")
+    result = invoke("eval", "--file", str(path), "--at", "x=0")
+    assert result.exit_code == 2 and "longer than" in result.stderr

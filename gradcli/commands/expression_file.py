@@ -1,14 +1,15 @@
 """``--file PATH`` (``-``: standard input): the expression from a file, for every expression-taking command.
 
 The file may span lines (a line break is a space) and carry comments: ``#`` to the end of its line is left
-out. Both become spaces of the same length, so a position in the expression read is a position in the file:
-an error's caret is reported as ``FILE:LINE:COLUMN`` under that line of the file.
+out (so comments do not count toward the expression's length limit). A position in the expression read is
+mapped back to the file: an error's caret is reported as ``FILE:LINE:COLUMN`` under that line of the file.
 """
 
 from __future__ import annotations
 
+import bisect
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gradcli.errors import GradcliError, UsageError, display_width, printable
 from gradcli.streams import stdin_refusal
@@ -21,12 +22,17 @@ MAX_FILE_CHARS = 1_000_000
 class ExpressionFile:
     label: str  # the path, or <stdin>
     original: str  # as read
-    text: str  # the expression: line breaks and comments turned into spaces
+    text: str  # the expression: comments left out, each line break a space
+    #: (start in ``text``, start in ``original``) of each line's expression part, in order
+    starts: list[tuple[int, int]] = field(default_factory=list)
 
     def locate(self, position: int) -> tuple[int, int, str]:
         """(line, column), both 1-based, and that line of the file, for a position in ``text``. A position in
         the trailing blanks (the end of the expression) is put just after its last character."""
         position = min(position, len(self.text.rstrip()))
+        index = max(bisect.bisect_right(self.starts, (position, len(self.original) + 1)) - 1, 0)
+        text_start, original_start = self.starts[index] if self.starts else (0, 0)
+        position = original_start + position - text_start
         before = self.original[:position]
         line = before.count("\n") + 1
         start = before.rfind("\n") + 1
@@ -70,10 +76,19 @@ def read_expression_file(path: str) -> ExpressionFile:
     if len(original) > MAX_FILE_CHARS:
         raise UsageError(f"--file {label}: longer than {MAX_FILE_CHARS:,} characters")
     original = original.replace("\r\n", " \n").replace("\r", "\n")  # same length: positions still match
-    text = "\n".join(line.split("#", 1)[0].ljust(len(line)) for line in original.split("\n")).replace("\n", " ")
+    # Comments are left out, not blanked: the expression's length limit is the expression's, not the
+    # notes'. ``starts`` maps a position in the text read back to the file's line and column.
+    pieces, starts, at, length = [], [], 0, 0
+    for line in original.split("\n"):
+        code = line.split("#", 1)[0]
+        starts.append((length, at))
+        pieces.append(code)
+        length += len(code) + 1
+        at += len(line) + 1
+    text = " ".join(pieces)
     if not text.strip():
         raise UsageError(f"--file {label} has no expression (only blank lines or # comments)")
-    return ExpressionFile(label, original, text)
+    return ExpressionFile(label, original, text, starts)
 
 
 def file_error_lines(exc: GradcliError) -> list[str] | None:
