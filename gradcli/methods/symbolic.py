@@ -7,7 +7,8 @@ unbounded time on small inputs, so the commands run it through :class:`gradcli.m
 One point (``--at``): the exact formula and its value at the exactly typed point, at 30 digits
 (:func:`value_at`). Many points: the derivatives are taken once (:func:`differentiate`) and come back as
 gradcli expression trees (picklable, no SymPy needed to use them); each batch evaluates them with NumPy in
-float64, "float64 of the exact formula", which the JSON says (:data:`EVALUATION`).
+float64 and, where a rounding bound does not vouch for that value, at 30 digits like one point
+(:mod:`gradcli.methods.symbolic_values`), which the JSON says (:data:`EVALUATION`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any, Callable, Hashable, Mapping
 from gradcli.expression import Add, Call, Const, Mul, Neg, Node, Num, Pow, Var
 from gradcli.expression.evaluate import Backend, compile_expression, numpy_backend
 from gradcli.expression.functions import sympy_class_names, sympy_functions
+from gradcli.methods.symbolic_values import EXACT_LIMIT, EXACT_SECONDS, TRUSTED
 
 # Seconds SymPy may spend on one command before its column is left out.
 DEFAULT_TIME_LIMIT = 10.0
@@ -186,7 +188,12 @@ def formula_text(expr) -> str:
     return str(expr)
 
 
-EVALUATION = "float64 evaluation of the exact formula"
+# What a batch's header says of its symbolic values (how they are chosen: gradcli.methods.symbolic_values).
+EVALUATION = (f"float64 evaluation of the exact formula where its running rounding-error bound is within "
+              f"2^{math.log2(TRUSTED):.0f} (~{TRUSTED:.1e}) of the value; elsewhere (cancellation, overflow, "
+              f"underflow, not finite) the formula at {EVAL_DIGITS} digits at the point's float64 coordinates, "
+              f"rounded to float64, up to {EXACT_LIMIT} such values or {EXACT_SECONDS:g} s per run (a note "
+              "counts any left in float64)")
 
 
 @dataclass

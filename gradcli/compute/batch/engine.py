@@ -4,7 +4,8 @@ chunk, judge every point, hand the records to the writer, repeat.
 Memory is bounded by the chunk size, not by the number of points: records are written as each chunk
 finishes (a reader of ``--format jsonl`` sees the first records before the last rows are read).
 SymPy differentiates once, before the first chunk, as a :class:`gradcli.methods.worker.BoundedJob`; every chunk
-then evaluates the exact formulas in float64 (see :mod:`gradcli.methods.symbolic`).
+then evaluates the exact formulas in float64, and at 30 digits where float64 cannot be vouched for
+(see :mod:`gradcli.methods.symbolic_values`).
 """
 
 from __future__ import annotations
@@ -230,13 +231,32 @@ class BatchCore:
         return doc
 
     def exact_column(self, i: int, key: tuple[str, ...], points, size: int):
-        """SymPy's derivative ``key`` of tree ``i`` at every point (NaN where it has no numeric form)."""
+        """SymPy's derivative ``key`` of tree ``i`` at every point (NaN where it has no numeric form): float64
+        where its rounding bound vouches for it, else at 30 digits, within one budget for the whole run
+        (:mod:`gradcli.methods.symbolic_values`); values left in float64 past that budget get one note."""
         import numpy as np
 
         from gradcli.methods.symbolic import evaluate
+        from gradcli.methods.symbolic_values import ExactValues
 
         tree = self._formulas[i].trees.get(key) if self._formulas is not None else None
-        return evaluate(tree, points, size) if tree is not None else np.full(size, np.nan)
+        if tree is None:
+            return np.full(size, np.nan)
+        exact = self.__dict__.setdefault("_exact_values", ExactValues())  # one per run, made on first use
+        # where f itself is not finite the cores leave its derivatives out: no exact work there (kept for the
+        # chunk's other columns, which come with the same points object)
+        seen = self.__dict__.get("_f_undefined")
+        if seen is None or seen[0] is not points or seen[1] != i:
+            seen = self.__dict__["_f_undefined"] = (points, i, ~np.isfinite(evaluate(self.trees[i], points, size)))
+        column = exact.column((i, key), tree, points, size, skip=seen[2])
+        note = exact.note()
+        if note is not None:  # one note, its count kept current (the notes are written after the last chunk)
+            at = self.__dict__.setdefault("_exact_note_at", len(self.notes))
+            if at == len(self.notes):
+                self.notes.append(note)
+            else:
+                self.notes[at] = note
+        return column
 
     def count_adapted(self, how) -> None:
         """Count the points (rows of ``how``, fd's [P] or [P, ...] adaptation codes) whose stencil left the

@@ -1,0 +1,280 @@
+"""The symbolic column at many points: SymPy's formula evaluated fast in float64 where that is provably
+close, and at 30 digits (:func:`gradcli.methods.symbolic.value_at`, as at one point) where it is not.
+
+The float64 value of a derivative formula can be arbitrarily wrong: ``exp(x)/x - (exp(x) - 1)/x**2`` at
+x = 1e-20 cancels to 1e20 (the derivative is 0.5), ``2/(x**2 + y**2) - ...`` at 1e-150 overflows. Since the
+symbolic column is what every other method is judged by, such a value would blame the right method.
+
+So each point carries a running error bound (Wilkinson, as :mod:`gradcli.methods.fd_bound` does for fd,
+with the same per-function rules), here for the distance to the *exact* value at the point's float64
+coordinates: literals that float64 rounds (1/3, pi) carry their rounding, and an operation whose result
+underflows (where the bound's model of relative rounding no longer holds) marks the point. A point whose
+float64 value is not finite, underflowed, or whose bound is above :data:`TRUSTED` of it, is evaluated
+exactly. :data:`TRUSTED` weighs two costs. The bound is a worst case (every rounding one way): on smooth
+formulas over a grid it was at least 4x, typically 30x, the measured error, so a kept value is within about
+2e-13 of the exact one, relatively, at worst and 3e-14 typically, the order of the tape's tolerance (1e3 eps
+of its scale, which is at least the exact value). A tighter threshold sends far more points to SymPy for
+little: 2^-44 flags 0.5-1.6% of a grid on such formulas, against 0.03-0.1% at 2^-40 (measured by
+bench/symbolic_exact.py), where a million points stay within :data:`EXACT_LIMIT`.
+
+Exact evaluations cost ~1 ms each; :class:`ExactValues` spends at most :data:`EXACT_LIMIT` of them and
+:data:`EXACT_SECONDS` per run, and counts the values it had to leave in float64 for the batch's note.
+"""
+
+from __future__ import annotations
+
+import time
+from fractions import Fraction
+from typing import Any, Hashable, Mapping
+
+from gradcli.dtypes import MACHINE_EPSILON
+from gradcli.expression.tree import CONSTANTS, Add, Call, Const, Mul, Neg, Node, Num, Pow, Var
+from gradcli.methods.fd_bound import FIRST_ORDER_SAFETY, FUNCTION_ULPS, _sensitivity, _times
+
+# A float64 value is kept where its rounding bound is at most this fraction of it (2**-40 ~ 9.1e-13, 8192 ulp).
+TRUSTED = 2.0 ** -40
+# Exact (30-digit) evaluations per run, and seconds spent on them, before the rest are left in float64.
+EXACT_LIMIT = 10_000
+EXACT_SECONDS = 30.0
+
+_U = 0.5 * MACHINE_EPSILON["float64"]
+# Functions whose value is exactly 0 at some argument other than 0 (log(1), acos(1)) or away from 0
+# (sign's, heaviside's and dirac_delta's are exact): a zero result there is no underflow.
+_EXACT_ZEROS = frozenset({"log", "log2", "log10", "acos", "acosh", "sign", "heaviside", "dirac_delta"})
+# Functions that are exact wherever the sign of their argument is certain.
+_SIGN_ONLY = frozenset({"sign", "heaviside", "dirac_delta"})
+# Truth values (where's condition): S is 0 where rounding cannot change the answer, inf where it could.
+_COMPARISONS = frozenset({"<", "<=", ">", ">=", "==", "!="})
+_LOGIC = frozenset({"and", "or", "not"})
+# Functions returning one of their arguments, 1-Lipschitz in each: the largest of the arguments' bounds.
+_SELECTING = frozenset({"min", "max", "clip"})
+
+
+def bounded(tree: Node, env: Mapping[str, Any]):
+    """(value, bound, underflow) of ``tree`` at ``env``'s float64 arrays: the float64 value, exactly as
+    :func:`gradcli.methods.symbolic.evaluate` computes it; ``bound`` >= |value - exact value at the same
+    points| to first order (inf where no rule applies or it is not finite); ``underflow``: where an
+    operation's result fell below float64's normal range, which the bound does not cover."""
+    import numpy as np
+
+    from gradcli.methods.symbolic import formula_backend
+
+    with np.errstate(all="ignore"):
+        value, s, under = _walk(tree, env, formula_backend().functions, _sensitivity(np), np)
+        bound = FIRST_ORDER_SAFETY * _U * s
+        bound = np.where(np.isfinite(bound), bound, np.inf)
+    return value, bound, under
+
+
+def untrusted(value, bound, underflow):
+    """Where the float64 value cannot stand for the exact one (see the module's docstring)."""
+    import numpy as np
+
+    with np.errstate(invalid="ignore", over="ignore"):
+        return ~np.isfinite(value) | np.asarray(underflow, dtype=bool) | ~(bound <= TRUSTED * np.abs(value))
+
+
+def _walk(tree: Node, env, functions, sensitivity, np):
+    """(value, S, underflow): S in units of u as in fd_bound, here for the distance to the exact value."""
+    tiny = np.finfo(np.float64).tiny
+    if isinstance(tree, Num):
+        v = np.float64(float(tree.value))
+        rounded = Fraction(float(v)) != tree.value if np.isfinite(v) else True
+        return v, (abs(float(v)) if rounded else 0.0), bool(rounded and abs(float(v)) < tiny)
+    if isinstance(tree, Const):
+        v = np.float64(CONSTANTS[tree.name])
+        return v, abs(float(v)), False  # pi and e are rounded
+    if isinstance(tree, Var):
+        return env[tree.name], 0.0, False  # the point itself is exact
+    if isinstance(tree, Neg):
+        v, s, under = _walk(tree.operand, env, functions, sensitivity, np)
+        return -v, s, under
+    if isinstance(tree, Add):
+        acc, s, under = _walk(tree.terms[0][1], env, functions, sensitivity, np)
+        for sign, term in tree.terms[1:]:  # left to right, as the evaluator adds; a subnormal sum is exact
+            v, sv, uv = _walk(term, env, functions, sensitivity, np)
+            acc = acc + v if sign > 0 else acc - v
+            s, under = np.abs(acc) + s + sv, under | uv
+        return acc, s, under
+    if isinstance(tree, Mul):
+        acc, s, under = _walk(tree.factors[0][1], env, functions, sensitivity, np)
+        for divide, factor in tree.factors[1:]:
+            v, sv, uv = _walk(factor, env, functions, sensitivity, np)
+            if divide:
+                r = np.divide(acc, v)
+                s = s / np.abs(v) + np.abs(r) * sv / np.abs(v) + np.abs(r)
+                lost = (np.abs(r) < tiny) & (acc != 0)
+            else:
+                r = acc * v
+                s = np.abs(r) + _times(np.abs(v), s, np, finite=True) + _times(np.abs(acc), sv, np, finite=True)
+                lost = (np.abs(r) < tiny) & (acc != 0) & (v != 0)
+            acc, under = r, under | uv | lost
+        return acc, s, under
+    if isinstance(tree, Pow):
+        b, sb, ub = _walk(tree.base, env, functions, sensitivity, np)
+        e, se, ue = _walk(tree.exponent, env, functions, sensitivity, np)
+        r = np.power(b, e)
+        own = FUNCTION_ULPS * np.abs(r)
+        under = ub | ue | ((np.abs(r) < tiny) & (b != 0))
+        if np.isscalar(se) and se == 0.0 and np.ndim(e) == 0 and np.isfinite(e) and float(e) == int(e) and e >= 1:
+            n = int(e)  # a constant integer power: d r / d b = n b^(n-1), finite everywhere
+            slope = 2.0 * np.abs(b) if n == 2 else (1.0 if n == 1 else n * np.abs(b) ** (n - 1))
+            return r, own + _times(slope, sb, np, finite=True), under
+        s = own + _times(np.abs(e * r / b), sb, np)
+        if not (np.isscalar(se) and se == 0.0):
+            s = s + _times(np.abs(r * np.log(np.abs(b))), se, np)
+        return r, s, under
+    if isinstance(tree, Call) and (type(tree) is not Call or tree.func not in functions):
+        # a call this walk has no rule for (a kind of call added to the language later): its value as the
+        # evaluator computes it, and no bound, so that the point is evaluated exactly
+        from gradcli.expression.evaluate import compile_expression
+        from gradcli.methods.symbolic import formula_backend
+
+        r = compile_expression(tree, formula_backend(), fold_constants=False)(env)
+        return r, np.full(np.shape(r), np.inf), False
+    if isinstance(tree, Call) and (tree.func in _COMPARISONS | _LOGIC | _SELECTING or tree.func == "where"):
+        return _choosing(tree, env, functions, sensitivity, np)
+    if isinstance(tree, Call):
+        fn = functions[tree.func]
+        if len(tree.args) != 1:
+            walked = [_walk(a, env, functions, sensitivity, np) for a in tree.args]
+            r = fn(*(w[0] for w in walked))
+            under = False
+            for w in walked:
+                under = under | w[2]
+            return r, np.full(np.shape(r), np.inf), under
+        a, sa, under = _walk(tree.args[0], env, functions, sensitivity, np)
+        r = fn(a)
+        if tree.func in _SIGN_ONLY:
+            certain = (sa == 0.0) | (FIRST_ORDER_SAFETY * _U * sa < np.abs(a))
+            return r, np.where(certain, 0.0, np.inf), under
+        rule = sensitivity.get(tree.func)
+        lost = (np.abs(r) < tiny) & ((r != 0) | ((a != 0) & (tree.func not in _EXACT_ZEROS)))
+        if rule is None:
+            return r, np.full(np.shape(r), np.inf), under | lost
+        return r, FUNCTION_ULPS * np.abs(r) + _times(rule(a, r), sa, np), under | lost
+    raise TypeError(f"unknown node {tree!r}")
+
+
+def _choosing(tree: Call, env, functions, sensitivity, np):
+    """Comparisons, logic, where, min/max/clip: (value, S, underflow) as :func:`_walk`'s."""
+    walked = [_walk(a, env, functions, sensitivity, np) for a in tree.args]
+    values = [w[0] for w in walked]
+    under = False
+    for w in walked:
+        under = under | w[2]
+    r = functions[tree.func](*values)
+    if tree.func in _COMPARISONS:  # certain where the operands are further apart than their bounds together
+        (left, sl, _), (right, sr, _) = walked
+        s = sl + sr
+        certain = (s == 0.0) | (FIRST_ORDER_SAFETY * _U * s < np.abs(left - right))
+        return r, np.where(certain, 0.0, np.inf), under
+    s = walked[0][1]
+    if tree.func == "where":  # the chosen branch's bound, where the choice is certain
+        cond, a, b = walked
+        return r, np.where(cond[1] == 0.0, np.where(values[0], a[1], b[1]), np.inf), under
+    for w in walked[1:]:  # logic: certain where every part is; selecting: the largest bound
+        s = np.maximum(s, w[1])
+    return r, s, under
+
+
+class ExactValues:
+    """One batch run's exact evaluations: the formulas as SymPy expressions (rebuilt once from their trees)
+    and what the run has spent, so that a long batch cannot spend unbounded time at 30 digits."""
+
+    def __init__(self, limit: int | None = None, seconds: float | None = None):
+        self.limit = EXACT_LIMIT if limit is None else limit
+        self.seconds = EXACT_SECONDS if seconds is None else seconds
+        self.exact = 0  # values evaluated at 30 digits
+        self.left = 0  # values that needed it and were left in float64 (past the limit, or SymPy failed)
+        self.failed = 0  # of those, where SymPy's evaluation raised
+        self.first_left: dict[str, float] | None = None
+        self.spent = 0.0
+        self._exprs: dict[Hashable, Any] = {}
+
+    def column(self, key: Hashable, tree: Node, points: Mapping[str, Any], size: int, skip=None):
+        """``tree`` at every point, float64 [size]: exact where the float64 value is not to be trusted
+        (NaN where undefined or not real, as :func:`gradcli.methods.symbolic.value_at` says). ``skip``
+        [size] bool: points whose value does not matter (the function itself is undefined there)."""
+        import numpy as np
+
+        env = {k: np.asarray(v, dtype=np.float64) for k, v in points.items()}
+        value, bound, under = bounded(tree, env)
+        out = np.broadcast_to(np.asarray(value, dtype=np.float64), (size,)).copy()
+        need = np.broadcast_to(untrusted(value, bound, under), (size,))
+        if skip is not None:  # derivatives of an undefined value are no numbers either
+            skip = np.broadcast_to(np.asarray(skip, dtype=bool), (size,))
+            out[need & skip] = np.nan
+            need = need & ~skip
+        rows = np.flatnonzero(need)
+        if rows.size:
+            tried = self._exact(key, tree, env, size, rows, out)
+            if tried < rows.size:  # the rest are past the budget
+                self._left_at(env, size, int(rows[tried]))
+                self.left += int(rows.size - tried) - 1
+        return out
+
+    def _exact(self, key, tree, env, size, rows, out) -> int:
+        """Evaluate ``rows`` exactly into ``out`` while the run's budget lasts; returns how many were tried
+        (in order; a failure keeps its float64 value and is counted)."""
+        import numpy as np
+        import sympy
+
+        from gradcli.methods.symbolic import symbols_for, to_sympy, value_at
+
+        names = sorted(env)
+        cache_key = (key, tuple(names))
+        if cache_key not in self._exprs:
+            symbols = symbols_for(names)
+            try:
+                self._exprs[cache_key] = (to_sympy(tree, symbols), symbols)
+            except Exception:  # no SymPy form for this formula: every such value is counted, noted
+                self._exprs[cache_key] = None
+        if self._exprs[cache_key] is None:
+            self.failed += rows.size
+            self._left_at(env, size, int(rows[0]))
+            self.left += rows.size - 1
+            return rows.size
+        expr, symbols = self._exprs[cache_key]
+        used = [n for n in names if symbols[n] in expr.free_symbols]
+        columns = {n: np.broadcast_to(env[n], (size,)) for n in used}
+        start = time.monotonic()
+        tried = 0
+        try:
+            for k in rows.tolist():
+                if self.exact >= self.limit or self.spent + (time.monotonic() - start) > self.seconds:
+                    break
+                tried += 1
+                # the point's float64 coordinates, exactly (the values every method starts from)
+                subs = {symbols[n]: sympy.Rational(*float(columns[n][k]).as_integer_ratio()) for n in used}
+                try:
+                    v = value_at(expr, subs)
+                except Exception:  # SymPy's own failure at one point must not end the batch: counted, noted
+                    self.failed += 1
+                    self._left_at(env, size, k)
+                    continue
+                out[k] = np.nan if v is None else v
+                self.exact += 1
+        finally:
+            self.spent += time.monotonic() - start
+        return tried
+
+    def _left_at(self, env, size, k: int) -> None:
+        import numpy as np
+
+        if self.left == 0:
+            self.first_left = {n: float(np.broadcast_to(c, (size,))[k]) for n, c in env.items()}
+        self.left += 1
+
+    def note(self) -> str | None:
+        """The batch's one note on the values left in float64, or None when every value is as exact."""
+        if not self.left:
+            return None
+        where = ", ".join(f"{k}={v!r}" for k, v in (self.first_left or {}).items())
+        why = [f"past {self.limit} exact evaluations or {self.seconds:g} s in a run"] if self.left > self.failed else []
+        if self.failed:
+            why.append(f"SymPy's evaluation failed at {self.failed}")
+        return (f"symbolic: {self.left} value{'s' if self.left != 1 else ''} could not be made exact "
+                f"({'; '.join(why)}) and are float64 evaluations of the formula, whose rounding bound does not "
+                f"vouch for them (the first at {where}); where another method disagrees there, the symbolic "
+                "value may be the wrong one")
