@@ -57,13 +57,28 @@ FUNCTIONS: dict[str, tuple[Callable, tuple[int, ...]]] = {
     "atan2": (mpmath.atan2, (2,)),  # atan2(y, x), as math.atan2
     "erf": (mpmath.erf, (1,)),
     "sigmoid": (lambda x: 1 / (1 + mpmath.exp(-x)), (1,)),
+    # the model functions, from their textbook definitions (ties and kinks are no concern of an oracle that
+    # is asked only at smooth points)
+    "relu": (lambda x: x if x > 0 else 0 * x, (1,)),
+    "softplus": (lambda x: mpmath.log(1 + mpmath.exp(x)), (1,)),
+    "log1p": (lambda x: mpmath.log(1 + x), (1,)),
+    "expm1": (lambda x: mpmath.exp(x) - 1, (1,)),
+    "min": (lambda *a: min(a), tuple(range(2, 65))),
+    "max": (lambda *a: max(a), tuple(range(2, 65))),
+    "clip": (lambda x, lo, hi: max(min(x, hi), lo), (3,)),
+    "logsumexp": (lambda *a: mpmath.log(mpmath.fsum(mpmath.exp(v) for v in a)), tuple(range(2, 65))),
+    "where": (lambda c, a, b: a if c else b, (3,)),
 }
+# Comparisons and and/or/not: Python's, read only as where's first argument.
+_COMPARE = {ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b,
+            ast.GtE: lambda a, b: a >= b, ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b}
 CONSTANTS: dict[str, Callable[[], object]] = {"pi": lambda: +mp.pi, "e": lambda: +mp.e}
 
 # A number literal (as gradcli's tokenizer reads it) not inside a name such as x1.
 # Atomic, so that "1e8x" is 1e8*x and "1e8" is never read back as 1*e8.
 _NUMBER = r"(?<![A-Za-z_0-9.])((?>(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?))"
-_IMPLICIT = re.compile(_NUMBER + r"\s*(?=[A-Za-z_(])")
+# (a number before and/or/not in where's condition ends its comparison: no product there)
+_IMPLICIT = re.compile(_NUMBER + r"\s*(?=(?!(?:and|or|not)\b)[A-Za-z_(])")
 
 
 def _python_syntax(text: str) -> str:
@@ -105,9 +120,26 @@ def _translate(node: ast.AST) -> Callable[[dict], object]:
         fn, arities = FUNCTIONS[node.func.id]
         if len(node.args) not in arities:
             raise Unsupported(f"{node.func.id} takes {arities} arguments")
-        args = [_translate(a) for a in node.args]
+        args = [_condition(a) if k == 0 and node.func.id == "where" else _translate(a)
+                for k, a in enumerate(node.args)]
         return lambda env: fn(*(a(env) for a in args))
     raise Unsupported(f"syntax {type(node).__name__}")
+
+
+def _condition(node: ast.AST) -> Callable[[dict], bool]:
+    """where's condition: one comparison, or comparisons joined by and/or/not."""
+    if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _COMPARE:
+        op, left, right = _COMPARE[type(node.ops[0])], _translate(node.left), _translate(node.comparators[0])
+        return lambda env: bool(op(left(env), right(env)))
+    if isinstance(node, ast.BoolOp):
+        parts = [_condition(v) for v in node.values]
+        if isinstance(node.op, ast.And):
+            return lambda env: all(p(env) for p in parts)
+        return lambda env: any(p(env) for p in parts)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        inner = _condition(node.operand)
+        return lambda env: not inner(env)
+    raise Unsupported(f"condition syntax {type(node).__name__}")
 
 
 def _with_literals(text: str) -> tuple[str, dict[str, str]]:

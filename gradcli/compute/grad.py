@@ -6,6 +6,7 @@ import math
 
 from gradcli.expression.evaluate import PYTHON_FLOAT64, compile_expression
 from gradcli.expression import Expression
+from gradcli.expression.functions import value_only, value_only_note, where_nan_note
 from gradcli.dtypes import MACHINE_EPSILON
 from gradcli.methods.fd import fd_gradients
 from gradcli.methods.fd_engine import check_step, one_point
@@ -192,6 +193,10 @@ def _errors_and_warnings(report: GradientReport, exprs, point: Point, scheme: Sc
                                                  estimates=estimates, shift=shift, complex_estimates=complex_estimates)
         cross = cross_check(values, columns, x, estimates, dtype=report.dtype)
         cross_complex = _cross_check_complex(values, columns, x, estimates, complex_estimates, report.dtype)
+        if value_only(e.tree):  # stop_gradient: fd differentiates the value, by design apart from the tape
+            disagree = {m: d for m, d in disagree.items() if m not in ("fd", "complex")}
+            cross = cross_complex = None
+            report.notes.append(value_only_note(e.text))
         for m, err in errors.items():
             r.error[m] = {v: (float(err[0, 0, j]) if math.isfinite(err[0, 0, j]) else None)
                           for j, v in enumerate(wrt)}
@@ -202,11 +207,15 @@ def _errors_and_warnings(report: GradientReport, exprs, point: Point, scheme: Sc
                 said = ", ".join(f"{m}: {_show(x)}" for m, x in bad.items())
                 report.warnings.append(f"d({e.text})/d{v} is not finite at {pt} ({said})")
                 report.failed = True
+                exact = r.gradient.get("symbolic", {}).get(v)
+                if "tape" in bad and exact is not None and math.isfinite(exact) and \
+                        (note := where_nan_note(e.tree, e.text, v)):
+                    report.notes.append(note)
                 continue
             if r.value is None:
                 continue
             for m, d in disagree.items():
-                if d[0, 0, j]:
+                if d[0, 0, j] and not (m == "fd" and v in r.one_sided):  # a kink: fd's warning says it
                     report.warnings.append(disagreement(m, e.text, v, float(errors[m][0, 0, j]), dtype=report.dtype,
                                                         tol=float(tols[m][0, 0, j])))
             if cross is not None and cross[1][0, 0, j]:

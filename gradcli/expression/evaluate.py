@@ -20,7 +20,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from gradcli.expression.tree import CONSTANTS, Add, Call, Const, Mul, Neg, Node, Num, Pow, Var, is_constant
+from gradcli.expression.tree import (CONSTANTS, Add, Call, Const, Mul, Neg, Node, Num, Pow, RuleCall, Var, is_boolean,
+                                     is_constant)
 from gradcli.expression.functions import numpy_functions, py_div, python_functions
 
 Compiled = Callable[[dict], Any]
@@ -47,7 +48,8 @@ def compile_expression(tree: Node, backend: Backend, *, fold_constants: bool = T
     Constant sub-trees are folded to one float64 value first (as Python folds literals before TF sees
     them), so every backend gets the same correctly rounded constants.
     """
-    if fold_constants and not isinstance(tree, (Num, Const)) and is_constant(tree):
+    # (a truth value is never folded: it stays the backend's boolean, which where's condition needs)
+    if fold_constants and not isinstance(tree, (Num, Const)) and not is_boolean(tree) and is_constant(tree):
         value = backend.const(_fold(tree))
         return lambda env: value
 
@@ -98,6 +100,8 @@ def compile_expression(tree: Node, backend: Backend, *, fold_constants: bool = T
         exponent = sub(tree.exponent)
         pw = backend.pow
         return lambda env: pw(base(env), exponent(env))
+    if isinstance(tree, RuleCall):
+        return _rule_call(tree, backend, [sub(a) for a in tree.args], fold_constants)
     if isinstance(tree, Call):
         fn = backend.functions[tree.func]
         args = [sub(a) for a in tree.args]
@@ -106,6 +110,35 @@ def compile_expression(tree: Node, backend: Backend, *, fold_constants: bool = T
             return lambda env: fn(a0(env))
         return lambda env: fn(*(a(env) for a in args))
     raise TypeError(f"unknown node {tree!r}")
+
+
+def _rule_call(tree: RuleCall, backend: Backend, args: list[Compiled], fold_constants: bool) -> Compiled:
+    """A custom rule: its body's value on every backend; on the tape, with the rule's own derivative
+    (``tf.custom_gradient``), whose formulas the tape differentiates in turn for higher orders."""
+    rule = tree.rule
+    body = compile_expression(rule.body, backend, fold_constants=fold_constants)
+    params = rule.params
+    if not backend.name.startswith("tensorflow"):
+        return lambda env: body(dict(zip(params, (a(env) for a in args))))
+    from gradcli.methods.tf_runtime import load_tensorflow
+
+    tf = load_tensorflow()
+    derivatives = [compile_expression(d, backend, fold_constants=fold_constants) for d in rule.derivatives]
+
+    def unbroadcast(g, x):
+        # a scalar argument of a batch's [P] call: its gradient is the sum over the points
+        return tf.reduce_sum(g) if x.shape.rank == 0 and g.shape.rank else g
+
+    @tf.custom_gradient
+    def call(*xs):
+        inner = dict(zip(params, xs))
+
+        def gradient(upstream):
+            return [unbroadcast(upstream * d(inner), x) for d, x in zip(derivatives, xs)]
+        return body(inner), gradient
+
+    # tensors, not tf.Variables, go in: the rule's derivative is then the only way through the call
+    return lambda env: call(*(tf.convert_to_tensor(a(env)) for a in args))
 
 
 def evaluate(tree: Node, env: dict, backend: Backend):

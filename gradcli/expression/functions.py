@@ -53,10 +53,18 @@ class Function:
     tf_code: str  # "--show-code" source: str.format template over the argument sources
     sympy: Lazy  # attribute of sympy called with the arguments, or callable(sp, *args) -> expression
     sympy_class: str | None  # type(expr).__name__ of the SymPy call; None where SymPy rewrites it
-    # Points inside the domain (one tuple of arguments each) where the parity test compares backends.
+    # Points inside the domain (one tuple of arguments each) where the parity test compares backends (and
+    # SymPy's form, evaluated in plain float64, does not cancel: softplus at -30 and log1p at 1e-10 are
+    # checked against the oracle in tests/test_model_functions.py).
     points: tuple[tuple[float, ...], ...] = ((-1.3,), (0.4,), (2.2,))
     # Complex step: None where ``numpy`` is analytic on complex arguments as it is, else factory(np, t).
     complex: Lazy | None = None
+    # The operator an entry stands for ("<", "and", ...): such entries are written as operators inside
+    # where's condition, never called by name, and give or take truth values instead of numbers.
+    operator: str | None = None
+    # "number" (numbers in, a number out), "condition" (where: a truth value first), "comparison"
+    # (numbers in, a truth value out) or "logic" (truth values in and out).
+    kind: str = "number"
 
 
 @dataclass(frozen=True)
@@ -244,6 +252,261 @@ def _sp_log(sp, x, b=None):
     return sp.log(x) if b is None else sp.log(x, b)
 
 
+
+# ---------------------------------------------------------------------------------------------
+# The model functions (relu, softplus, min, max, clip, logsumexp, where, stop_gradient) and the
+# comparisons and logic that where's condition is written with
+# ---------------------------------------------------------------------------------------------
+# Functions of any number of arguments take 2 to this many (the node limit bounds the work anyway).
+MAX_VARIADIC = 64
+_MANY = tuple(range(2, MAX_VARIADIC + 1))
+
+
+def _isnan(x: float) -> bool:
+    return x != x
+
+
+def _py_relu(x: float) -> float:
+    return x if x > 0 or _isnan(x) else 0.0
+
+
+def _py_softplus(x: float) -> float:
+    # max(x, 0) + log1p(exp(-|x|)): exp never overflows, and no 1 + tiny is rounded away
+    if _isnan(x):
+        return x
+    return max(x, 0.0) + math.log1p(math.exp(-abs(x)))
+
+
+def _py_log1p(x: float) -> float:
+    if x == -1:
+        return -_INF
+    return py_unary(math.log1p)(x)
+
+
+def _py_min(*args: float) -> float:
+    return _NAN if any(_isnan(a) for a in args) else min(args)
+
+
+def _py_max(*args: float) -> float:
+    return _NAN if any(_isnan(a) for a in args) else max(args)
+
+
+def _py_clip(x: float, lo: float, hi: float) -> float:
+    # max(min(x, hi), lo), as TensorFlow's tape computes it (lo wins when lo > hi)
+    return _py_max(_py_min(x, hi), lo)
+
+
+def _py_logsumexp(*args: float) -> float:
+    m = _py_max(*args)
+    if _isnan(m) or math.isinf(m):  # NaN, +inf, or every argument -inf
+        return m
+    return m + math.log(math.fsum(math.exp(a - m) for a in args))
+
+
+def _py_where(c, a: float, b: float) -> float:
+    return a if c else b
+
+
+class _Folded(str):
+    """A ``--show-code`` template of two arguments that ``format`` folds over any number:
+    ``tf.maximum(tf.maximum(a, b), c)``, as the tape computes it."""
+
+    def format(self, *args, **kwargs):  # noqa: A003 - str.format's own name
+        out = args[0]
+        for a in args[1:]:
+            out = str.format(self, out, a)
+        return out
+
+
+class _Stacked(str):
+    """A ``--show-code`` template over a list of the arguments: ``{0}, {1}`` becomes every argument."""
+
+    def format(self, *args, **kwargs):  # noqa: A003
+        return self.replace("{0}, {1}", ", ".join(args))
+
+
+def _fold(binary):
+    def call(*args):
+        out = args[0]
+        for a in args[1:]:
+            out = binary(out, a)
+        return out
+    return call
+
+
+def _np_fold(name: str):
+    return lambda np, t: _fold(getattr(np, name))
+
+
+def _np_relu(np, t):
+    zero = t(0)
+    return lambda x: np.maximum(x, zero)
+
+
+def _np_softplus(np, t):
+    zero = t(0)
+    return lambda x: np.logaddexp(zero, x)
+
+
+def _np_clip(np, t):
+    return lambda x, lo, hi: np.maximum(np.minimum(x, hi), lo)
+
+
+def _np_where(np, t):
+    return lambda c, a, b: np.where(c, a, b)[()]  # [()]: a scalar stays a NumPy scalar
+
+
+def _np_identity(np, t):
+    return lambda x: x
+
+
+def _tf_fold(name: str):
+    return lambda tf, const: _fold(getattr(tf.math, name))
+
+
+def _tf_clip(tf, const):
+    return lambda x, lo, hi: tf.maximum(tf.minimum(x, hi), lo)
+
+
+def _tf_logsumexp(tf, const):
+    def logsumexp(*args):
+        # A batch mixes [P] arguments with scalar constants: one shape first, then TensorFlow's reduction
+        # (which keeps the max out of the gradient, so the weights are exactly the softmax).
+        shape = tf.shape(args[0])
+        for a in args[1:]:
+            shape = tf.broadcast_dynamic_shape(shape, tf.shape(a))
+        return tf.reduce_logsumexp(tf.stack([tf.broadcast_to(a, shape) for a in args]), axis=0)
+    return logsumexp
+
+
+# SymPy forms. Where a function has a kink or a tie, its SymPy form is a Piecewise whose branches break
+# ties as TensorFlow's gradients do (relu: 0 at 0; max: the first of equal arguments; clip: x at either
+# bound), so that at such points the exact column, like abs's sign(0) = 0, states the tape's convention and
+# fd reports the two one-sided values.
+def _sp_relu(sp, x):
+    return sp.Piecewise((x, x > 0), (0, True))
+
+
+def _sp_extreme(sp, args, better):
+    # the first argument at least as good as every later one (earlier ones have lost to a later one)
+    branches = []
+    for i, a in enumerate(args[:-1]):
+        branches.append((a, sp.And(*[better(a, b) for b in args[i + 1:]])))
+    branches.append((args[-1], True))
+    return sp.Piecewise(*branches)
+
+
+def _sp_max(sp, *args):
+    return _sp_extreme(sp, args, lambda a, b: a >= b)
+
+
+def _sp_min(sp, *args):
+    return _sp_extreme(sp, args, lambda a, b: a <= b)
+
+
+def _sp_clip(sp, x, lo, hi):
+    return sp.Piecewise((lo, (x < lo) | (hi < lo)), (x, x <= hi), (hi, True))
+
+
+def _sp_logsumexp(sp, *args):
+    return sp.log(sp.Add(*[sp.exp(a) for a in args]))
+
+
+def _sp_where(sp, c, a, b):
+    return sp.Piecewise((a, c), (b, True))
+
+
+_STOP_GRADIENT_CLASS = None
+
+
+def sympy_stop_gradient(sp):
+    """SymPy's ``stop_gradient``: its argument's value, derivative 0 (the tape's ``tf.stop_gradient``),
+    kept as a call so that the formula reads ``stop_gradient(x)``."""
+    global _STOP_GRADIENT_CLASS
+    if _STOP_GRADIENT_CLASS is None:
+        class stop_gradient(sp.Function):  # noqa: N801 - SymPy prints a call by its class name
+            nargs = 1
+
+            @classmethod
+            def eval(cls, arg):
+                if arg.is_number:
+                    return arg
+
+            def fdiff(self, argindex=1):
+                return sp.S.Zero
+
+            def _eval_evalf(self, prec):
+                return self.args[0]._eval_evalf(prec)
+
+            def _eval_is_real(self):
+                return self.args[0].is_real
+
+        _STOP_GRADIENT_CLASS = stop_gradient
+    return _STOP_GRADIENT_CLASS
+
+
+# Complex step: the kinks and ties of the new functions are where a perturbed argument decides.
+def _cx_relu(np, t):
+    def f(z):
+        re = np.real(z)
+        return _cx_nan_imag(np, t, np.where(re > 0, z, 0 * z), re == 0, z)
+    return f
+
+
+def _cx_extreme(pick):
+    def make(np, t):
+        def f(*zs):
+            out = zs[0]
+            for z in zs[1:]:
+                ro, rz = np.real(out), np.real(z)
+                tie = ro == rz
+                out = _cx_nan_imag(np, t, np.where(pick(ro, rz), out, z), tie, out, z)
+            return out
+        return f
+    return make
+
+
+def _cx_clip(np, t):
+    lower, upper = _cx_extreme(lambda a, b: a >= b)(np, t), _cx_extreme(lambda a, b: a <= b)(np, t)
+    return lambda z, lo, hi: lower(upper(z, hi), lo)
+
+
+def _cx_logsumexp(np, t):
+    def f(*zs):
+        m = np.real(zs[0])
+        for z in zs[1:]:
+            m = np.maximum(m, np.real(z))
+        m = np.where(np.isfinite(m), m, 0.0)
+        return m + np.log(sum(np.exp(z - m) for z in zs))
+    return f
+
+
+def _cx_compare(name: str):
+    return lambda np, t: (lambda a, b: getattr(np, name)(np.real(a), np.real(b)))
+
+
+def _cx_softplus_value(np, t):
+    return lambda x: np.logaddexp(t(0), x)
+
+
+def _d_softplus(np):
+    return lambda a: np.exp(-np.logaddexp(0, -a))
+
+
+_OPS = {"<": ("less", "Lt", "StrictLessThan"), "<=": ("less_equal", "Le", "LessThan"),
+        ">": ("greater", "Gt", "StrictGreaterThan"), ">=": ("greater_equal", "Ge", "GreaterThan"),
+        "==": ("equal", "Eq", "Equality"), "!=": ("not_equal", "Ne", "Unequality")}
+_PY_COMPARE = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b,
+               ">=": lambda a, b: a >= b, "==": lambda a, b: a == b, "!=": lambda a, b: a != b}
+
+
+def _comparison(op: str) -> "Function":
+    np_name, sp_name, sp_class = _OPS[op]
+    return Function(op, (2,), _PY_COMPARE[op], np_name, f"math.{np_name}", f"tf.math.{np_name}({{0}}, {{1}})",
+                    sp_name, sp_class, ((1.0, 2.0), (2.0, 2.0), (3.0, -1.0)), complex=_cx_compare(np_name),
+                    operator=op, kind="comparison")
+
+
 # ---------------------------------------------------------------------------------------------
 # The table
 # ---------------------------------------------------------------------------------------------
@@ -290,6 +553,35 @@ TABLE: tuple[Function, ...] = (
     Function("sigmoid", (1,), _py_sigmoid, _np_sigmoid, "math.sigmoid", "tf.math.sigmoid({0})",
              lambda sp, x: 1 / (1 + sp.exp(-x)), None, ((-3.5,), (-0.2,), (0.4,), (6.0,)),
              complex=_cx_first_order(_np_sigmoid, _d_sigmoid)),
+    Function("relu", (1,), _py_relu, _np_relu, "nn.relu", "tf.nn.relu({0})", _sp_relu, None,
+             ((-1.3,), (0.4,), (2.2,)), complex=_cx_relu),
+    Function("softplus", (1,), _py_softplus, _np_softplus, "math.softplus", "tf.math.softplus({0})",
+             lambda sp, x: sp.log(1 + sp.exp(x)), None, ((-0.2,), (0.4,), (1.5,), (6.0,)),
+             complex=_cx_first_order(_cx_softplus_value, _d_softplus)),
+    Function("log1p", (1,), _py_log1p, "log1p", "math.log1p", "tf.math.log1p({0})", lambda sp, x: sp.log(1 + x),
+             None, ((-0.7,), (0.25,), (3.5,)), complex=_cx_branch_points("log1p", -1.0)),
+    Function("expm1", (1,), py_unary(math.expm1), "expm1", "math.expm1", "tf.math.expm1({0})",
+             lambda sp, x: sp.exp(x) - 1, None, ((-2.0,), (0.3,), (0.7,))),
+    Function("min", _MANY, _py_min, _np_fold("minimum"), _tf_fold("minimum"), _Folded("tf.minimum({0}, {1})"),
+             _sp_min, None, ((1.0, 2.0), (-0.5, -3.0), (0.25, 4.0, -1.0)), complex=_cx_extreme(lambda a, b: a <= b)),
+    Function("max", _MANY, _py_max, _np_fold("maximum"), _tf_fold("maximum"), _Folded("tf.maximum({0}, {1})"),
+             _sp_max, None, ((1.0, 2.0), (-0.5, -3.0), (0.25, 4.0, -1.0)), complex=_cx_extreme(lambda a, b: a >= b)),
+    Function("clip", (3,), _py_clip, _np_clip, _tf_clip, "tf.maximum(tf.minimum({0}, {2}), {1})", _sp_clip, None,
+             ((-2.0, -1.0, 1.0), (0.5, -1.0, 1.0), (3.0, -1.0, 1.0), (0.5, 2.0, 1.0)), complex=_cx_clip),
+    Function("logsumexp", _MANY, _py_logsumexp, _np_fold("logaddexp"), _tf_logsumexp,
+             _Stacked("tf.reduce_logsumexp(tf.stack([{0}, {1}]), axis=0)"), _sp_logsumexp, None,
+             ((1.0, 2.0), (-7.0, -8.5), (3.0, 2.0, -3.0)), complex=_cx_logsumexp),
+    Function("where", (3,), _py_where, _np_where, "where", "tf.where({0}, {1}, {2})", _sp_where, "Piecewise",
+             ((True, 1.5, -2.0), (False, 1.5, -2.0)), kind="condition"),
+    Function("stop_gradient", (1,), lambda x: x, _np_identity, "stop_gradient", "tf.stop_gradient({0})",
+             lambda sp, x: sympy_stop_gradient(sp)(x), "stop_gradient"),
+    *(_comparison(op) for op in _OPS),
+    Function("and", (2,), lambda a, b: bool(a) and bool(b), "logical_and", "math.logical_and",
+             "tf.math.logical_and({0}, {1})", "And", "And", ((True, True), (True, False)), operator="and", kind="logic"),
+    Function("or", (2,), lambda a, b: bool(a) or bool(b), "logical_or", "math.logical_or",
+             "tf.math.logical_or({0}, {1})", "Or", "Or", ((False, False), (True, False)), operator="or", kind="logic"),
+    Function("not", (1,), lambda a: not a, "logical_not", "math.logical_not", "tf.math.logical_not({0})", "Not",
+             "Not", ((True,), (False,)), operator="not", kind="logic"),
 )
 
 ALIASES: tuple[Alias, ...] = (
@@ -298,15 +590,54 @@ ALIASES: tuple[Alias, ...] = (
 
 BY_NAME: dict[str, Function] = {f.name: f for f in TABLE}
 
-# name -> allowed argument counts, aliases included (each right after its target): what the parser reads.
+# name -> allowed argument counts, aliases included (each right after its target): what the parser reads
+# as a call (the operators of where's condition are in the table but not called by name).
 ARITIES: dict[str, tuple[int, ...]] = {}
 for _f in TABLE:
+    if _f.operator is not None:
+        continue
     ARITIES[_f.name] = _f.arities
     ARITIES.update((a.name, a.arities) for a in ALIASES if a.target == _f.name)
 del _f
 
 # alias -> the function the parser puts in the tree
 CANONICAL: dict[str, str] = {a.name: a.target for a in ALIASES}
+
+# The entries that give a truth value (comparisons, logic): never folded into a number, never a target.
+BOOLEAN: frozenset[str] = frozenset(f.name for f in TABLE if f.kind in ("comparison", "logic"))
+# Operator text -> entry name, for the parser of where's condition.
+OPERATORS: dict[str, str] = {f.operator: f.name for f in TABLE if f.operator is not None}
+
+
+# ---------------------------------------------------------------------------------------------
+# What the commands say about these functions
+# ---------------------------------------------------------------------------------------------
+def value_only(tree) -> bool:
+    """Whether ``tree`` calls stop_gradient: its derivative (tape, SymPy) is not the derivative of its value,
+    which is what fd and the complex step differentiate, so they are not compared with the others."""
+    from gradcli.expression.tree import has_call
+
+    return has_call(tree, "stop_gradient")
+
+
+def value_only_note(text: str) -> str:
+    return (f"{text} calls stop_gradient: tape and symbolic treat its argument as a constant (derivative 0), "
+            f"while fd (and the complex step) differentiate the value, in which stop_gradient(e) is e; they "
+            f"differ by design, so they are not compared")
+
+
+def where_nan_note(tree, text: str, variable: str) -> str | None:
+    """Why the tape's derivative of an expression with where is not finite where the exact one is: TensorFlow
+    differentiates both branches and multiplies the one not taken by 0, and 0 * inf is NaN."""
+    from gradcli.expression.tree import has_call
+
+    if not has_call(tree, "where"):
+        return None
+    return (f"the tape's d({text})/d{variable} is not finite although the exact one is: on the tape, where "
+            f"differentiates both branches (TensorFlow's tf.where) and multiplies the branch not taken by 0, "
+            f"which is NaN where that branch's own derivative is infinite or NaN; make the branch not taken safe "
+            f"as well (the double where): where(x > 0, log(x), 0) becomes "
+            f"where(x > 0, log(where(x > 0, x, 1)), 0)")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -362,6 +693,9 @@ def sympy_class_names() -> dict[str, str]:
 __all__ = [
     "ALIASES",
     "ARITIES",
+    "BOOLEAN",
+    "MAX_VARIADIC",
+    "OPERATORS",
     "BY_NAME",
     "CANONICAL",
     "TABLE",
@@ -376,4 +710,7 @@ __all__ = [
     "sympy_functions",
     "tf_code_templates",
     "tf_functions",
+    "value_only",
+    "value_only_note",
+    "where_nan_note",
 ]

@@ -12,8 +12,17 @@ Grammar (``^`` is a power, never XOR)::
     product := unary (("*" | "/") unary)*
     unary   := ("+" | "-") unary | power
     power   := atom (("**" | "^") unary)?        # right-associative; -x**2 == -(x**2)
-    atom    := NUMBER [implicit] | NAME | NAME "(" sum ("," sum)* ")" | "(" sum ")"
+    atom    := NUMBER [implicit] | NAME | NAME "(" sum ("," sum)* ")" | "where(" cond "," sum "," sum ")"
+             | "(" sum ")"
     implicit:= a NAME or "(" right after a NUMBER: "2x" == 2*x, "3(x+1)" == 3*(x+1)
+
+    cond    := conj ("or" conj)*                 # only as where's first argument
+    conj    := neg ("and" neg)*
+    neg     := "not" neg | "(" cond ")" | sum ("<" | "<=" | ">" | ">=" | "==" | "!=") sum
+
+Comparisons and ``and``/``or``/``not`` exist only in where's condition: anywhere else they are a parse error
+at their position (an expression is a number, never a truth value). Chained comparisons (``0 < x < 1``) are
+refused: Python reads them as ``0 < x and x < 1``, most other languages as ``(0 < x) < 1``.
 """
 
 from __future__ import annotations
@@ -24,10 +33,10 @@ from fractions import Fraction
 
 from gradcli.errors import ParseError
 from gradcli.expression.evaluate import PYTHON_FLOAT64, evaluate
-from gradcli.expression.functions import ARITIES, CANONICAL
-from gradcli.expression.tokens import Token, tokenize, written_depth  # noqa: F401 (Token: re-exported)
-from gradcli.expression.tree import (CONSTANTS, Add, Call, Const, Expression, Mul, Neg, Node, Num, Pow, Var,
-                                     children, to_text, walk)
+from gradcli.expression.functions import ARITIES, CANONICAL, OPERATORS
+from gradcli.expression.tokens import COMPARISONS, Token, tokenize, written_depth  # noqa: F401 (Token: re-exported)
+from gradcli.expression.tree import (CONSTANTS, Add, Call, Const, Expression, Mul, Neg, Node, Num, Pow, RuleCall, Var,
+                                     active_rules, children, to_text, walk)
 
 # Limits on hostile input; generous for anything a person types.
 MAX_LENGTH = 10_000
@@ -125,7 +134,13 @@ class _Parser:
             return self.error("unmatched ')'")
         if t.kind == "op" and t.text == ",":
             return self.error("unexpected ','; commas separate function arguments only")
-        if t.kind == "name" and t.text in ("if", "for", "lambda", "and", "or", "not", "in", "is"):
+        if t.kind == "op" and t.text in COMPARISONS:
+            return self.error(f"comparison '{t.text}' outside where's condition: comparisons are read only in "
+                              f"where(condition, a, b), e.g. where(x > 0, x, 0)")
+        if t.kind == "name" and t.text in ("and", "or", "not"):
+            return self.error(f"'{t.text}' outside where's condition: and, or, not combine comparisons only in "
+                              f"where(condition, a, b)")
+        if t.kind == "name" and t.text in ("if", "for", "lambda", "in", "is"):
             return self.error(f"'{t.text}' is not allowed: only arithmetic expressions are read")
         return self.error(f"expected an operator before {t.text!r}")
 
@@ -178,7 +193,7 @@ class _Parser:
             num = self.number(t)
             self.refuse_exponent_without_digits(t)
             # Implicit multiplication: a number directly followed by a name or "(".
-            if self.tok.kind == "name" or self.at_op("("):
+            if self.tok.kind == "name" and self.tok.text not in ("and", "or", "not") or self.at_op("("):
                 if self.exponent_depth:
                     nxt = self.tok.text
                     raise self.error(f"ambiguous implicit multiplication in an exponent: write "
@@ -186,6 +201,8 @@ class _Parser:
                 self.count()
                 return Mul(((False, num), (False, self.power())), pos=t.pos)
             return num
+        if t.kind == "name" and t.text in ("and", "or", "not"):
+            raise self.unexpected()
         if t.kind == "name":
             self.take()
             return self.name(t)
@@ -205,6 +222,64 @@ class _Parser:
         if t.kind == "end":
             raise self.error("unexpected end of expression")
         raise self.error(f"unexpected {t.text!r}")
+
+    # where's condition ---------------------------------------------------------------------
+    def at_word(self, word: str) -> bool:
+        return self.tok.kind == "name" and self.tok.text == word
+
+    def condition(self) -> Node:
+        node = self.conjunction()
+        while self.at_word("or"):
+            t = self.take()
+            self.count()
+            node = Call("or", (node, self.conjunction()), pos=t.pos)
+        return node
+
+    def conjunction(self) -> Node:
+        node = self.negation()
+        while self.at_word("and"):
+            t = self.take()
+            self.count()
+            node = Call("and", (node, self.negation()), pos=t.pos)
+        return node
+
+    def negation(self) -> Node:
+        if self.at_word("not"):
+            t = self.take()
+            self.count()
+            self.enter()
+            operand = self.negation()
+            self.leave()
+            return Call("not", (operand,), pos=t.pos)
+        if self.at_op("("):
+            # "(x > 0 or y > 0)" is a condition in parentheses, "(x + 1) > 0" a comparison of a sum: try the
+            # first, and read a sum where it is not one (each level tries once: linear in the nesting).
+            saved = (self.i, self.nodes, self.depth, self.exponent_depth)
+            try:
+                self.take()
+                self.enter()
+                inner = self.condition()
+                self.leave()
+                if self.at_op(")"):
+                    self.take()
+                    if not (self.tok.kind == "op" and self.tok.text not in (")", ",")):
+                        return inner
+            except ParseError:
+                pass
+            self.i, self.nodes, self.depth, self.exponent_depth = saved
+        return self.comparison()
+
+    def comparison(self) -> Node:
+        left = self.sum()
+        if not (self.tok.kind == "op" and self.tok.text in COMPARISONS):
+            raise self.error("where's condition must be a comparison (<, <=, >, >=, ==, !=), or comparisons "
+                             "combined with and, or, not: e.g. where(x > 0, x, 0)")
+        t = self.take()
+        self.count()
+        right = self.sum()
+        if self.tok.kind == "op" and self.tok.text in COMPARISONS:
+            raise self.error(f"chained comparison: write it with 'and' (a {t.text} b and b {self.tok.text} c)")
+        return Call(OPERATORS[t.text], (left, right), pos=t.pos)
 
     def number(self, t: Token) -> Num:
         text = t.text
@@ -234,6 +309,9 @@ class _Parser:
     def name(self, t: Token) -> Node:
         name = t.text
         if self.at_op("("):
+            rule = active_rules().get(name)
+            if rule is not None and name not in FUNCTIONS:
+                return self.rule_call(t, rule)
             if name not in FUNCTIONS:
                 hint = _UNSUPPORTED_HINTS.get(name)
                 msg = f"unknown function '{name}'"
@@ -242,7 +320,7 @@ class _Parser:
             self.take()
             self.enter()
             saved, self.exponent_depth = self.exponent_depth, 0
-            args = [self.sum()]
+            args = [self.condition() if name == "where" else self.sum()]
             while self.at_op(","):
                 self.take()
                 args.append(self.sum())
@@ -257,15 +335,38 @@ class _Parser:
             self.take()
             arities = FUNCTIONS[name]
             if len(args) not in arities:
-                want = " or ".join(str(a) for a in arities)
+                want = (f"{arities[0]} to {arities[-1]}" if len(arities) > 2 and arities == tuple(
+                    range(arities[0], arities[-1] + 1)) else " or ".join(str(a) for a in arities))
                 raise self.error(f"{name}() takes {want} argument{'s' if arities != (1,) else ''}, got {len(args)}", t.pos)
             return Call(CANONICAL.get(name, name), tuple(args), pos=t.pos)
-        if name in FUNCTIONS:
+        if name in FUNCTIONS or name in active_rules():
             raise self.error(f"'{name}' is a function: call it as {name}(...), it cannot be a variable", t.pos)
         if name in CONSTANTS:
             return Const(name, pos=t.pos)
         check_variable_name(name, source=self.text, position=t.pos)
         return Var(name, pos=t.pos)
+
+    def rule_call(self, t: Token, rule) -> Node:
+        """A call of a custom rule (``--rule``): its arguments are sums, as a function's."""
+        self.take()
+        self.enter()
+        saved, self.exponent_depth = self.exponent_depth, 0
+        args = [self.sum()]
+        while self.at_op(","):
+            self.take()
+            args.append(self.sum())
+        self.exponent_depth = saved
+        self.leave()
+        if not self.at_op(")"):
+            if self.tok.kind == "end":
+                raise self.error(f"missing ')' to close {t.text}(", t.pos)
+            raise self.unexpected()
+        self.take()
+        if len(args) != len(rule.params):
+            n = len(rule.params)
+            raise self.error(f"{t.text}() takes {n} argument{'s' if n != 1 else ''} (its --rule), got {len(args)}",
+                             t.pos)
+        return RuleCall(t.text, tuple(args), rule=rule, pos=t.pos)
 
 
 FLOAT64_LARGEST = 1.7976931348623157e308

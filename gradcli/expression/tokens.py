@@ -17,7 +17,7 @@ _TOKEN = re.compile(
     (?P<ws>[ \t]+)
   | (?P<num>(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)
   | (?P<name>[A-Za-z_][A-Za-z0-9_]*)
-  | (?P<op>\*\*|[-+*/^(),])
+  | (?P<op>\*\*|<=|>=|==|!=|[-+*/^(),<>])
     """,
     re.VERBOSE,
 )
@@ -33,10 +33,8 @@ class Token:
 def _describe_char(ch: str) -> str:
     if ch.isascii():
         hints = {
-            "=": "assignments, keyword arguments and comparisons are not allowed",
-            "<": "comparisons are not expressions",
-            ">": "comparisons are not expressions",
-            "!": "comparisons are not expressions",
+            "=": "assignments and keyword arguments are not allowed (a comparison is ==, inside where only)",
+            "!": "negation is 'not', and a comparison is !=, inside where's condition only",
             ".": "attribute access is not allowed",
             "[": "indexing is not allowed",
             "]": "indexing is not allowed",
@@ -74,7 +72,9 @@ def tokenize(text: str) -> list[Token]:
 
 
 
-_OPENERS_OF_AN_OPERAND = frozenset({"(", ",", "+", "-", "*", "/", "**", "^"})
+# The comparisons of where's condition: binary operators, like + and -, for the depth count.
+COMPARISONS = frozenset({"<", "<=", ">", ">=", "==", "!="})
+_OPENERS_OF_AN_OPERAND = frozenset({"(", ",", "+", "-", "*", "/", "**", "^"}) | COMPARISONS
 
 
 def written_depth(tokens: list[Token], limit: int) -> tuple[int, int]:
@@ -103,7 +103,7 @@ def written_depth(tokens: list[Token], limit: int) -> tuple[int, int]:
         elif tok.kind == "op" and tok.text in ("+", "-") and opens_operand or tok.text in ("**", "^"):
             pending[-1] += 1
             signs_and_exponents += 1
-        elif tok.kind == "op" and tok.text in ("+", "-", "*", "/"):
+        elif tok.kind == "op" and (tok.text in ("+", "-", "*", "/") or tok.text in COMPARISONS):
             signs_and_exponents -= pending[-1]
             pending[-1] = 0
         depth = parens + signs_and_exponents

@@ -67,6 +67,85 @@ class Call(Node):
 
 
 @dataclass(frozen=True)
+class Rule:
+    """A custom rule (``--rule "NAME(u, ...) = BODY; d/du = FORMULA; ..."``): a function of its own with the
+    derivative it states. ``body`` and ``derivatives`` (one per parameter, in order) are trees over the
+    parameters as variables. Made and checked by :mod:`gradcli.expression.rules`."""
+
+    name: str
+    params: tuple[str, ...]
+    body: Node
+    derivatives: tuple[Node, ...]
+    text: str = field(default="", compare=False)
+
+
+@dataclass(frozen=True)
+class RuleCall(Call):
+    """A call of a custom rule: the rule travels with the tree (a worker needs no registry to read it)."""
+
+    rule: Rule = field(default=None, kw_only=True)  # type: ignore[assignment]
+
+
+# The rules the parser reads as calls (set by the commands' --rule, for one run).
+_ACTIVE_RULES: dict[str, Rule] = {}
+
+
+def active_rules() -> dict[str, Rule]:
+    return _ACTIVE_RULES
+
+
+def set_active_rules(rules) -> None:
+    """Make ``rules`` (an iterable of :class:`Rule`) the ones the parser reads; an empty one clears them."""
+    _ACTIVE_RULES.clear()
+    _ACTIVE_RULES.update((r.name, r) for r in rules)
+
+
+def substitute(node: Node, values: dict[str, Node]) -> Node:
+    """``node`` with each variable named in ``values`` replaced by its tree (a rule's body at its arguments)."""
+    from dataclasses import replace
+
+    if isinstance(node, Var):
+        return values.get(node.name, node)
+    if isinstance(node, Neg):
+        return replace(node, operand=substitute(node.operand, values))
+    if isinstance(node, Add):
+        return replace(node, terms=tuple((s, substitute(t, values)) for s, t in node.terms))
+    if isinstance(node, Mul):
+        return replace(node, factors=tuple((d, substitute(f, values)) for d, f in node.factors))
+    if isinstance(node, Pow):
+        return replace(node, base=substitute(node.base, values), exponent=substitute(node.exponent, values))
+    if isinstance(node, Call):
+        return replace(node, args=tuple(substitute(a, values) for a in node.args))
+    return node
+
+
+def inline_rules(node: Node) -> Node:
+    """``node`` with every rule call replaced by the rule's body at its arguments: the same function, written
+    with the language's own functions (what fd's rounding bound and the value walkers read)."""
+    from dataclasses import replace
+
+    if isinstance(node, RuleCall):
+        args = [inline_rules(a) for a in node.args]
+        return inline_rules(substitute(node.rule.body, dict(zip(node.rule.params, args))))
+    if isinstance(node, Call):
+        return replace(node, args=tuple(inline_rules(a) for a in node.args))
+    if isinstance(node, Neg):
+        return replace(node, operand=inline_rules(node.operand))
+    if isinstance(node, Add):
+        return replace(node, terms=tuple((s, inline_rules(t)) for s, t in node.terms))
+    if isinstance(node, Mul):
+        return replace(node, factors=tuple((d, inline_rules(f)) for d, f in node.factors))
+    if isinstance(node, Pow):
+        return replace(node, base=inline_rules(node.base), exponent=inline_rules(node.exponent))
+    return node
+
+
+def has_call(node: Node, name: str) -> bool:
+    """Whether ``node`` calls ``name`` anywhere (rule bodies not included)."""
+    return any(isinstance(n, Call) and n.func == name for n in walk(node))
+
+
+@dataclass(frozen=True)
 class Expression:
     """A parsed expression: its tree, the text it came from, and its variables in order of appearance."""
 
@@ -108,6 +187,15 @@ def children(node: Node) -> tuple[Node, ...]:
 
 def is_constant(node: Node) -> bool:
     return not any(isinstance(n, Var) for n in walk(node))
+
+
+# The operators of where's condition, as the function table names them, and how tightly each binds.
+_CONDITION_PREC = {"or": 1, "and": 2, "not": 3, "<": 4, "<=": 4, ">": 4, ">=": 4, "==": 4, "!=": 4}
+
+
+def is_boolean(node: Node) -> bool:
+    """A comparison or a logical operator: a truth value, never a number (where's condition)."""
+    return isinstance(node, Call) and not isinstance(node, RuleCall) and node.func in _CONDITION_PREC
 
 
 # ---------------------------------------------------------------------------------------------
@@ -157,6 +245,20 @@ def to_text(node: Node) -> str:
         if _prec(node.exponent) < _PREC[Pow] and not isinstance(node.exponent, Neg):
             e = f"({e})"
         return f"{b}**{e}"
+    if is_boolean(node):
+        return _condition_text(node)
     if isinstance(node, Call):
         return f"{node.func}({', '.join(to_text(a) for a in node.args)})"
     raise TypeError(node)
+
+
+def _condition_text(node: Call) -> str:
+    prec = _CONDITION_PREC[node.func]
+
+    def operand(child: Node) -> str:
+        s = to_text(child)
+        return f"({s})" if is_boolean(child) and _CONDITION_PREC[child.func] < prec else s
+
+    if node.func == "not":
+        return f"not {operand(node.args[0])}"
+    return f"{operand(node.args[0])} {node.func} {operand(node.args[1])}"

@@ -16,7 +16,8 @@ import math
 
 from gradcli.dtypes import MACHINE_EPSILON
 from gradcli.expression.evaluate import numpy_backend
-from gradcli.expression.tree import Add, Call, Const, Mul, Neg, Node, Num, Pow, Var, is_constant
+from gradcli.expression.tree import (Add, Call, Const, Mul, Neg, Node, Num, Pow, RuleCall, Var, inline_rules,
+                                     is_boolean, is_constant, walk)
 
 # A library function's own error, in units of u (2 ulp: NumPy's float64 exp/log/sin/... are within 1 ulp)
 FUNCTION_ULPS = 4.0
@@ -46,7 +47,16 @@ def _sensitivity(np):
         "log10": lambda a, r: 1.0 / (np.abs(a) * math.log(10.0)), "sqrt": lambda a, r: 0.5 / np.abs(r),
         "abs": lambda a, r: np.ones_like(r), "erf": lambda a, r: 2.0 / math.sqrt(math.pi) * np.exp(-a * a),
         "sigmoid": lambda a, r: r * (1.0 - r),
+        "relu": lambda a, r: np.where(a > 0, 1.0, 0.0), "softplus": lambda a, r: np.exp(-np.logaddexp(0.0, -a)),
+        "log1p": lambda a, r: 1.0 / np.abs(1.0 + a), "expm1": lambda a, r: np.abs(r + 1.0),
+        "stop_gradient": lambda a, r: np.ones_like(r),
     }
+
+
+# Functions that return one of their arguments unchanged (no rounding of their own), and whose value moves
+# by no more than the largest move of an argument (1-Lipschitz in each): their bound is the largest of the
+# arguments' bounds, whichever argument is chosen, even where an argument's error changes the choice.
+_SELECTING = frozenset({"min", "max", "clip"})
 
 
 def rounding_bound(tree: Node, env: dict):
@@ -107,6 +117,36 @@ def _walk(tree: Node, env: dict, backend, sensitivity, np):
         if not (np.isscalar(se) and se == 0.0):
             s = s + _times(np.abs(r * np.log(np.abs(b))), se, np)
         return r, s
+    if isinstance(tree, RuleCall):  # a custom rule's value is its body's
+        return _walk(inline_rules(tree), env, backend, sensitivity, np)
+    if is_boolean(tree):  # a truth value: its bound is where's business
+        args = [_walk(a, env, backend, sensitivity, np)[0] for a in tree.args]
+        return backend.functions[tree.func](*args), 0.0
+    if isinstance(tree, Call) and tree.func in _SELECTING:
+        walked = [_walk(a, env, backend, sensitivity, np) for a in tree.args]
+        r = backend.functions[tree.func](*(w[0] for w in walked))
+        s = walked[0][1]
+        for w in walked[1:]:
+            s = np.maximum(s, w[1])
+        return r, s
+    if isinstance(tree, Call) and tree.func == "logsumexp":
+        # softmax weights (each in [0, 1], summing to 1) times the arguments' errors, and the reduction's own
+        # roundings: the final addition (|r|) and the logarithm of a sum of n exponentials (each at most 1)
+        walked = [_walk(a, env, backend, sensitivity, np) for a in tree.args]
+        r = backend.functions[tree.func](*(w[0] for w in walked))
+        s = walked[0][1]
+        for w in walked[1:]:
+            s = np.maximum(s, w[1])
+        return r, s + np.abs(r) + 2.0 * (FUNCTION_ULPS + len(walked) + 1)
+    if isinstance(tree, Call) and tree.func == "where":
+        # the chosen branch's bound, unless rounding could have chosen the other branch: then none
+        c = _walk(tree.args[0], env, backend, sensitivity, np)[0]
+        (a, sa), (b, sb) = (_walk(x, env, backend, sensitivity, np) for x in tree.args[1:])
+        r = backend.functions["where"](c, a, b)
+        s = np.where(c, sa, sb)
+        if _condition_carries_error(tree.args[0], env, backend, sensitivity, np):
+            s = np.where(np.asarray(a) == np.asarray(b), s, np.inf)
+        return r, s
     if isinstance(tree, Call):
         fn = backend.functions[tree.func]
         rule = sensitivity.get(tree.func)
@@ -119,6 +159,18 @@ def _walk(tree: Node, env: dict, backend, sensitivity, np):
         own = FUNCTION_ULPS * np.abs(r)
         return r, own + _times(rule(a, r), sa, np)
     raise TypeError(f"unknown node {tree!r}")
+
+
+def _condition_carries_error(cond: Node, env: dict, backend, sensitivity, np) -> bool:
+    """Whether a comparison in ``cond`` compares a rounded value (its outcome could then differ from the exact
+    one's near the boundary)."""
+    for node in walk(cond):
+        if is_boolean(node) and node.func not in ("and", "or", "not"):
+            for a in node.args:
+                s = _walk(a, env, backend, sensitivity, np)[1]
+                if not (np.isscalar(s) and s == 0.0) and np.any(np.asarray(s) != 0):
+                    return True
+    return False
 
 
 def _times(sensitivity, s, np, finite: bool = False):

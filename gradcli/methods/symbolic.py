@@ -19,6 +19,7 @@ from fractions import Fraction
 from typing import Any, Callable, Hashable, Mapping
 
 from gradcli.expression import Add, Call, Const, Mul, Neg, Node, Num, Pow, Var
+from gradcli.expression.tree import RuleCall, inline_rules
 from gradcli.expression.evaluate import Backend, compile_expression, numpy_backend
 from gradcli.expression.functions import sympy_class_names, sympy_functions
 from gradcli.methods.symbolic_values import EXACT_LIMIT, EXACT_SECONDS, TRUSTED
@@ -55,6 +56,8 @@ def to_sympy(tree: Node, symbols: dict[str, Any]):
             return sp.Mul(*[1 / build(f) if d else build(f) for d, f in node.factors])
         if isinstance(node, Pow):
             return sp.Pow(build(node.base), build(node.exponent))
+        if isinstance(node, RuleCall):
+            return rule_function(node.rule)(*[build(a) for a in node.args])
         if isinstance(node, Call):
             args = [build(a) for a in node.args]
             build_call = _SYMPY_FUNCTIONS.get(node.func) or _FORMULA_ONLY_FUNCTIONS[node.func]
@@ -62,6 +65,36 @@ def to_sympy(tree: Node, symbols: dict[str, Any]):
         raise TypeError(node)
 
     return build(tree)
+
+
+_RULE_FUNCTIONS: dict[Any, Any] = {}
+
+
+def rule_function(rule):
+    """The SymPy function of a custom rule (``--rule``): its derivative by each parameter is the rule's own
+    formula at the arguments (``fdiff``), its value the body's; printed as the rule's name."""
+    import sympy as sp
+    from mpmath.libmp import prec_to_dps
+
+    if rule in _RULE_FUNCTIONS:
+        return _RULE_FUNCTIONS[rule]
+
+    def at(tree, args):
+        return to_sympy(tree, dict(zip(rule.params, args)))
+
+    def fdiff(self, argindex=1):
+        return at(rule.derivatives[argindex - 1], self.args)
+
+    def _eval_evalf(self, prec):
+        return at(rule.body, self.args).evalf(prec_to_dps(prec))
+
+    def _eval_is_real(self):
+        return at(rule.body, self.args).is_real
+
+    cls = type(rule.name, (sp.Function,), {"nargs": len(rule.params), "fdiff": fdiff, "_eval_evalf": _eval_evalf,
+                                           "_eval_is_real": _eval_is_real, "_gradcli_rule": rule})
+    _RULE_FUNCTIONS[rule] = cls
+    return cls
 
 
 # name -> build(sp, *args), from the one function table.
@@ -270,6 +303,14 @@ def from_sympy(expr) -> Node:
         return Mul(tuple((False, from_sympy(a)) for a in expr.args))
     if expr.is_Pow:
         return Pow(from_sympy(expr.base), from_sympy(expr.exp))
+    rule = getattr(type(expr), "_gradcli_rule", None)
+    if rule is not None:  # a custom rule's call: its body, so that every evaluator reads it as it is
+        return inline_rules(RuleCall(rule.name, tuple(from_sympy(a) for a in expr.args), rule=rule))
+    if isinstance(expr, sp.Piecewise):  # where(c1, e1, where(c2, e2, ...)); no branch left: undefined
+        out: Node = Call("nan", ())
+        for e, c in reversed(expr.args):
+            out = from_sympy(e) if c is sp.true else Call("where", (_condition(c), from_sympy(e), out))
+        return out
     if expr.is_Function:
         name = _FUNCTION_NAMES.get(type(expr).__name__)
         if name is None:
@@ -280,6 +321,32 @@ def from_sympy(expr) -> Node:
     if expr is sp.nan or expr is sp.zoo or expr is sp.oo or expr is -sp.oo:
         return Call("nan", ())
     raise _Untranslatable(f"{type(expr).__name__} has no numerical evaluation in gradcli")
+
+
+_RELATIONS = {"StrictLessThan": "<", "LessThan": "<=", "StrictGreaterThan": ">", "GreaterThan": ">=",
+              "Equality": "==", "Unequality": "!="}
+
+
+def _condition(cond) -> Node:
+    """A SymPy condition (a Piecewise's) as where's: comparisons joined by and, or, not."""
+    import sympy as sp
+
+    name = type(cond).__name__
+    if name in _RELATIONS:
+        return Call(_RELATIONS[name], (from_sympy(cond.lhs), from_sympy(cond.rhs)))
+    if isinstance(cond, (sp.And, sp.Or)):
+        op = "and" if isinstance(cond, sp.And) else "or"
+        parts = [_condition(a) for a in cond.args]
+        out = parts[0]
+        for p in parts[1:]:
+            out = Call(op, (out, p))
+        return out
+    if isinstance(cond, sp.Not):
+        return Call("not", (_condition(cond.args[0]),))
+    if cond is sp.true or cond is sp.false:
+        zero = Num(Fraction(0), "0")
+        return Call("==" if cond is sp.true else "!=", (zero, zero))
+    raise _Untranslatable(f"the condition {cond} has no numerical evaluation in gradcli")
 
 
 _BACKEND: Backend | None = None

@@ -118,7 +118,18 @@ class GradBatch(engine.BatchCore):
                                                  complex_estimates=complex_estimates)
         cross_complex = cross_check_complex(values, columns, x, {"fd": estimates, "complex": complex_estimates},
                                             dtype=self.dtype)
-        return errors, disagree, tols, cross_check(values, columns, x, estimates, dtype=self.dtype), cross_complex
+        cross = cross_check(values, columns, x, estimates, dtype=self.dtype)
+        from gradcli.expression.functions import value_only
+
+        for i, tree in enumerate(self.trees):  # stop_gradient: fd differentiates the value, by design apart
+            if value_only(tree):
+                for m in ("fd", "complex"):
+                    if m in disagree:
+                        disagree[m][i] = False
+                if cross is not None:
+                    cross[1][i] = False
+                cross_complex = None
+        return errors, disagree, tols, cross, cross_complex
 
     def _point_shift(self, columns, pts):
         """[T, P, n]: how far each exact derivative moves from the point as read (float64) to the dtype's
