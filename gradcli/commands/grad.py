@@ -11,6 +11,7 @@ from gradcli.commands.common import (METHOD_HELP, AtOption, BatchSizeOption, DTy
                                      SymbolicTimeoutOption, as_batch, conclude, emit, handle_errors,
                                      refuse_show_code_for_many, run_many)
 from gradcli.commands.completion import complete_methods
+from gradcli.errors import UsageError
 from gradcli.commands.expression_file import expressions_from
 from gradcli.methods.fd_schemes import Scheme
 
@@ -39,6 +40,9 @@ def grad(
     show_code: ShowCodeOption = False,
     symbolic_timeout: SymbolicTimeoutOption = 10.0,
     batch_size: BatchSizeOption = 4096,
+    rule: Annotated[Optional[list[str]], typer.Option(
+        "--rule", metavar="RULE", help="A function with its own derivative, checked before use (repeatable): "
+        "\"NAME(u, ...) = BODY; d/du = FORMULA; ...\"", show_default=False)] = None,
 ) -> None:
     """The gradient at a point: SymPy's exact value, TensorFlow's GradientTape and finite differences.
 
@@ -51,6 +55,11 @@ def grad(
       gradcli grad "3*x" "x**2" --at x=5 -m tape,fd
       gradcli grad "x**2*y" --grid x=-1:1:5,y=0:1:3 -f csv
     """
+    from gradcli.expression.rules import define_rules, numerics_notes
+
+    if rule and show_code:
+        raise UsageError("--show-code does not write --rule's tf.custom_gradient yet")
+    checked = define_rules(rule, time_limit=symbolic_timeout)  # a wrong rule: exit 1, with a counterexample
     expressions = expressions_from(expressions, file)
     if show_code:  # the program only: nothing is computed
         refuse_show_code_for_many(points, grid)
@@ -71,6 +80,12 @@ def grad(
 
     report = compute_gradient(expressions, at=at, wrt=wrt, methods=method, scheme=scheme.value, eps=eps,
                               dtype=dtype.value, symbolic_time_limit=symbolic_timeout)
+    if checked.rules and "tape" in report.methods:
+        from gradcli.expression import parse
+
+        report.notes += checked.notes + numerics_notes(
+            [parse(t).tree for t in report.expressions], report.expressions, report.point, report.wrt, report.dtype,
+            [r.gradient.get("tape", {}) for r in report.results])
     emit(output, json=lambda: render.grad_json(report),
          table=lambda: render.grad_table(report))
     conclude(report)

@@ -1,0 +1,132 @@
+"""Custom rules (--rule): read by gradcli's parser, used by the tape (tf.custom_gradient) and SymPy's column,
+checked exactly, at random points and to second order; a wrong rule exits 1 with a counterexample."""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gradcli.errors import ParseError
+from gradcli.expression import parse
+from gradcli.expression.rules import RuleError, define_rules, numerics_notes, parse_rule, read_rules
+from gradcli.expression.tree import RuleCall, set_active_rules
+
+LOG1PEXP = "log1pexp(x) = log(1 + exp(x)); d/dx = 1 - 1/(1 + exp(x))"
+GRADCLI = Path(sys.executable).with_name("gradcli")
+
+
+@pytest.fixture(autouse=True)
+def no_rules_left_behind():
+    yield
+    set_active_rules([])
+
+
+def _grad(text, at, **kw):
+    from gradcli.compute.grad import compute_gradient
+
+    return compute_gradient([text], at=at, **kw)
+
+
+def test_log1pexp_in_float32_tape_nan_without_the_rule_1_with_it_exact_1():
+    from gradcli.methods.tape import tape_gradient
+
+    without, *_ = tape_gradient([parse("log(1 + exp(x))").tree], {"x": 100.0}, ["x"], dtype="float32")
+    assert math.isnan(without[0]["x"])
+    checked = define_rules([LOG1PEXP])
+    report = _grad("log1pexp(x)", "x=100", dtype="float32", methods="symbolic,tape")
+    r = report.results[0]
+    assert r.gradient["tape"]["x"] == 1.0 and r.gradient["symbolic"]["x"] == 1.0
+    assert r.formula["x"] == "1 - 1/(exp(x) + 1)" and not report.failed
+    notes = numerics_notes([parse("log1pexp(x)").tree], ["log1pexp(x)"], report.point, ["x"], "float32",
+                           [r.gradient["tape"]])
+    assert notes == ["the rule for log1pexp changes the tape's numerics: d(log1pexp(x))/dx is 1.0 on the tape with "
+                     "the rule, nan with the body written out (log(1 + exp(x)))"]
+    assert checked.notes == []  # SymPy proves this one
+
+
+def test_the_command_end_to_end():
+    result = subprocess.run([str(GRADCLI), "grad", "log1pexp(x)", "--at", "x=100", "--dtype", "float32",
+                             "-m", "symbolic,tape", "--rule", LOG1PEXP, "-f", "json"],
+                            capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "200"})
+    assert result.returncode == 0, result.stderr
+    import json
+
+    doc = json.loads(result.stdout)
+    text = json.dumps(doc)
+    assert "changes the tape's numerics" in text and '"tape": {"x": 1.0}' in text.replace("\n", "")
+
+
+def test_a_wrong_rule_exits_1_with_a_counterexample():
+    with pytest.raises(RuleError) as info:
+        define_rules(["log1pexp(x) = log(1 + exp(x)); d/dx = 1 - 1/(1 + exp(2*x))"])
+    message = str(info.value)
+    assert info.value.exit_code == 1
+    assert message.startswith("rule log1pexp is wrong: d/dx = 1 - 1/(1 + exp(2*x)) is not the derivative of "
+                              "log(1 + exp(x)): at x=")
+    assert "the derivative is" in message
+    result = subprocess.run([str(GRADCLI), "grad", "g(x)", "--at", "x=1", "--rule", "g(u) = u**3; d/du = 3*u"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1 and "rule g is wrong" in result.stderr and "at u=" in result.stderr
+
+
+def test_a_rule_right_in_value_but_not_differentiable_as_stated_is_caught_at_second_order():
+    with pytest.raises(RuleError) as info:
+        define_rules(["sq(x) = x**2; d/dx = stop_gradient(2*x)"])
+    message = str(info.value)
+    assert message.startswith("rule sq is wrong to second order: the tape's d2/dx2 of sq")
+    assert "is 0.0 at x=" in message and "the body's is 2.0" in message
+
+
+def test_several_parameters_and_a_rule_calling_an_earlier_one():
+    define_rules(["f(u, v) = u*sin(v); d/du = sin(v); d/dv = u*cos(v)",
+                  "g(t) = f(t, t)**2; d/dt = 2*f(t, t)*(sin(t) + t*cos(t))"])
+    report = _grad("f(x, y)*x + g(y)", "x=1,y=2")
+    r = report.results[0]
+    exact = {"x": 2 * math.sin(2.0), "y": math.cos(2.0) + 2 * 2 * math.sin(2) * (math.sin(2) + 2 * math.cos(2))}
+    for v in "xy":
+        assert r.gradient["tape"][v] == pytest.approx(exact[v], rel=1e-14)
+        assert r.gradient["symbolic"][v] == pytest.approx(exact[v], rel=1e-14)
+        assert r.gradient["fd"][v] == pytest.approx(exact[v], rel=1e-8)
+    assert not report.warnings
+    assert "f(x, y)" in r.formula["x"]  # SymPy keeps the rule's call in the formula
+
+
+def test_the_rule_is_used_at_every_batch_point_on_the_tape():
+    from gradcli.methods.tape import tape_gradients
+    import numpy as np
+
+    define_rules([LOG1PEXP])
+    tree = parse("log1pexp(x)*y").tree
+    out = tape_gradients([tree], {"x": np.array([100.0, 0.0]), "y": np.array([2.0, 3.0])}, ["x", "y"],
+                         dtype="float32")
+    np.testing.assert_allclose(out.gradients[0][:, 0], [2.0, 1.5])
+
+
+def test_rules_are_read_by_gradcli_s_parser_only():
+    r = parse_rule(LOG1PEXP)
+    assert r.name == "log1pexp" and r.params == ("x",)
+    set_active_rules([r])
+    call = parse("log1pexp(2*x)").tree
+    assert isinstance(call, RuleCall) and call.rule is r
+    for text, words, column in [
+        ("sin(x) = x; d/dx = 1", "'sin' is already gradcli's own", 0),
+        ("f(x) = __import__('os'); d/dx = 0", "the body: unexpected character", 18),
+        ("f(x) = x + y; d/dx = 1", "uses 'y', which is not a parameter", 11),
+        ("f(x) = x; d/dy = 1", "'y' is not a parameter", 13),
+        ("f(x, y) = x*y; d/dx = y", "no derivative by y", None),
+        ("f(x) x", "no '='", 0),
+        ("f(x) = x; d/dx = 1; d/dx = 1", "given twice", 23),
+    ]:
+        with pytest.raises(ParseError) as info:
+            read_rules([text])
+        assert words in info.value.message, (text, info.value.message)
+        if column is not None:
+            assert info.value.position == column, (text, info.value.position)
+    set_active_rules([])
+    with pytest.raises(ParseError, match="unknown function 'log1pexp'"):
+        parse("log1pexp(x)")
