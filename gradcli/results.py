@@ -119,6 +119,15 @@ class GradientReport:
     notes: list[str] = field(default_factory=list)
     failed: bool = False
     command: str = "grad"
+    # --constants: variables entered on the tape as tf.constant (still rows: symbolic and fd differentiate by
+    # them); --watch: those of them tape.watch()ed. Both in wrt order.
+    constants: list[str] = field(default_factory=list)
+    watched: list[str] = field(default_factory=list)
+
+    @property
+    def unwatched(self) -> list[str]:
+        """The constants the tape did not watch: its gradient is None (JSON null) for them, by TF's design."""
+        return [v for v in self.constants if v not in self.watched]
 
     def to_dict(self) -> dict:
         doc: dict[str, Any] = {
@@ -132,6 +141,9 @@ class GradientReport:
             **({} if self.complex_step is None else {"complex": {"step": self.complex_step}}),
             "results": [r.to_dict() for r in self.results],
         }
+        if self.constants:  # only with --constants: other documents keep their shape
+            doc["tape_sources"] = {"constants": self.constants, "watched": self.watched,
+                                   "unwatched": self.unwatched}
         if self.sum is not None:
             doc["sum"] = self.sum
         doc["warnings"] = self.warnings

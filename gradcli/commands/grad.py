@@ -27,6 +27,17 @@ def grad(
     grid: GridOption = None,
     wrt: Annotated[Optional[str], typer.Option(
         "--wrt", metavar="X,...", help="Only these variables (the others are unwatched constants).")] = None,
+    constants: Annotated[Optional[str], typer.Option(
+        "--constants", metavar="X,...",
+        help="Give these variables to the tape as tf.constant, not tf.Variable: they keep their rows, "
+             "symbolic and fd differentiate by them, and the tape answers None (the guide's [None, None]; "
+             "table 'None (not watched)', JSON null with \"tape_sources\": {\"constants\", \"watched\", "
+             "\"unwatched\"}). One point (--at, -f table/json) only: --points, --grid, -f csv/jsonl refuse it.")
+    ] = None,
+    watch: Annotated[Optional[str], typer.Option(
+        "--watch", metavar="X,...",
+        help="tape.watch() these constants (each must be in --constants): the tape differentiates by them "
+             "again.")] = None,
     method: Annotated[str, typer.Option(
         "--method", "-m", metavar="METHODS", help=METHOD_HELP, autocompletion=complete_methods)
     ] = "symbolic,tape,fd",
@@ -48,10 +59,14 @@ def grad(
 
     Several expressions: the Jacobian, and the sum the tape returns for several targets.
 
+    --show-code prints, instead, a program for each chosen column (SymPy, the tape, the guide's
+    approximate_derivative with the step fd takes), one after another; each runs on its own.
+
     Examples:
 
     \b
       gradcli grad "(x1+5)*x2**2" --at x1=2,x2=3
+      gradcli grad "(x1+5)*x2**2" --at x1=2,x2=3 --constants x1,x2 --watch x1,x2
       gradcli grad "3*x" "x**2" --at x=5 -m tape,fd
       gradcli grad "x**2*y" --grid x=-1:1:5,y=0:1:3 -f csv
     """
@@ -61,14 +76,19 @@ def grad(
         raise UsageError("--show-code does not write --rule's tf.custom_gradient yet")
     checked = define_rules(rule, time_limit=symbolic_timeout)  # a wrong rule: exit 1, with a counterexample
     expressions = expressions_from(expressions, file)
-    if show_code:  # the program only: nothing is computed
+    if show_code:  # the programs only: neither tape nor SymPy runs
         refuse_show_code_for_many(points, grid)
         from gradcli.programs.grad import program_grad as grad_program
 
         print(grad_program(expressions, at=at, wrt=wrt, dtype=dtype.value, methods=method, scheme=scheme.value,
-                           eps=eps), end="")
+                           eps=eps, constants=constants, watch=watch), end="")
         return
-    if as_batch(points=points, grid=grid, output=output):  # and CSV/JSONL at one point: its record
+    many = as_batch(points=points, grid=grid, output=output)
+    if constants is not None or watch is not None:
+        from gradcli.compute.request import refuse_constants_for_many
+
+        refuse_constants_for_many(constants, watch, many=many)
+    if many:  # and CSV/JSONL at one point: its record
         from gradcli.compute.batch.grad import GradBatch
 
         run_many(GradBatch(expressions, wrt=wrt, methods=method, scheme=scheme.value, eps=eps, dtype=dtype.value,
@@ -79,7 +99,8 @@ def grad(
     from gradcli.render import grad as render  # loads rich now, while SymPy's worker is busy
 
     report = compute_gradient(expressions, at=at, wrt=wrt, methods=method, scheme=scheme.value, eps=eps,
-                              dtype=dtype.value, symbolic_time_limit=symbolic_timeout)
+                              dtype=dtype.value, symbolic_time_limit=symbolic_timeout, constants=constants,
+                              watch=watch)
     if checked.rules and "tape" in report.methods:
         from gradcli.expression import parse
 

@@ -17,18 +17,22 @@ from gradcli.results import FIRST_ORDER_METHODS, ExpressionGradient, GradientRep
 from gradcli.methods import symbolic
 from gradcli.methods.worker import BoundedJob, CancelFlag, SymbolicTimeout
 from gradcli.compute.judge import cross_check, cross_disagreement, disagreement, judge_gradients
-from gradcli.compute.request import check_dtype, check_eps, parse_expressions, parse_methods, resolve_wrt
+from gradcli.compute.request import (check_dtype, check_eps, parse_expressions, parse_methods, resolve_constants,
+                                     resolve_wrt)
 
 
 def plan_gradient(expressions: list[str], *, at: list[str] | str, wrt: str | None = None,
                   dtype: str = "float64", methods: str | list[str] | None = None, scheme: str = "central",
-                  eps: float | None = None) -> tuple[list[Expression], Point, list[str], str]:
+                  eps: float | None = None, constants: str | None = None,
+                  watch: str | None = None) -> tuple[list[Expression], Point, list[str], str]:
     """The checked inputs of ``grad``: expressions, point, variables to differentiate by, dtype. Every
-    option is checked here, so ``--show-code`` refuses what a computation would refuse."""
+    option is checked here, so ``--show-code`` refuses what a computation would refuse (``constants`` and
+    ``watch`` too: :func:`plan_sources` gives them)."""
     exprs = parse_expressions(expressions)
     point = parse_point(at)
     check_covers(point, [v for e in exprs for v in e.variables])
     variables = resolve_wrt(wrt, point)
+    resolve_constants(constants, watch, point, variables)
     dtype = check_dtype(dtype)
     check_point_fits(point, dtype)
     chosen = parse_methods(methods, allowed=FIRST_ORDER_METHODS) if not isinstance(methods, list) else methods
@@ -42,10 +46,15 @@ def plan_gradient(expressions: list[str], *, at: list[str] | str, wrt: str | Non
 def compute_gradient(expressions: list[str], *, at: list[str] | str, wrt: str | None = None,
                      methods: str | list[str] | None = None, scheme: str = "central",
                      eps: float | None = None, dtype: str = "float64",
-                     symbolic_time_limit: float = symbolic.DEFAULT_TIME_LIMIT) -> GradientReport:
-    """Everything ``gradcli grad`` shows, as a :class:`GradientReport`."""
+                     symbolic_time_limit: float = symbolic.DEFAULT_TIME_LIMIT,
+                     constants: str | None = None, watch: str | None = None) -> GradientReport:
+    """Everything ``gradcli grad`` shows, as a :class:`GradientReport`.
+
+    ``constants`` (``--constants x1,x2``) enter the tape as ``tf.constant``: its column is ``None`` for them
+    (listed in the report's ``unwatched``) unless ``watch`` names them too (``tape.watch``)."""
     exprs, point, variables, dtype = plan_gradient(expressions, at=at, wrt=wrt, dtype=dtype, methods=methods,
-                                                   scheme=scheme, eps=eps)
+                                                   scheme=scheme, eps=eps, constants=constants, watch=watch)
+    constant_names, watched = resolve_constants(constants, watch, point, variables)
     chosen = parse_methods(methods, allowed=FIRST_ORDER_METHODS) if not isinstance(methods, list) else methods
     scheme = Scheme(scheme)
 
@@ -53,6 +62,7 @@ def compute_gradient(expressions: list[str], *, at: list[str] | str, wrt: str | 
         expressions=[e.text for e in exprs], point=dict(point.values), dtype=dtype, wrt=variables,
         methods=chosen, results=[],
         fd_scheme=scheme.value if "fd" in chosen else None,
+        constants=constant_names, watched=watched,
     )
     if note := unused_variables_note(point, [v for e in exprs for v in e.variables]):
         report.notes.append(note)
@@ -63,13 +73,15 @@ def compute_gradient(expressions: list[str], *, at: list[str] | str, wrt: str | 
     # SymPy first, before anything imports TensorFlow (see gradcli.methods.worker.BoundedJob).
     job = _start_symbolic(exprs, point, variables, symbolic_time_limit, dtype) if "symbolic" in chosen else None
     if "tape" in chosen:
-        per_tree, unconnected, summed, _ = _tape(exprs, point, variables, dtype)
+        per_tree, unconnected, summed, _ = _tape(exprs, point, variables, dtype, constant_names, watched)
         for r, g, u in zip(report.results, per_tree, unconnected):
             r.gradient["tape"] = {k: shortest(v, dtype) for k, v in g.items()}
             r.unconnected = u
         if len(exprs) > 1:
             report.sum = report.sum or {}
             report.sum["tape"] = {k: shortest(v, dtype) for k, v in summed.items()}
+        if constant_names:
+            report.notes.append(_constants_note(report))
     if "fd" in chosen:
         check_step(eps, point.values, variables, dtype)
         for e, r in zip(exprs, report.results):
@@ -95,10 +107,24 @@ def compute_gradient(expressions: list[str], *, at: list[str] | str, wrt: str | 
     return report
 
 
-def _tape(exprs, point, variables, dtype):
+def _tape(exprs, point, variables, dtype, constants=(), watch=()):
     from gradcli.methods.tape import tape_gradient
 
-    return tape_gradient([e.tree for e in exprs], point.values, variables, dtype=dtype)
+    return tape_gradient([e.tree for e in exprs], point.values, variables, dtype=dtype, constants=constants,
+                         watch=watch)
+
+
+def _constants_note(report: GradientReport) -> str:
+    """What --constants/--watch did to the tape column, in the guide's terms."""
+    words = []
+    if report.unwatched:
+        words.append(f"{', '.join(report.unwatched)} entered the tape as tf.constant and are not watched, so "
+                     f"tape.gradient returns None for them (symbolic and fd still differentiate by them; "
+                     f"--watch {','.join(report.unwatched)} is the fix)")
+    if report.watched:
+        words.append(f"{', '.join(report.watched)} entered as tf.constant and tape.watch() made the tape record "
+                     f"them")
+    return "; ".join(words)
 
 
 def _sum_rows(rows: list[dict[str, float | None]], variables: list[str]) -> dict[str, float | None]:
@@ -201,8 +227,10 @@ def _errors_and_warnings(report: GradientReport, exprs, point: Point, scheme: Sc
             r.error[m] = {v: (float(err[0, 0, j]) if math.isfinite(err[0, 0, j]) else None)
                           for j, v in enumerate(wrt)}
         for j, v in enumerate(wrt):
+            # an unwatched constant's None is the lesson, not a failure: nothing to compare it with
+            skip = {"tape"} if v in report.unwatched else set()
             bad = {m: g.get(v) for m, g in r.gradient.items() if (g.get(v) is None or not math.isfinite(g.get(v)))
-                   and not (m == "complex" and v in r.not_analytic)}  # not analytic: a note already
+                   and not (m == "complex" and v in r.not_analytic) and m not in skip}  # not analytic: a note already
             if bad:
                 said = ", ".join(f"{m}: {_show(x)}" for m, x in bad.items())
                 report.warnings.append(f"d({e.text})/d{v} is not finite at {pt} ({said})")
@@ -215,9 +243,13 @@ def _errors_and_warnings(report: GradientReport, exprs, point: Point, scheme: Sc
             if r.value is None:
                 continue
             for m, d in disagree.items():
+                if m in skip:
+                    continue
                 if d[0, 0, j] and not (m == "fd" and v in r.one_sided):  # a kink: fd's warning says it
                     report.warnings.append(disagreement(m, e.text, v, float(errors[m][0, 0, j]), dtype=report.dtype,
                                                         tol=float(tols[m][0, 0, j])))
+            if skip:  # the cross-checks below compare with the tape
+                continue
             if cross is not None and cross[1][0, 0, j]:
                 report.warnings.append(cross_disagreement(e.text, v, float(cross[0][0, 0, j]), float(cross[2][0, 0, j]),
                                                           bool(cross[3][0, 0, j]), dtype=report.dtype))

@@ -118,3 +118,51 @@ def check_order(order: int, most: int) -> int:
     if not 1 <= order <= most:
         raise UsageError(f"--order must be between 1 and {most}, not {order}")
     return order
+
+
+def _name_list(option: str, text: str) -> list[str]:
+    """A comma list of variable names for ``option``: neither empty nor with an empty or repeated name."""
+    if not text.strip():
+        raise UsageError(f"{option} is empty: name one or more variables (e.g. {option} x1,x2)")
+    names: list[str] = []
+    for part in text.split(","):
+        name = part.strip()
+        if not name:
+            raise UsageError(f"{option}: empty name in '{text}'; write it as {option} x1,x2")
+        if name in names:
+            raise UsageError(f"{option}: '{name}' is given twice")
+        names.append(name)
+    return names
+
+
+def resolve_constants(constants_text: str | None, watch_text: str | None, point,
+                      wrt: list[str]) -> tuple[list[str], list[str]]:
+    """``grad --constants`` and ``--watch`` at one point -> (constants, watched), both in ``wrt`` order.
+
+    A constant is a variable the tape gets as ``tf.constant``: it keeps its row (symbolic and fd still
+    differentiate by it), so it must be one of the variables differentiated by. ``--watch`` is
+    ``tape.watch``, which only means something for a constant: a name outside ``--constants`` is refused
+    rather than ignored, so a typo cannot pass for the guide's fix."""
+    constants = _name_list("--constants", constants_text) if constants_text is not None else []
+    watch = _name_list("--watch", watch_text) if watch_text is not None else []
+    for name in constants:
+        if name not in point.values:
+            raise UsageError(f"--constants: '{name}' is not a variable of the point (--at gives "
+                             f"{', '.join(point.names) or 'none'})")
+        if name not in wrt:
+            raise UsageError(f"--constants: '{name}' is not differentiated by (--wrt {','.join(wrt)}); a "
+                             f"constant keeps its row, so add it to --wrt")
+    for name in watch:
+        if name not in constants:
+            raise UsageError(f"--watch: '{name}' is not in --constants (tape.watch is for tf.constant inputs; "
+                             f"a tf.Variable is watched already)")
+    return [v for v in wrt if v in constants], [v for v in wrt if v in watch]
+
+
+def refuse_constants_for_many(constants_text: str | None, watch_text: str | None, *, many: bool) -> None:
+    """--constants/--watch are a one-point lesson: the batch paths (--points, --grid, and -f csv/jsonl,
+    which write a batch's rows) refuse them instead of silently watching every variable."""
+    if many and (constants_text is not None or watch_text is not None):
+        option = "--constants" if constants_text is not None else "--watch"
+        raise UsageError(f"{option} works at one point with -f table or -f json: drop --points/--grid "
+                         f"(and -f csv/jsonl) and give --at")

@@ -83,15 +83,22 @@ class TapeGradients:
     gradients: np.ndarray  # [T, P, n] float64 (0 where unconnected)
     unconnected: list[list[str]]  # per target: wrt names the tape reported None for (same at every point)
     summed: np.ndarray  # [P, n]: tape.gradient([z1, z2, ...], xs) (TF sums several targets)
+    # wrt names entered as tf.constant and not tape.watch'ed: TF's None (the guide's [None, None]), 0 in the
+    # arrays; not "unconnected", which is the expression's doing, not the tape's
+    unwatched: list[str] = ()
 
 
 def tape_gradients(trees: list[Node], points: Mapping[str, np.ndarray], wrt: list[str], *,
-                   dtype: str = "float64") -> TapeGradients:
+                   dtype: str = "float64", constants=(), watch=()) -> TapeGradients:
     """Gradients of each tree at every point with one persistent tape, as the TF guide does.
 
     The variables in ``wrt`` are ``tf.Variable``s of shape [P]; the others ``tf.constant``s the tape does not
     watch. A gradient the tape reports as not connected (``None``) is 0 here and its name is listed in
     ``unconnected``; that is a property of the expression, the same at every point.
+
+    ``constants`` (names in ``wrt``) enter as ``tf.constant`` although they are differentiated by, as in the
+    guide's lesson: the tape does not record them, and ``tape.gradient`` answers ``None`` (listed in
+    ``unwatched``) unless they are also in ``watch``, which ``tape.watch``es them (the guide's fix).
     """
     import numpy as np
 
@@ -103,10 +110,15 @@ def tape_gradients(trees: list[Node], points: Mapping[str, np.ndarray], wrt: lis
     size = batch_size(points, list(dict.fromkeys([*wrt, *used])))
     env: dict[str, Any] = {name: tf.constant(column(points, name, dtype, size))
                            for name in used if name not in wrt}
-    variables = [tf.Variable(column(points, name, dtype, size), name=name) for name in wrt]
+    variables = [tf.constant(column(points, name, dtype, size)) if name in constants else
+                 tf.Variable(column(points, name, dtype, size), name=name) for name in wrt]
     env.update(zip(wrt, variables))
     fns = [compile_expression(t, backend) for t in trees]
+    unwatched = [name for name in wrt if name in constants and name not in watch]
     with tf.GradientTape(persistent=True) as tape:
+        for name, source in zip(wrt, variables):
+            if name in constants and name in watch:
+                tape.watch(source)
         # identity: an expression that is just a variable must still be a watched op on the tape
         targets = [tf.identity(fn(env)) for fn in fns]
     n = len(wrt)
@@ -117,7 +129,7 @@ def tape_gradients(trees: list[Node], points: Mapping[str, np.ndarray], wrt: lis
         for j, g in enumerate(grads):
             if g is not None:
                 gradients[t, :, j] = np.asarray(g.numpy(), dtype=np.float64)
-        unconnected.append([name for name, g in zip(wrt, grads) if g is None])
+        unconnected.append([name for name, g in zip(wrt, grads) if g is None and name not in unwatched])
     summed = np.zeros((size, n))
     if targets and variables:
         summed_grads = tape.gradient(targets, variables, unconnected_gradients=tf.UnconnectedGradients.ZERO)
@@ -125,7 +137,7 @@ def tape_gradients(trees: list[Node], points: Mapping[str, np.ndarray], wrt: lis
             summed[:, j] = np.asarray(g.numpy(), dtype=np.float64)
     del tape
     values = np.array([broadcast(z.numpy(), size) for z in targets]).reshape(len(trees), size)
-    return TapeGradients(values, gradients, unconnected, summed)
+    return TapeGradients(values, gradients, unconnected, summed, unwatched)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -239,7 +251,8 @@ __all__ = ["HESSIAN_MODES", "ROWS_MAX", "TAPE_TIME_BUDGET", "TapeDerivatives", "
 # ---------------------------------------------------------------------------------------------
 # one point: the single-point commands' view of the same engine
 # ---------------------------------------------------------------------------------------------
-def tape_gradient(trees: list[Node], values: dict[str, float], wrt: list[str], *, dtype: str = "float64"):
+def tape_gradient(trees: list[Node], values: dict[str, float], wrt: list[str], *, dtype: str = "float64",
+                  constants=(), watch=()):
     """Gradients of each tree with one persistent tape, as the TF guide does: a batch of one point for
     :func:`gradcli.methods.tape.tape_gradients`.
 
@@ -247,11 +260,14 @@ def tape_gradient(trees: list[Node], values: dict[str, float], wrt: list[str], *
     watch. Returns ``(per_tree, unconnected, summed, values)``: ``per_tree[i][name]`` is a float,
     ``unconnected[i]`` the names the tape reported as not connected (``None``; reported here as 0),
     ``summed`` is ``tape.gradient([z1, z2, ...], xs)`` (TF sums several targets), and ``values`` the
-    function values.
+    function values. Unwatched ``constants`` (see :func:`tape_gradients`) are ``None`` in ``per_tree`` and
+    ``summed``, as TF answers.
     """
-    result = tape_gradients(trees, _one_point(values), wrt, dtype=dtype)
-    per_tree = [{name: float(g) for name, g in zip(wrt, grads[0])} for grads in result.gradients]
-    summed = {name: float(g) for name, g in zip(wrt, result.summed[0])}
+    result = tape_gradients(trees, _one_point(values), wrt, dtype=dtype, constants=constants, watch=watch)
+    unwatched = set(result.unwatched)
+    per_tree = [{name: None if name in unwatched else float(g) for name, g in zip(wrt, grads[0])}
+                for grads in result.gradients]
+    summed = {name: None if name in unwatched else float(g) for name, g in zip(wrt, result.summed[0])}
     return per_tree, result.unconnected, summed, [float(v[0]) for v in result.values]
 
 

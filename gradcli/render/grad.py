@@ -54,7 +54,9 @@ def _gradient_table(report: GradientReport, r, methods: list[str]) -> FittedTabl
             row.append(r.formula.get(v, ""))
         for m in methods:
             cell = number(r.gradient.get(m, {}).get(v))
-            if m == "tape" and v in r.unconnected:
+            if m == "tape" and v in report.unwatched:
+                cell = "None (not watched)"  # what tape.gradient returns for a tf.constant
+            elif m == "tape" and v in r.unconnected:
                 cell += " (unconnected)"
             row.append(cell)
             if m != "symbolic" and "symbolic" in methods:
