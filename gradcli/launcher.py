@@ -8,6 +8,7 @@ imports Typer and parses the options).
 from __future__ import annotations
 
 import functools
+import os
 import sys
 
 
@@ -24,6 +25,12 @@ def will_differentiate_symbolically(argv: list[str]) -> bool:
 
 
 def main() -> None:
+    if os.environ.get("GRADCLI_DAEMON") == "1":  # first, before anything heavy: the warm daemon, if it runs
+        from gradcli.daemon.client import run_through_daemon
+
+        handed = run_through_daemon(sys.argv[1:])
+        if handed is not None:
+            sys.exit(handed)
     from gradcli import interrupts, streams
 
     # First: descriptors 0-2 held open and the streams' failures made visible (gradcli.streams), then

@@ -1,0 +1,417 @@
+"""The daemon: one warm process that forks a child per request (``python -m gradcli.daemon.server``;
+started by ``gradcli daemon start``).
+
+Why forking from here is safe: the daemon imports TensorFlow but never runs an op, so TensorFlow's
+runtime (its thread pools, the eager context) has not started; the only thread besides the main one is
+OpenBLAS's pool from NumPy, which handles fork itself (pthread_atfork). Each child then initialises
+TensorFlow's runtime for itself on its first op (~50 ms), as a cold run would after its import. The
+daemon checks its thread count before every fork and stops (clients then run cold) should an import
+ever start more threads. SymPy's killable job processes come, as in ``gradcli shell``, from
+multiprocessing's fork server (:mod:`gradcli.commands.shell_sympy`), started by exec before TensorFlow
+is imported.
+
+The main process is single-threaded and runs one select loop: the listening socket, the connections of
+running commands (signals to relay; a closed one kills its child), and a wakeup pipe for SIGCHLD,
+SIGTERM and SIGINT. It stops when told to, on SIGTERM, after ``GRADCLI_DAEMON_IDLE`` seconds without a
+request (default 900), or when gradcli's version or installation changes (the install stamp).
+"""
+
+from __future__ import annotations
+
+import atexit
+import fcntl
+import os
+import selectors
+import signal
+import socket
+import struct
+import sys
+import time
+
+from gradcli.daemon import protocol
+
+IDLE_S = float(os.environ.get("GRADCLI_DAEMON_IDLE", "900"))
+MAX_RUNNING = int(os.environ.get("GRADCLI_DAEMON_MAX_RUNNING", "8"))
+REQUEST_TIMEOUT_S = 2.0  # a connection that does not send its whole request (or its "go") in this time
+CHECK_EVERY_S = 5.0
+RELAYABLE = {int(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1)}
+WARM_MODULES = ["gradcli.cli", "gradcli.commands.common", "gradcli.compute.grad", "gradcli.compute.hessian",
+                "gradcli.compute.derivative", "gradcli.compute.check", "gradcli.compute.steps",
+                "gradcli.methods.fd", "gradcli.methods.tape", "gradcli.methods.symbolic",
+                "gradcli.methods.complex_step", "gradcli.render", "gradcli.commands.shell_loop",
+                "gradcli.commands.shell_sympy_warm"]
+
+
+def _threads() -> int:
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:  # pragma: no cover - not Linux
+        return 1
+
+
+def warm_up() -> int:
+    """Import what every command needs; return the thread count forks are allowed at."""
+    from gradcli.commands import shell_sympy
+
+    shell_sympy.start_fork_server()  # by exec: before TensorFlow, and safe whatever is loaded later
+    import importlib
+
+    for name in WARM_MODULES:
+        try:
+            importlib.import_module(name)
+        except ImportError:  # a module renamed by a later version: only warmth is lost
+            pass
+    from gradcli import launcher
+    from gradcli.cli import app
+
+    launcher.click_command(app)
+    # TensorFlow imported as gradcli.methods.tf_runtime.load_tensorflow does, less its first op (which
+    # starts the runtime's threads: each child runs it for itself).
+    import warnings
+
+    from gradcli.methods import tf_runtime
+
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
+    os.environ.setdefault("ABSL_MIN_LOG_LEVEL", "3")
+    with tf_runtime._stderr_silenced(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import tensorflow as tf
+
+        tf.get_logger().setLevel("ERROR")
+        import absl.logging
+
+        absl.logging.set_verbosity(absl.logging.ERROR)
+    return _threads()
+
+
+class Daemon:
+    def __init__(self, directory: str, allowed_threads: int, stamp: str):
+        self.directory = directory
+        self.path = os.path.join(directory, protocol.SOCKET_NAME)
+        self.allowed_threads = allowed_threads
+        self.stamp = stamp
+        self.started = time.time()
+        self.served = 0
+        self.last_activity = time.monotonic()
+        self.running: dict[int, socket.socket] = {}  # child pid -> its client's connection
+        self.stopping = False
+        self.selector = selectors.DefaultSelector()
+        self.wakeup_r, wakeup_w = os.pipe()
+        os.set_blocking(self.wakeup_r, False)
+        os.set_blocking(wakeup_w, False)
+        signal.set_wakeup_fd(wakeup_w, warn_on_full_buffer=False)
+        for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(signum, lambda *_: None)
+        old_umask = os.umask(0o177)  # the socket is created 0600, no moment wider
+        try:
+            try:
+                os.unlink(self.path)  # a dead daemon's (the lock says no other lives)
+            except FileNotFoundError:
+                pass
+            self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.listener.bind(self.path)
+        finally:
+            os.umask(old_umask)
+        self.inode = os.stat(self.path).st_ino
+        self.listener.listen(64)
+        self.listener.setblocking(False)
+        self.selector.register(self.listener, selectors.EVENT_READ, "accept")
+        self.selector.register(self.wakeup_r, selectors.EVENT_READ, "signal")
+
+    # ---- the loop -------------------------------------------------------------------------------
+
+    def serve(self) -> None:
+        next_check = time.monotonic() + CHECK_EVERY_S
+        while not (self.stopping and not self.running):
+            for key, _ in self.selector.select(timeout=1.0):
+                if key.data == "accept":
+                    self._accept()
+                elif key.data == "signal":
+                    self._on_signals()
+                else:
+                    self._from_client(key.data, key.fileobj)
+            now = time.monotonic()
+            if not self.running and now - self.last_activity > IDLE_S:
+                self.stop(f"idle for {IDLE_S:g} s")
+            if now >= next_check:
+                next_check = now + CHECK_EVERY_S
+                self._reap()
+                if protocol.install_stamp() != self.stamp:
+                    self.stop("gradcli's installation changed")
+                elif not self._socket_is_ours():
+                    self.stop("its socket was removed or replaced")
+
+    def stop(self, reason: str = "stopped") -> None:
+        """No new requests (the socket goes at once); the loop ends once running commands have."""
+        if self.stopping:
+            return
+        self.stopping = True
+        print(f"gradcli daemon: pid {os.getpid()} stopping: {reason}", file=sys.stderr, flush=True)
+        try:
+            self.selector.unregister(self.listener)
+        except (KeyError, ValueError):
+            pass
+        if self._socket_is_ours():
+            try:
+                os.unlink(self.path)
+            except OSError:
+                pass
+        self.listener.close()
+
+    def _socket_is_ours(self) -> bool:
+        try:
+            return os.stat(self.path).st_ino == self.inode
+        except OSError:
+            return False
+
+    def _on_signals(self) -> None:
+        try:
+            data = os.read(self.wakeup_r, 512)
+        except BlockingIOError:
+            return
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            if signum in data:
+                self.stop(signal.Signals(signum).name)
+        self._reap()
+
+    def _reap(self) -> None:
+        for pid in list(self.running):
+            try:
+                done, status = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                done, status = pid, 1 << 8
+            if not done:
+                continue
+            conn = self.running.pop(pid)
+            code = os.waitstatus_to_exitcode(status)
+            code = 128 - code if code < 0 else code  # killed by a signal: as shells report it
+            try:
+                conn.settimeout(1.0)
+                protocol.send(conn, {"exit": code})
+            except OSError:
+                pass
+            self._close(conn)
+            self.last_activity = time.monotonic()
+
+    def _close(self, conn: socket.socket) -> None:
+        try:
+            self.selector.unregister(conn)
+        except (KeyError, ValueError):
+            pass
+        conn.close()
+
+    def _from_client(self, pid: int, conn: socket.socket) -> None:
+        """A running command's client: a signal to relay, or its end (the caller is gone: so is the child)."""
+        try:
+            conn.settimeout(REQUEST_TIMEOUT_S)
+            message = protocol.receive(conn)
+        except (OSError, protocol.ProtocolError):
+            message = None
+        if pid not in self.running:
+            return
+        if message is None:
+            self.selector.unregister(conn)
+            _kill(pid, signal.SIGKILL)
+        elif message.get("signal") in RELAYABLE:
+            _kill(pid, message["signal"])
+
+    def _accept(self) -> None:
+        try:
+            conn, _ = self.listener.accept()
+        except OSError:
+            return
+        fds: list[int] = []
+        try:
+            conn.setblocking(True)
+            conn.settimeout(REQUEST_TIMEOUT_S)
+            if peer_uid(conn) != os.getuid():  # another user (root included) is not served
+                conn.close()
+                return
+            message = protocol.receive(conn, fds)
+            op = message.get("op")
+            if op == "status":
+                protocol.send(conn, self.status())
+            elif op == "stop":
+                self.stop("asked to stop")
+                protocol.send(conn, {"stopping": True, "pid": os.getpid(), "running": len(self.running)})
+            elif op == "run":
+                if self._run(conn, message, fds):
+                    return  # the connection is the command's now
+            else:
+                protocol.send(conn, {"refused": f"unknown op {op!r}"})
+        except (OSError, protocol.ProtocolError):
+            pass
+        finally:
+            for fd in fds:
+                os.close(fd)
+        conn.close()
+
+    def _run(self, conn: socket.socket, message: dict, fds: list[int]) -> bool:
+        argv, cwd, env = message.get("argv"), message.get("cwd"), message.get("env")
+        why = None
+        if len(fds) != 3 or not isinstance(argv, list) or not all(isinstance(a, str) for a in argv) \
+                or not isinstance(cwd, str) or not isinstance(env, dict) \
+                or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
+            why = "malformed request"
+        elif self.stopping:
+            why = "stopping"
+        elif message.get("stamp") != self.stamp or protocol.install_stamp() != self.stamp:
+            why = "stale: gradcli changed since the daemon started"
+            self.stop(why)
+        elif len(self.running) >= MAX_RUNNING:
+            why = "busy"
+        elif _threads() > self.allowed_threads:
+            why = "unsafe to fork: threads were started"
+            self.stop(why)
+        if why:
+            protocol.send(conn, {"refused": why})
+            return False
+        protocol.send(conn, {"ready": True})
+        if protocol.receive(conn).get("go") is not True:
+            return False
+        for stream in (sys.stdout, sys.stderr):  # nothing of the daemon's log may reach the caller
+            stream.flush()
+        pid = os.fork()
+        if pid == 0:
+            self._child(conn, argv, cwd, env, fds)  # never returns
+        for fd in fds:
+            os.close(fd)
+        fds.clear()
+        self.served += 1
+        self.last_activity = time.monotonic()
+        self.running[pid] = conn
+        conn.setblocking(False)
+        self.selector.register(conn, selectors.EVENT_READ, pid)
+        return True
+
+    def status(self) -> dict:
+        return {"pid": os.getpid(), "uptime_s": round(time.time() - self.started, 1),
+                "version": self.stamp.split("|", 1)[0], "served": self.served, "running": len(self.running),
+                "rss_kib": _rss_kib(), "socket": self.path, "idle_timeout_s": IDLE_S}
+
+    # ---- the child ------------------------------------------------------------------------------
+
+    def _child(self, conn, argv, cwd, env, fds) -> None:
+        code = 1
+        try:
+            signal.set_wakeup_fd(-1)
+            for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+                signal.signal(signum, signal.SIG_DFL)
+            for fd, target in zip(fds, (0, 1, 2)):
+                os.dup2(fd, target)
+            for fd in fds:
+                if fd > 2:
+                    os.close(fd)
+            self.selector.close()
+            os.close(self.wakeup_r)
+            if _lock_fd is not None:
+                os.close(_lock_fd)
+            self.listener.close()
+            for other in [conn, *self.running.values()]:
+                other.close()
+            code = run_as_cold(argv, cwd, env)
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        except BaseException:  # an error of the daemon's own: said as a cold run says an internal error
+            import traceback
+
+            traceback.print_exc()
+            code = 1
+        finally:
+            os._exit(code)
+
+
+def run_as_cold(argv: list[str], cwd: str, env: dict[str, str]) -> int:
+    """In a forked child: become the caller's process (directory, environment) and do what the console
+    script's main does; return the exit code after Python's exit handlers, as a cold run's."""
+    os.chdir(cwd)
+    for name in [n for n in os.environ if n in protocol.ENV_NAMES or n.startswith(protocol.ENV_PREFIXES)]:
+        del os.environ[name]
+    os.environ.update(env)
+    import tempfile
+
+    tempfile.tempdir = None
+    sys.argv = ["gradcli", *argv]
+    # multiprocessing's fork server was started by the daemon, whose child this is not: waitpid on it
+    # would fail here. The daemon keeps it alive; this process only connects to it.
+    from multiprocessing import forkserver
+
+    forkserver._forkserver.ensure_running = lambda: None
+    from gradcli import interrupts, launcher, streams
+    from gradcli.commands import shell_sympy
+
+    streams.guard_standard_streams()
+    interrupts.install()
+    if argv[:1] == ["shell"] and sys.stdin.isatty():
+        interrupts.cancel_with_keyboard_interrupt()
+    if argv[:1] and argv[0] in launcher.COMMANDS and argv[0] != "shell":
+        shell_sympy.prepare_worker()  # a killable SymPy process, as the cold run's pre-TensorFlow fork
+    try:
+        code = launcher.run_command(argv)
+        streams.flush_output()
+    except streams.OutputWriteError as exc:
+        code = streams.exit_code_for(exc)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    atexit._run_exitfuncs()  # as at a cold run's exit (the daemon registers none of its own)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    return code
+
+
+def peer_uid(conn: socket.socket) -> int:
+    """The uid of the process at the other end of a Unix socket, as the kernel saw it at connect()."""
+    _pid, uid, _gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                                          struct.calcsize("3i")))
+    return uid
+
+
+def _kill(pid: int, signum: int) -> None:
+    try:
+        os.kill(pid, signum)
+    except OSError:
+        pass
+
+
+def _rss_kib() -> int | None:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+_lock_fd: int | None = None  # held (flock) for the daemon's life: one daemon per directory
+
+
+def main() -> int:
+    global _lock_fd
+    directory = protocol.runtime_dir(create=True)
+    _lock_fd = lock_fd = os.open(os.path.join(directory, protocol.LOCK_NAME), os.O_CREAT | os.O_RDWR, 0o600)
+    try:
+        fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        print("gradcli daemon: another daemon is running", file=sys.stderr)
+        return 0
+    stamp = protocol.install_stamp()
+    allowed = warm_up()
+    daemon = Daemon(directory, allowed, stamp)
+    print(f"gradcli daemon: pid {os.getpid()} serving on {daemon.path} ({allowed} threads)", file=sys.stderr,
+          flush=True)
+    try:
+        daemon.serve()
+    finally:
+        daemon.stop("exiting")
+        os.close(lock_fd)  # a new daemon may start now, while this interpreter tears TensorFlow down
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

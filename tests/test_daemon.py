@@ -1,0 +1,238 @@
+"""``gradcli daemon`` and ``GRADCLI_DAEMON=1``: real processes, a private XDG_RUNTIME_DIR, the daemon always
+stopped at the end. Warm output must be byte-identical to a cold run's; without a daemon a call runs cold.
+
+(A daemon stops when a gradcli source file changes: a test that needs it running starts it again first.)
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+GRADCLI = str(Path(sys.executable).with_name("gradcli"))
+RUN_TIMEOUT_S = 120
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SO_PEERCRED, /proc: Linux")
+
+
+def _env(xdg: Path, daemon: bool) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRADCLI_")}
+    env.update({"XDG_RUNTIME_DIR": str(xdg), "COLUMNS": "100", "TF_CPP_MIN_LOG_LEVEL": "3"})
+    if daemon:
+        env["GRADCLI_DAEMON"] = "1"
+    return env
+
+
+def gradcli(xdg: Path, *args: str, daemon: bool = True, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([GRADCLI, *args], env=_env(xdg, daemon), capture_output=True, timeout=RUN_TIMEOUT_S,
+                          **kwargs)
+
+
+def served(xdg: Path) -> int | None:
+    result = gradcli(xdg, "daemon", "status", daemon=False)
+    for line in result.stdout.decode().splitlines():
+        if line.startswith("requests served: "):
+            return int(line.split(": ", 1)[1])
+    return None
+
+
+@pytest.fixture(scope="module")
+def xdg(tmp_path_factory):
+    path = tmp_path_factory.mktemp("xdg")
+    path.chmod(0o700)
+    started = gradcli(path, "daemon", "start", daemon=False)
+    assert started.returncode == 0, started.stderr
+    try:
+        yield path
+    finally:
+        gradcli(path, "daemon", "stop", daemon=False)
+
+
+def ensure_running(xdg: Path) -> None:
+    if served(xdg) is None:
+        started = gradcli(xdg, "daemon", "start", daemon=False)
+        assert started.returncode == 0, started.stderr
+
+
+@pytest.fixture
+def running(xdg):
+    """The module's daemon, started again if a source edit made it stop."""
+    ensure_running(xdg)
+    return xdg
+
+
+def through_daemon(xdg: Path, *args: str, **kwargs) -> subprocess.CompletedProcess:
+    """A call the daemon served (its count went up by one). An edit of a gradcli source file in between
+    stops the daemon (the call then ran cold, rightly): that is tried again, a few times."""
+    for _ in range(4):
+        ensure_running(xdg)
+        before = served(xdg)
+        result = gradcli(xdg, *args, **kwargs)
+        if before is not None and served(xdg) == before + 1:
+            return result
+    pytest.fail("the daemon did not serve the call")
+
+
+def test_status_reports_pid_uptime_version_requests_and_memory(running):
+    result = gradcli(running, "daemon", "status", daemon=False)
+    assert result.returncode == 0, result.stderr
+    text = result.stdout.decode()
+    for field in ("pid: ", "uptime: ", "version: ", "requests served: ", "memory (RSS): "):
+        assert field in text, text
+    import gradcli as package
+
+    assert f"version: {package.__version__}\n" in text
+    pid = int(text.split("pid: ", 1)[1].split()[0])
+    os.kill(pid, 0)  # alive
+
+
+def test_socket_is_private_to_this_user(running):
+    directory = running / "gradcli"
+    sock = directory / "daemon.sock"
+    assert stat.S_IMODE(directory.stat().st_mode) == 0o700
+    assert stat.S_ISSOCK(sock.stat().st_mode)
+    assert stat.S_IMODE(sock.stat().st_mode) == 0o600
+    assert sock.stat().st_uid == directory.stat().st_uid == os.getuid()
+
+
+def test_the_peer_uid_is_the_connecting_processs():
+    from gradcli.daemon.server import peer_uid
+
+    a, b = socket.socketpair(socket.AF_UNIX)
+    with a, b:
+        assert peer_uid(a) == os.getuid()
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="needs root to act as another user")
+def test_another_user_cannot_reach_the_socket(running):
+    """A process of uid 65534 (forked, then setuid) gets no answer: no way into the 0700 directory or the
+    0600 socket, and the daemon would close a connection of another uid unanswered (SO_PEERCRED)."""
+    path = str(running / "gradcli" / "daemon.sock")
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # only system calls here, then _exit
+        outcome = b"answered"
+        try:
+            os.setgid(65534)
+            os.setuid(65534)
+            s = socket.socket(socket.AF_UNIX)
+            s.settimeout(5)
+            s.connect(path)
+            s.sendall(b"\0\0\0\x0e{\"op\":\"status\"}")
+            if not s.recv(10):
+                outcome = b"closed"
+        except OSError as exc:
+            outcome = f"refused {exc.errno}".encode()
+        os.write(write_end, outcome)
+        os._exit(0)
+    os.close(write_end)
+    os.waitpid(pid, 0)
+    outcome = os.read(read_end, 100)
+    os.close(read_end)
+    assert outcome.startswith(b"refused") or outcome == b"closed", outcome
+
+
+@pytest.mark.parametrize("args", [
+    ("grad", "x**2*sin(y)", "--at", "x=1,y=2"),
+    ("eval", "log(x)", "--at", "x=-1"),  # exit 1
+    ("eval", "x+", "--at", "x=1"),  # exit 2
+    ("eval", "x", "--at", "y=1"),  # exit 2
+    ("hessian", "x**2*y", "--at", "x=1,y=2", "--format", "json"),
+], ids=["grad", "exit1", "exit2-parse", "exit2-usage", "hessian-json"])
+def test_a_warm_call_is_byte_identical_to_a_cold_one(running, args, tmp_path):
+    cold = gradcli(running, *args, daemon=False, cwd=tmp_path)
+    warm = through_daemon(running, *args, cwd=tmp_path)
+    assert (warm.returncode, warm.stdout, warm.stderr) == (cold.returncode, cold.stdout, cold.stderr)
+    if args[:2] == ("eval", "log(x)"):
+        assert cold.returncode == 1
+    elif args[0] == "eval" and args[1] != "log(x)":
+        assert cold.returncode == 2
+
+
+def test_the_callers_directory_and_stdin_are_used(running, tmp_path):
+    (tmp_path / "f.txt").write_text("x**3\n")
+    cold = gradcli(running, "eval", "--file", "f.txt", "--at", "x=2", daemon=False, cwd=tmp_path)
+    warm = through_daemon(running, "eval", "--file", "-", "--at", "x=2", cwd=tmp_path, input=b"x**3\n")
+    assert cold.returncode == 0, cold.stderr
+    assert (warm.returncode, warm.stdout) == (0, cold.stdout)
+
+
+def test_without_a_daemon_the_call_runs_cold(tmp_path):
+    empty = tmp_path / "x"
+    empty.mkdir(mode=0o700)
+    args = ("eval", "x**2", "--at", "x=3")
+    cold = gradcli(empty, *args, daemon=False)
+    fallback = gradcli(empty, *args)
+    assert (fallback.returncode, fallback.stdout, fallback.stderr) == (0, cold.stdout, cold.stderr)
+    # a socket left by a dead daemon: connection refused, a cold run again
+    (empty / "gradcli").mkdir(mode=0o700)
+    dead = socket.socket(socket.AF_UNIX)
+    dead.bind(str(empty / "gradcli" / "daemon.sock"))
+    dead.close()
+    stale = gradcli(empty, *args)
+    assert (stale.returncode, stale.stdout, stale.stderr) == (0, cold.stdout, cold.stderr)
+    assert gradcli(empty, "daemon", "status", daemon=False).returncode == 1
+
+
+def test_ctrl_c_reaches_the_command_and_exits_130(running):
+    process = subprocess.Popen([GRADCLI, "descend", "x**2", "--from", "x=1", "--steps", "100000000"],
+                               env=_env(running, True), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        time.sleep(1.5)
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=30)
+    finally:
+        process.kill()
+    assert process.returncode == 130
+    assert err.endswith(b"gradcli: interrupted\n"), err
+
+
+def test_timing_five_warm_calls_against_one_cold(running, capsys):
+    args = ("grad", "x**2*sin(y)", "--at", "x=1,y=2")
+    start = time.perf_counter()
+    cold = gradcli(running, *args, daemon=False)
+    cold_s = time.perf_counter() - start
+    warm_s = []
+    before = served(running)
+    for _ in range(5):
+        start = time.perf_counter()
+        warm = gradcli(running, *args)
+        warm_s.append(time.perf_counter() - start)
+        assert warm.stdout == cold.stdout
+    after = served(running)
+    count = after - before if None not in (before, after) else "not all (a source edit stopped it)"
+    with capsys.disabled():
+        print(f"\ncold: {cold_s:.2f} s; warm: " + ", ".join(f"{s:.2f}" for s in warm_s)
+              + f" s (mean {sum(warm_s) / 5:.2f} s; served by the daemon: {count})")
+
+
+def test_a_stale_client_is_refused_and_the_daemon_stops_then_restart(running):
+    from gradcli.daemon import protocol
+
+    env = _env(running, False)
+    code = ("import socket, sys; from gradcli.daemon import protocol; s = socket.socket(socket.AF_UNIX);"
+            "s.connect(protocol.socket_path());"
+            "protocol.send(s, {'op': 'run', 'argv': ['eval', 'x'], 'cwd': '/', 'env': {}, 'stamp': 'old'},"
+            " fds=[0, 1, 2]); print(protocol.receive(s))")
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=30)
+    assert "refused" in result.stdout and "stale" in result.stdout, result
+    for _ in range(100):
+        if served(running) is None:
+            break
+        time.sleep(0.1)
+    assert served(running) is None
+    assert not (running / "gradcli" / protocol.SOCKET_NAME).exists()
+    restarted = gradcli(running, "daemon", "restart", daemon=False)
+    assert restarted.returncode == 0, restarted.stderr
+    assert served(running) == 0
+    stopped = gradcli(running, "daemon", "stop", daemon=False)
+    assert stopped.returncode == 0 and b"stopped" in stopped.stdout
+    assert served(running) is None
