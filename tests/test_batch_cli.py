@@ -243,3 +243,21 @@ def test_jsonl_records_arrive_while_stdin_is_still_open():
     finally:
         p.kill()
         p.wait()
+
+
+@pytest.mark.parametrize("command, expression, columns", [
+    ("grad", "x**2*y", ["fd_error_estimate_dx", "fd_error_estimate_dy"]),
+    ("hessian", "x**2*y", ["fd_error_estimate_dxdx", "fd_error_estimate_dxdy", "fd_error_estimate_dydy"]),
+    ("derivative", "x**3", ["fd_error_estimate_d1"]),
+])
+def test_csv_carries_fds_error_estimate(runner, command, expression, columns):
+    at = "x=1,y=2" if "y" in expression else "x=1"
+    rows = run(runner, command, expression, "--at", at, "-f", "csv").stdout.splitlines()
+    header, row = rows[0].split(","), rows[1].split(",")
+    (record,) = records(run(runner, command, expression, "--at", at, "-f", "jsonl"))
+    for name in columns:
+        assert name in header
+        value = float(row[header.index(name)])
+        assert value > 0
+    estimate = record["fd_error_estimate"] if command != "grad" else record["results"][0]["fd_error_estimate"]
+    assert json.dumps(estimate).count(",") + 1 >= len(columns)

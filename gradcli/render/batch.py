@@ -226,6 +226,7 @@ def grad_csv_rows(header: dict, record: dict) -> list[list[tuple[str, Any]]]:
             row += [(f"{m}_error_d{v}", r["error"].get(m, {}).get(v)) for m in methods if m != "symbolic"
                     and "symbolic" in methods]
             if "fd" in methods:
+                row.append((f"fd_error_estimate_d{v}", (r.get("fd_error_estimate") or {}).get(v)))
                 row.append((f"fd_step_{v}", record.get("fd_step", {}).get(v)))
             if "complex" in methods:
                 row.append((f"complex_error_estimate_d{v}", r.get("complex_error_estimate", {}).get(v)))
@@ -278,6 +279,9 @@ def hessian_csv_rows(header: dict, record: dict) -> list[list[tuple[str, Any]]]:
             b = names[j]
             row += [(f"{m}_d{a}d{b}", (record["hessian"].get(m) or [[None] * len(names)] * len(names))[i][j])
                     for m in methods]
+            if "fd" in methods:
+                estimates = record.get("fd_error_estimate") or [[None] * len(names)] * len(names)
+                row.append((f"fd_error_estimate_d{a}d{b}", estimates[i][j]))
     row += [(f"{m}_error", record["error"].get(m)) for m in methods if m != "symbolic" and "symbolic" in methods]
     row += [("definiteness", record.get("definiteness")), ("critical_point", record.get("critical_point"))]
     row += [("status", _status(record)), ("warnings", "; ".join(record["warnings"]))]
@@ -309,6 +313,8 @@ def derivative_csv_rows(header: dict, record: dict) -> list[list[tuple[str, Any]
         row += [(f"{m}_d{k + 1}", _at(record["derivatives"].get(m), k)) for m in methods]
         row += [(f"{m}_error_d{k + 1}", _at(record["error"].get(m), k)) for m in methods
                 if m != "symbolic" and "symbolic" in methods]
+        if "fd" in methods:
+            row.append((f"fd_error_estimate_d{k + 1}", _at(record.get("fd_error_estimate"), k)))
     if "complex" in methods:
         row.append(("complex_error_estimate_d1", _at(record.get("complex_error_estimate"), 0)))
     row += [("status", _status(record)), ("warnings", "; ".join(record["warnings"]))]
