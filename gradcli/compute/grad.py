@@ -118,8 +118,10 @@ def _constants_note(report: GradientReport) -> str:
     """What --constants/--watch did to the tape column, in the guide's terms."""
     words = []
     if report.unwatched:
-        words.append(f"{', '.join(report.unwatched)} entered the tape as tf.constant and are not watched, so "
-                     f"tape.gradient returns None for them (symbolic and fd still differentiate by them; "
+        one = len(report.unwatched) == 1
+        words.append(f"{', '.join(report.unwatched)} entered the tape as tf.constant and "
+                     f"{'is' if one else 'are'} not watched, so tape.gradient returns None for "
+                     f"{'it' if one else 'them'} (symbolic and fd still differentiate by {'it' if one else 'them'}; "
                      f"--watch {','.join(report.unwatched)} is the fix)")
     if report.watched:
         words.append(f"{', '.join(report.watched)} entered as tf.constant and tape.watch() made the tape record "
@@ -151,7 +153,7 @@ def symbolic_gradients(trees, point_exact: dict, names: list[str], variables: li
         formulas, values, shifts = {}, {}, {}
         for v in variables:
             cancel.check()
-            d = f.diff(symbols[v])
+            d = symbolic.diff(f, symbols[v])
             formulas[v] = symbolic.formula_text(d)
             values[v] = symbolic.value_at(d, subs)
             shifts[v] = symbolic.point_shift(d, subs, moved, values[v])
