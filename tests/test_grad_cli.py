@@ -198,9 +198,8 @@ def test_parse_error_shows_caret(invoke):
     result = invoke("grad", "x + foo(x)", "--at", "x=1")
     assert result.exit_code == 2
     lines = result.stderr.splitlines()
-    assert lines[0] == ("gradcli: error: unknown function 'foo'; known: abs, acos, acosh, asin, asinh, atan, "
-                        "atan2, atanh, cos, cosh, cot, csc, erf, exp, ln, log, log10, log2, sec, sigmoid, sin, "
-                        "sinh, sqrt, tan, tanh (column 5)")
+    assert lines[0].startswith("gradcli: error: unknown function 'foo'; known: abs, acos, acosh, asin, asinh, ")
+    assert lines[0].endswith(", tan, tanh, where (column 5)") and " relu, " in lines[0]
     assert lines[1:] == ["  x + foo(x)", "      ^"]
 
 
@@ -233,9 +232,11 @@ def test_injection_is_refused_and_nothing_runs(invoke, tmp_path, hostile):
 def test_disagreement_beyond_dtype_and_step_is_warned(invoke):
     # At the step given, the central stencil straddles abs's kink: fd says ~0.017, the derivative is 1.
     # (Without --eps the step adapts until the stencil stays on one side: tests/test_fd_honest.py.)
+    # fd finds the kink inside its stencil, and its warning says why its value is not the derivative (the
+    # disagreement with symbolic it explains is not repeated).
     result = invoke("grad", "abs(x)", "--at", "x=1e-7", "--method", "symbolic,fd", "--eps", "6e-6")
     assert result.exit_code == 0
-    assert "fd and symbolic disagree on d(abs(x))/dx" in result.stderr
+    assert "fd: d(abs(x))/dx at x=1e-07 is at a kink or a jump" in result.stderr
 
 
 def test_a_large_step_explains_a_large_error(invoke):
