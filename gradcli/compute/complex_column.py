@@ -1,5 +1,4 @@
-"""The complex-step column of ``grad`` and ``derivative --order 1``, at one point and in batches (issue 8,
-item 7).
+"""The complex-step column of ``grad`` and ``derivative --order 1``, at one point and in batches.
 
 :mod:`gradcli.methods.complex_step` computes the derivatives and their error estimates; this module
 stacks them over the expressions, puts them into the reports and judges them. Against the exact column
@@ -8,7 +7,9 @@ the exact value plus the effect of rounding the point to the dtype), as for the 
 it, the complex step is compared with the tape and fd (:func:`cross_check_complex`), each within its own
 spread, and a disagreement is a warning naming the suspect. Where the expression is not analytic at the
 point (abs at its kink, atan2 on its cut, sqrt at 0), there is a note and no number, and the command does
-not fail for it.
+not fail for it. A value the complex step cannot resolve (its estimate is not finite, no step is small
+beside the scale of f's arguments, or the estimate is above half of the value's scale: cancellation inside
+f, imaginary parts that underflow) is given with a warning that says why (:func:`unresolved_warning`).
 """
 
 from __future__ import annotations
@@ -47,6 +48,15 @@ class ComplexColumns:
     values: object  # NaN where undefined or not analytic
     estimates: object  # NaN where the value is NaN
     not_analytic: object  # bool: f is finite there, its complex step has no derivative
+    steps: object = None  # the step each value was taken with
+    unresolved: object = None  # str: why the value cannot be resolved ("" where it can)
+
+    def warnings(self, index: tuple, text: str, variable: str, where: str | None) -> list[str]:
+        """The warning of one value (``index`` into [T, P, n]) where it cannot be resolved."""
+        if self.unresolved is None or not self.unresolved[index]:
+            return []
+        return [unresolved_warning(text, variable, where, self.unresolved[index], float(self.values[index]),
+                                   float(self.estimates[index]))]
 
 
 def complex_columns(trees: list, points: dict, wrt: list[str], dtype: str) -> ComplexColumns:
@@ -55,7 +65,25 @@ def complex_columns(trees: list, points: dict, wrt: list[str], dtype: str) -> Co
 
     results = [complex_gradients(t, points, wrt, dtype=dtype) for t in trees]
     return ComplexColumns(np.stack([r.values for r in results]), np.stack([r.estimates for r in results]),
-                          np.stack([r.not_analytic for r in results]))
+                          np.stack([r.not_analytic for r in results]), np.stack([r.steps for r in results]),
+                          np.stack([r.unresolved for r in results]))
+
+
+def unresolved_warning(text: str, variable: str, where: str | None, reason: str, value: float,
+                       estimate: float) -> str:
+    """The warning beside a complex-step value that cannot be resolved (``where``: the point in words; None
+    in a batch record)."""
+    at = f" at {where}" if where else ""
+    shown = f"{value:.6g} +- {estimate:.2g}" if math.isfinite(estimate) else f"{value:.6g}, with no error estimate"
+    return f"complex step: d({text})/d{variable}{at} cannot be resolved ({shown}): {reason}"
+
+
+def step_note(text: str, variable: str, where: str | None, step: float, dtype: str) -> str:
+    """The note where a value's step is not the default one."""
+    at = f" at {where}" if where else ""
+    return (f"complex step: d({text})/d{variable}{at} is taken with h = 2^{int(math.log2(step))} ({step:.2g}), not "
+            f"{COMPLEX_STEP[dtype]:.2g}: the step keeps each imaginary part above {dtype}'s smallest normal "
+            "number and small beside the scale of f's arguments")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -134,6 +162,14 @@ def add_complex_gradient(report, exprs, point, variables: list[str], dtype: str)
                                     for v, s, ok in zip(variables, c.estimates[i, 0].tolist(), finite)}
         r.not_analytic = [v for v, bad in zip(variables, c.not_analytic[i, 0].tolist()) if bad]
         report.notes += [not_analytic_note(e.text, v, pt, e.tree) for v in r.not_analytic]
+        if r.value is not None and math.isfinite(r.value):  # else: the value's own warning
+            for j, v in enumerate(variables):
+                if finite[j] and c.steps[i, 0, j] != COMPLEX_STEP[dtype]:
+                    report.notes.append(step_note(e.text, v, pt, float(c.steps[i, 0, j]), dtype))
+                report.warnings += c.warnings((i, 0, j), e.text, v, pt)
+    used = {float(h) for h, d in zip(c.steps.ravel().tolist(), c.values.ravel().tolist()) if math.isfinite(d)}
+    if len(used) == 1:  # the header names the step every value was taken with
+        report.complex_step = used.pop()
     if len(exprs) > 1:
         rows = [r.gradient["complex"] for r in report.results]
         report.sum = report.sum or {}
@@ -163,6 +199,9 @@ def add_complex_derivative(report, tree, point, variable: str, dtype: str) -> No
         report.warnings.append(f"derivative of order 1 is not finite at {pt} (complex)")
         report.failed = True
         return
+    if c.steps[0, 0, 0] != COMPLEX_STEP[dtype]:
+        report.notes.append(step_note(report.expression, variable, pt, float(c.steps[0, 0, 0]), dtype))
+    report.warnings += c.warnings((0, 0, 0), report.expression, variable, pt)
     if "symbolic" in report.methods and row.symbolic is not None and math.isfinite(row.symbolic):
         err, tol = judge_complex_value(row.complex, row.symbolic, est, row.point_shift)
         row.error["complex"] = err

@@ -198,6 +198,7 @@ class DerivativeBatch(engine.BatchCore):
         got, est = ds["complex"][0], float(cc.estimates[0, p, 0])
         if not engine.finite(got):
             return  # said by _judge: not finite
+        record["warnings"] += cc.warnings((0, p, 0), text, self.variable, None)
         ref = (ds.get("symbolic") or [None])[0]
         if engine.finite(ref):
             err, tol = judge_complex_value(got, ref, est, float(shift[p]))

@@ -163,6 +163,8 @@ class GradBatch(engine.BatchCore):
                 flagged = flagged | apart.any(axis=2)
         if fd is not None:
             flagged = flagged | fd.remarkable(self.dtype, self.eps is not None)
+        if cc is not None:  # values the complex step cannot resolve: a warning each (complex_column)
+            flagged = flagged | (cc.unresolved != "").any(axis=2)
         for m, e in errors.items():
             with python_warnings.catch_warnings():  # an all-NaN chunk (nothing compared) is not news
                 python_warnings.simplefilter("ignore", RuntimeWarning)
@@ -294,6 +296,7 @@ class GradBatch(engine.BatchCore):
                     warnings.append(cross_disagreement(text, v, float(cross[0][i, k, j]), float(cross[2][i, k, j]),
                                                        bool(cross[3][i, k, j]), dtype=self.dtype))
                 warnings += complex_cross_warnings(cross_complex, (i, k, j), f"d({text})/d{v}", dtype=self.dtype)
+                warnings += cc.warnings((i, k, j), text, v, None) if cc is not None else []
                 if fd is not None:
                     warnings += fd.warnings(i, k, j, f"d({text})/d{v}", self.dtype, self.eps is not None)
         return undefined
