@@ -20,6 +20,7 @@ from gradcli.commands.check import check
 from gradcli.commands.steps import steps
 from gradcli.commands.shell import shell
 from gradcli.commands.daemon import daemon_app
+from gradcli.commands.trace import trace
 
 
 class _WholeHelpGroup(typer.core.TyperGroup):
@@ -72,6 +73,7 @@ app.command("eval", short_help="The value alone, for scripts.")(eval_value)
 app.command("check", short_help="Check hand-derived derivatives against exact ones.")(check)
 app.command("steps", short_help="The error of each fd formula against the step h.")(steps)
 app.command("shell", short_help="Many commands in one process: TensorFlow and SymPy load once.")(shell)
+app.command("trace", short_help="The tape's nodes: values, adjoints, tangents, each checked.")(trace)
 app.add_typer(daemon_app, name="daemon", short_help="A warm gradcli for GRADCLI_DAEMON=1: start, stop, status.")
 
 # Every command's int and float options read ASCII digits only (see gradcli.commands.numbers).

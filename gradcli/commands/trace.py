@@ -1,0 +1,79 @@
+"""``gradcli trace``."""
+
+from __future__ import annotations
+
+import enum
+from typing import Annotated, Optional
+
+import typer
+
+from gradcli.commands.common import (DType, DTypeOption, ShowCodeOption, SymbolicTimeoutOption, at_option,
+                                     handle_errors)
+
+
+class TraceFormat(str, enum.Enum):
+    table = "table"
+    json = "json"
+    dot = "dot"
+
+
+@handle_errors
+def trace(
+    expressions: Annotated[Optional[list[str]], typer.Argument(
+        metavar="EXPR...", help="One or more expressions, e.g. \"(x1+5)*x2**2\".", show_default=False)] = None,
+    *,
+    at: at_option("required") = None,
+    along: Annotated[Optional[list[str]], typer.Option(
+        "--along", metavar="X=V,...", help="Also the forward sweep along this direction: each node's tangent "
+        "(variables not named: 0).", show_default=False)] = None,
+    points: Annotated[Optional[str], typer.Option("--points", metavar="FILE|-", hidden=True)] = None,
+    grid: Annotated[Optional[str], typer.Option("--grid", metavar="X=A:B:N,...", hidden=True)] = None,
+    dtype: DTypeOption = DType.float64,
+    output: Annotated[TraceFormat, typer.Option(
+        "--format", "-f", case_sensitive=False, metavar="FORMAT",
+        help="table, json or dot (Graphviz: values and adjoints on the nodes).")] = TraceFormat.table,
+    show_code: ShowCodeOption = False,
+    symbolic_timeout: SymbolicTimeoutOption = 10.0,
+) -> None:
+    """The computation as the tape records it: each node's value, its adjoint, and its tangent along a direction.
+
+    One row per operation of the expression (inputs first, children before parents). The reverse sweep writes
+    out each node's adjoint as the sum over the nodes that use it; the forward sweep along --along each node's
+    tangent. Every value is checked: values against SymPy's exact ones, adjoints against TensorFlow's
+    tape.gradient(z, intermediates), tangents against ForwardAccumulator.jvp. A value that is not finite (or
+    far from exact) where the exact one is finite: the first node where it went wrong, and why.
+
+    Examples:
+
+    \b
+      gradcli trace "(x1+5)*x2**2" --at x1=2,x2=3
+      gradcli trace "3*x" "x**2" --at x=5
+      gradcli trace "log(1+exp(x))" --at x=100 --dtype float32
+      gradcli trace "(x1+5)*x2**2" --at x1=2,x2=3 --along x1=1,x2=2 -f dot
+    """
+    from gradcli.errors import UsageError
+
+    if points is not None or grid is not None:
+        raise UsageError("trace is for one point: give --at (--points/--grid: use grad)")
+    if not expressions:
+        raise UsageError("give at least one expression, e.g. gradcli trace \"x**2\" --at x=3")
+    if show_code:
+        from gradcli.programs.trace import program_trace
+
+        print(program_trace(expressions, at=at, dtype=dtype.value, along=along), end="")
+        return
+    from gradcli.commands.common import conclude
+    from gradcli.compute.trace import compute_trace
+    from gradcli.render import trace as render
+
+    report = compute_trace(expressions, at=at, dtype=dtype.value, along=along, symbolic_time_limit=symbolic_timeout)
+    import sys
+
+    if output is TraceFormat.json:
+        print(render.trace_json(report))
+    elif output is TraceFormat.dot:
+        print(render.trace_dot(report), end="")
+    else:
+        render.trace_table(report)
+    sys.stdout.flush()
+    conclude(report)

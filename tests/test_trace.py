@@ -1,0 +1,117 @@
+"""gradcli trace: the tape's nodes, their values, adjoints and tangents, each checked; the NaN pointer; dot; the
+program of --show-code run in process."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+
+import pytest
+from typer.testing import CliRunner
+
+from gradcli.cli import app
+
+runner = CliRunner()
+
+
+def run(*args):
+    return runner.invoke(app, list(args))
+
+
+def trace_json(*args):
+    result = run("trace", *args, "-f", "json")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def by_name(doc):
+    return {n["name"]: n for n in doc["nodes"]}
+
+
+def test_the_guides_g_forward_values_and_adjoints():
+    doc = trace_json("(x1+5)*x2**2", "--at", "x1=2,x2=3")
+    nodes = by_name(doc)
+    ops = [n for n in doc["nodes"] if n["kind"] == "op"]
+    assert [n["value"] for n in ops] == [7.0, 9.0, 63.0]
+    assert [n["text"] for n in ops] == ["x1 + 5", "x2**2", "v1*v2"]
+    assert nodes["x1"]["adjoint"] == 9.0 and nodes["x2"]["adjoint"] == 42.0
+    assert nodes["v1"]["adjoint"] == 9.0 and nodes["v2"]["adjoint"] == 7.0
+    for n in doc["nodes"]:
+        assert n["value"] == n["exact"] and n["adjoint"] == n["exact_adjoint"] == n["tf_adjoint"]
+    assert doc["where_it_went_wrong"] == [] and doc["checks_failed"] == []
+
+
+def test_thirteen_is_a_visible_sum():
+    result = run("trace", "3*x", "x**2", "--at", "x=5")
+    assert result.exit_code == 0, result.output
+    row = [line for line in result.stdout.splitlines() if line.startswith("│ x ")][1]  # the reverse table
+    assert "13.0" in row and "3.0 (v1) + 10.0 (v2)" in row
+    doc = trace_json("3*x", "x**2", "--at", "x=5")
+    x = by_name(doc)["x"]
+    assert [t["term"] for t in x["adjoint_terms"]] == [3.0, 10.0] and x["adjoint"] == 13.0 == x["tf_adjoint"]
+
+
+CASES = [("sin(x)*exp(y) + x*y", "x=0.7,y=-0.3", "x=1,y=2"),
+         ("log(1 + x**2)/(2 + cos(x*y))", "x=1.5,y=0.5", "x=-1,y=0.5"),
+         ("sqrt(x) * tanh(x - y) + x**3", "x=2,y=1", "x=0.5,y=1"),
+         ("x*x*x - 2*x + sigmoid(x)", "x=0.3", "x=1"),
+         ("atan2(y, x) + abs(x - 3*y)", "x=1,y=2", "x=1,y=-1")]
+
+
+@pytest.mark.parametrize("expr,at,along", CASES)
+def test_adjoints_and_tangents_are_tensorflows(expr, at, along):
+    doc = trace_json(expr, "--at", at, "--along", along)
+    assert doc["checks_failed"] == []
+    for n in doc["nodes"]:
+        assert n["adjoint"] == pytest.approx(n["tf_adjoint"], rel=1e-12, abs=1e-300)
+        assert n["tangent"] == pytest.approx(n["tf_tangent"], rel=1e-12, abs=1e-300)
+        assert n["value"] == pytest.approx(n["exact"], rel=1e-12)
+        assert n["adjoint"] == pytest.approx(n["exact_adjoint"], rel=1e-10, abs=1e-12)
+        assert n["tangent"] == pytest.approx(n["exact_tangent"], rel=1e-10, abs=1e-12)
+
+
+def test_the_dot_output_parses():
+    result = run("trace", "(x1+5)*x2**2", "--at", "x1=2,x2=3", "-f", "dot")
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    assert text.startswith("digraph trace {") and text.rstrip().endswith("}")
+    nodes = dict(re.findall(r'^  "([^"]+)" \[label="((?:[^"\\]|\\.)*)"', text, re.M))
+    edges = re.findall(r'^  "([^"]+)" -> "([^"]+)"(?: \[label="([^"]*)"\])?;', text, re.M)
+    assert {"x1", "x2", "v1", "v2", "v3", "z"} <= set(nodes)
+    assert "value 63.0" in nodes["v3"] and "adjoint 42.0" in nodes["x2"]
+    assert ("x2", "v2", "dv2/dx2 = 6.0") in edges and ("v3", "z", "") in edges
+    assert all(a in nodes and b in nodes for a, b, _ in edges)
+
+
+def test_the_nan_pointer_names_exp_and_the_adjoint():
+    result = run("trace", "log(1+exp(x))", "--at", "x=100", "--dtype", "float32", "-f", "json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    found = {o["sweep"]: o for o in doc["where_it_went_wrong"]}
+    assert found["forward"]["node"] == "v1" and "exp(x) overflows float32" in found["forward"]["why"]
+    assert found["forward"]["exact"] == pytest.approx(2.6881171418161356e43)
+    assert found["reverse"]["node"] == "x" and found["reverse"]["value"] is None  # NaN: null in JSON
+    assert found["reverse"]["exact"] == pytest.approx(1.0)
+    assert "0.0 × inf = nan" in found["reverse"]["why"]
+    table = run("trace", "log(1+exp(x))", "--at", "x=100", "--dtype", "float32")
+    assert "where it went wrong" in table.stdout and "overflows float32" in table.stderr
+
+
+def test_show_code_runs_and_prints_the_same_numbers():
+    result = run("trace", "(x1+5)*x2**2", "--at", "x1=2,x2=3", "--along", "x1=1,x2=2", "--show-code")
+    assert result.exit_code == 0, result.output
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(result.stdout, "<trace program>", "exec"), {"__name__": "__main__"})
+    lines = out.getvalue().splitlines()
+    assert "x1 value 2.0 adjoint 9.0 tangent 1.0" in lines
+    assert "x2 value 3.0 adjoint 42.0 tangent 2.0" in lines
+    assert "v3 value 63.0 adjoint 1.0 tangent 93.0" in lines
+
+
+def test_refusals_exit_2():
+    assert run("trace", "x**2", "--at", "x=1", "--grid", "x=0:1:3").exit_code == 2
+    assert run("trace", "x**2", "--at", "x=1", "--along", "y=1").exit_code == 2
+    assert run("trace", "3", "--at", "x=1").exit_code == 2
