@@ -121,7 +121,7 @@ def complex_gradients(tree: Node, points: Mapping[str, object], wrt: list[str], 
 
     - the rounding of the derivative's own arithmetic: ESTIMATE_ULPS * eps * (the sum of |terms| of the
       derivative; where terms of ~1 cancel to a derivative of ~0, sin(x) - tanh(x) near 0, their rounding
-      is eps, not eps * |f'|), or the running bound of that rounding where it is larger;
+      is eps, not eps * |f'|), or the running bound of that rounding (times 1.25) where it is larger;
     - twice the first-order effect of the rounding of f's real parts on the derivative (the derivative
       is the forward-mode derivative at the computed real parts: 1 - cos(x) that lost every digit, then
       divided by x**2, moves d/dx by 1/x**3 times that loss). A bound, not a warning, because most
@@ -159,29 +159,29 @@ def complex_gradients(tree: Node, points: Mapping[str, object], wrt: list[str], 
                 else np.zeros((p, 0))
 
         terms, rounding = per_value(bound.T), per_value(bound.R)
-        real_parts, underflow = 2.0 * per_value(bound.D), per_value(bound.F)
+        real_parts, underflow = REAL_PART_SAFETY * per_value(bound.D), per_value(bound.F)
         eps = MACHINE_EPSILON[dtype]
-        own = np.maximum(ESTIMATE_ULPS * eps * np.maximum(terms, np.abs(values)), 2.0 * rounding)
+        own = np.maximum(ESTIMATE_ULPS * eps * np.maximum(terms, np.abs(values)), FIRST_ORDER_SAFETY * rounding)
         parts = {"rounding": own, "cancellation": real_parts, "underflow": underflow,
                  "spread": SPREAD_SAFETY * spread}
         estimates = own + real_parts + underflow + SPREAD_SAFETY * spread
         finite = np.isfinite(values)
         not_analytic = np.isnan(values) & np.isfinite(function)[:, None]
-        unresolved = _unresolved(values, estimates, terms, parts, per_value(violated) > 0, per_value(h),
-                                 first, n, p, dtype)
+        unresolved = _unresolved(values, estimates, terms, parts, per_value(violated) > 0, per_value(h), dtype)
         estimates[~finite] = np.nan
         unresolved[~finite] = ""
     return ComplexGradients(values, estimates, not_analytic, function, COMPLEX_STEP[dtype],
                             steps=per_value(h), unresolved=unresolved)
 
 
-def _unresolved(values, estimates, terms, parts: dict, violated, steps, first, n: int, p: int, dtype: str):
+def _unresolved(values, estimates, terms, parts: dict, violated, steps, dtype: str):
     """[P, n] str: why each value cannot be relied on, in words ("" where it can)."""
     np = _np()
     out = np.full(values.shape, "", dtype=object)
     # an estimate below the smallest normal number resolves any derivative the dtype can hold
     scale = np.maximum(np.maximum(np.abs(values), terms), float(np.finfo(dtype).tiny))
-    for k, j in zip(*np.nonzero(np.isfinite(values))):
+    flagged = np.isfinite(values) & (~np.isfinite(estimates) | violated | (estimates > 0.5 * scale))
+    for k, j in zip(*np.nonzero(flagged)):  # only the values that have something to say
         est = estimates[k, j]
         if not math.isfinite(est):
             out[k, j] = "its error estimate is not finite (a term of the derivative overflows)"
@@ -204,7 +204,7 @@ def _unresolved(values, estimates, terms, parts: dict, violated, steps, first, n
     return out
 
 
-def _choose_steps(first: "_Bound", dtype: str):
+def _choose_steps(first: _Bound, dtype: str):
     """(log2 h, where no step meets the truncation bound): [n * P] each. h = COMPLEX_STEP, raised to keep
     every imaginary part normal (``first.lo``) and lowered to keep them small (``first.hi``); where the two
     conflict, the truncation bound wins (an underflow costs digits the estimate counts; a step too large
@@ -229,6 +229,10 @@ TRUNCATION_MARGIN = 2.0 ** -30
 # A rounded imaginary part at least this many times the smallest normal number keeps its digits.
 NORMAL_MARGIN = 2.0 ** 4
 STEP_LOG2_MAX = 60
+# The running bounds are first order: R (the derivative's own rounding) as gradcli.methods.fd_bound takes f's;
+# D (f's real parts through the derivative) twice, since it multiplies two first-order bounds.
+FIRST_ORDER_SAFETY = 1.25
+REAL_PART_SAFETY = 2.0
 # Rounding of the derivative's arithmetic per operation, in units of u: a complex product's imaginary
 # part is two products and a sum, a quotient's (Smith's algorithm) about twice that, a library function's
 # as the running bound of f takes it.
