@@ -168,7 +168,12 @@ def test_batches_refuse_constants(many):
 # ------------------------------------------------------------------ descent as in the guide
 def test_descend_help_first_example_reproduces_the_guide():
     text = invoke("descend", "--help").stdout
-    example = next(line.strip() for line in text.splitlines() if line.strip().startswith("gradcli descend"))
+    lines = [line.strip() for line in text.splitlines()]
+    first = next(i for i, line in enumerate(lines) if line.startswith("gradcli descend"))
+    example = lines[first]
+    while example.endswith("\\"):  # a shell continuation line (the help fits 80 columns)
+        first += 1
+        example = example[:-1] + " " + lines[first]
     assert "--tol 0" in example and "--dtype float32" in example
     assert "--tol 0 never stops early" in " ".join(text.split())
     args = example.split()[2:]

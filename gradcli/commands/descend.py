@@ -36,10 +36,10 @@ OptimizerOption = Annotated[str, typer.Option(
 LearningRateOption = Annotated[float, typer.Option(
     "--lr", metavar="LR", help="Learning rate of optimizers without :LR.")]
 StepsOption = Annotated[int, typer.Option(
-    "--steps", metavar="N", help="At most this many steps (status max_steps when all of them ran).")]
+    "--steps", metavar="N", help="At most this many steps (then status max_steps).")]
 TolOption = Annotated[Optional[float], typer.Option(
-    "--tol", metavar="G", help="Stop (converged) once the gradient norm falls below G (default 1e-10, float32 1e-6); "
-         "--tol 0 never stops early: every --steps step runs.")]
+    "--tol", metavar="G", help="Stop (converged) below this gradient norm (default 1e-10, float32 1e-6; "
+         "0: never).")]
 MaximizeOption = Annotated[bool, typer.Option("--maximize", help="Climb instead: descend on -f.")]
 MomentumOption = Annotated[Optional[float], typer.Option(
     "--momentum", metavar="M", help="Of momentum and nesterov (default 0.9).")]
@@ -68,17 +68,16 @@ def descend(
     batch_size: StartsBatchSizeOption = 1024,
 ) -> None:
     """Gradient descent: the guide's hand-written loop and Keras optimizers, compiled; a diverged or
-    unbounded run exits 1. Many starts (--points/--grid): a record per start and optimizer, or (table)
-    the basins where they ended.
+    unbounded run exits 1. Many starts (--points/--grid): a record per start and optimizer, or the basins.
 
-    A run stops at the first step whose gradient norm is below --tol (status converged), else after
-    --steps steps (status max_steps). The guide's loops run all 100 steps in float32 (tf.Variable(0.0)):
-    the first example, with --tol 0, ends at its x = -0.3333333 (with the default tol it stops earlier).
+    The guide's loops run all 100 steps in float32 (--tol 0 never stops early): the first example ends
+    at their x = -0.3333333.
 
     Examples:
 
     \b
-      gradcli descend "3*x**2+2*x-1" --from x=0 -o manual,sgd --steps 100 --dtype float32 --tol 0
+      gradcli descend "3*x**2+2*x-1" -o manual,sgd --steps 100 \\
+          --dtype float32 --tol 0
       gradcli descend "(1-x)**2+100*(y-x**2)**2" --from x=-1.2,y=1 -o adam:0.01
       gradcli descend "x**2+3*y**2" -o sgd:0.1,adam:0.05 -f csv --every 10
     """

@@ -26,18 +26,15 @@ def grad(
     points: PointsOption = None,
     grid: GridOption = None,
     wrt: Annotated[Optional[str], typer.Option(
-        "--wrt", metavar="X,...", help="Only these variables (the others are unwatched constants).")] = None,
+        "--wrt", metavar="X,...", help="Only these variables (the rest are constants).")] = None,
     constants: Annotated[Optional[str], typer.Option(
         "--constants", metavar="X,...",
-        help="Give these variables to the tape as tf.constant, not tf.Variable: they keep their rows, "
-             "symbolic and fd differentiate by them, and the tape answers None (the guide's [None, None]; "
-             "table 'None (not watched)', JSON null with \"tape_sources\": {\"constants\", \"watched\", "
-             "\"unwatched\"}). One point (--at, -f table/json) only: --points, --grid, -f csv/jsonl refuse it.")
+        help="Give these to the tape as tf.constant: its column says None (not watched), the guide's "
+             "lesson (one point only).")
     ] = None,
     watch: Annotated[Optional[str], typer.Option(
         "--watch", metavar="X,...",
-        help="tape.watch() these constants (each must be in --constants): the tape differentiates by them "
-             "again.")] = None,
+        help="tape.watch() these --constants: the tape differentiates by them again.")] = None,
     method: Annotated[str, typer.Option(
         "--method", "-m", metavar="METHODS", help=METHOD_HELP, autocompletion=complete_methods)
     ] = "symbolic,tape,fd",
@@ -52,21 +49,16 @@ def grad(
     symbolic_timeout: SymbolicTimeoutOption = 10.0,
     batch_size: BatchSizeOption = 4096,
     rule: Annotated[Optional[list[str]], typer.Option(
-        "--rule", metavar="RULE", help="A function with its own derivative, checked before use (repeatable): "
-        "\"NAME(u, ...) = BODY; d/du = FORMULA; ...\"", show_default=False)] = None,
+        "--rule", metavar="RULE", help="\"NAME(u, ...) = BODY; d/du = FORMULA; ...\": a function with its own "
+        "derivative, checked first (repeatable).", show_default=False)] = None,
 ) -> None:
-    """The gradient at a point: SymPy's exact value, TensorFlow's GradientTape and finite differences.
-
-    Several expressions: the Jacobian, and the sum the tape returns for several targets.
-
-    --show-code prints, instead, a program for each chosen column (SymPy, the tape, the guide's
-    approximate_derivative with the step fd takes), one after another; each runs on its own.
+    """The gradient at a point: SymPy's exact value, TensorFlow's GradientTape and finite differences;
+    of several expressions, the Jacobian and the sum the tape returns. --show-code: a program per column.
 
     Examples:
 
     \b
       gradcli grad "(x1+5)*x2**2" --at x1=2,x2=3
-      gradcli grad "(x1+5)*x2**2" --at x1=2,x2=3 --constants x1,x2 --watch x1,x2
       gradcli grad "3*x" "x**2" --at x=5 -m tape,fd
       gradcli grad "x**2*y" --grid x=-1:1:5,y=0:1:3 -f csv
     """
