@@ -23,6 +23,8 @@ REQUESTS = [
     ("grad", ["grad", "log(x)*y", "--at", "x=-1,y=2"], "json"),
     ("grad", ["grad", "abs(x)*y", "--at", "x=0,y=1", "-m", "tape,fd,complex"], "json"),
     ("grad", ["grad", "x*y", "--at", "x=1.1,y=2", "--dtype", "float32", "--wrt", "x"], "json"),
+    ("grad", ["grad", "(x1+5)*x2**2", "--at", "x1=2,x2=3", "--constants", "x1,x2", "--watch", "x2"], "json"),
+    ("grad", ["grad", "relu(x)*y", "--at", "x=0,y=2"], "json"),
     ("grad-record", ["grad", "(x1+5)*x2**2", "--at", "x1=2,x2=3"], "jsonl"),
     ("grad-record", ["grad", "3*x", "x**2", "--grid", "x=-1:5:3"], "jsonl"),
     ("grad-record", ["grad", "log(x)", "--grid", "x=-1:1:3", "-m", "symbolic,tape,fd,complex"], "jsonl"),
@@ -88,6 +90,8 @@ def infer(samples: list):
         return {"type": "array", "items": infer(items)} if items else {"type": "array"}
     if kind == "null":  # never seen with a value: a number, a string or an object when there is one
         return {}
+    if kind == "number":  # JSON has no NaN or infinity: a number that is not finite is written null
+        return {"type": ["number", "null"]}
     return {"type": kind}
 
 
