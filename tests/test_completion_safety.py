@@ -141,22 +141,29 @@ def _zsh_tab(tmp_path: Path, script: Path, line: str) -> str:
         os.execvpe("zsh", ["zsh", "-f", "-i"], _environment(tmp_path))
     shown = b""
 
-    def read_for(seconds: float) -> bytes:
-        out, end = b"", time.monotonic() + seconds
+    def read_for(seconds: float, *, until: bytes | None = None, quiet: float = 3.0) -> bytes:
+        """What the terminal shows within ``seconds``: up to ``until`` when given, else until it has been
+        quiet for ``quiet`` s (completion runs gradcli once, ~1 s: its candidates come in one burst)."""
+        out, end, last = b"", time.monotonic() + seconds, time.monotonic()
         while time.monotonic() < end:
-            ready, _, _ = select.select([fd], [], [], 0.1)
+            ready, _, _ = select.select([fd], [], [], 0.05)
             if ready:
                 try:
                     out += os.read(fd, 65536)
                 except OSError:
                     break
+                last = time.monotonic()
+                if until is not None and until in out:
+                    break
+            elif until is None and out and time.monotonic() - last > quiet:
+                break
         return out
 
     try:
         os.write(fd, f"autoload -U compinit; compinit -u; source {script}; print READY\n".encode())
-        shown += read_for(3)
+        shown += read_for(10, until=b"READY\r\n")
         os.write(fd, (line + "\t").encode())
-        shown += read_for(6)
+        shown += read_for(10)
         os.write(fd, b"\x03exit\n")
         shown += read_for(1)
     finally:
