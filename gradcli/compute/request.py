@@ -60,15 +60,7 @@ def parse_wrt(wrt_text: str | None) -> list[str] | None:
     if not wrt_text.strip():
         raise UsageError("--wrt is empty: name the variables to differentiate by (e.g. --wrt x1,x2), or leave "
                          "--wrt out for all of them")
-    wrt: list[str] = []
-    for part in wrt_text.split(","):
-        name = part.strip()
-        if not name:
-            raise UsageError(f"--wrt: empty name in '{wrt_text}'; write it as --wrt x1,x2")
-        if name in wrt:
-            raise UsageError(f"--wrt: '{name}' is given twice")
-        wrt.append(name)
-    return wrt
+    return name_list("--wrt", wrt_text)
 
 
 def resolve_wrt(wrt_text: str | None, point) -> list[str]:
@@ -120,7 +112,7 @@ def check_order(order: int, most: int) -> int:
     return order
 
 
-def _name_list(option: str, text: str) -> list[str]:
+def name_list(option: str, text: str) -> list[str]:
     """A comma list of variable names for ``option``: neither empty nor with an empty or repeated name."""
     if not text.strip():
         raise UsageError(f"{option} is empty: name one or more variables (e.g. {option} x1,x2)")
@@ -143,8 +135,8 @@ def resolve_constants(constants_text: str | None, watch_text: str | None, point,
     differentiate by it), so it must be one of the variables differentiated by. ``--watch`` is
     ``tape.watch``, which only means something for a constant: a name outside ``--constants`` is refused
     rather than ignored, so a typo cannot pass for the guide's fix."""
-    constants = _name_list("--constants", constants_text) if constants_text is not None else []
-    watch = _name_list("--watch", watch_text) if watch_text is not None else []
+    constants = name_list("--constants", constants_text) if constants_text is not None else []
+    watch = name_list("--watch", watch_text) if watch_text is not None else []
     for name in constants:
         if name not in point.values:
             raise UsageError(f"--constants: '{name}' is not a variable of the point (--at gives "
