@@ -21,6 +21,8 @@ from gradcli.commands.steps import steps
 from gradcli.commands.shell import shell
 from gradcli.commands.daemon import daemon_app
 from gradcli.commands.trace import trace
+from gradcli.commands.jvp import jvp
+from gradcli.commands.hvp import hvp
 
 
 class _WholeHelpGroup(typer.core.TyperGroup):
@@ -74,6 +76,8 @@ app.command("check", short_help="Check hand-derived derivatives against exact on
 app.command("steps", short_help="The error of each fd formula against the step h.")(steps)
 app.command("shell", short_help="Many commands in one process: TensorFlow and SymPy load once.")(shell)
 app.command("trace", short_help="The tape's nodes: values, adjoints, tangents, each checked.")(trace)
+app.command("jvp", short_help="J·v along a direction: ForwardAccumulator, exact, fd, complex step.")(jvp)
+app.command("hvp", short_help="H·v three ways (forward/reverse compositions), fd and exact, timed.")(hvp)
 app.add_typer(daemon_app, name="daemon", short_help="A warm gradcli for GRADCLI_DAEMON=1: start, stop, status.")
 
 # Every command's int and float options read ASCII digits only (see gradcli.commands.numbers).

@@ -1,0 +1,85 @@
+"""Time H·v against one gradient on the chained Rosenbrock function over n variables
+
+    f(x) = sum_{i=1}^{n-1} 100 (x_{i+1} - x_i^2)^2 + (1 - x_i)^2      at x_i = 0.5 + i/(10 n), along v_i = (-1)^i
+
+The expression is too long for the parser's limits as one text past ~250 variables (10,000 characters, 5,000
+nodes), so it is built here from one parsed pair of terms per i: the same tree a parse would give. In process:
+TensorFlow is imported first (its 4-7 s would swamp everything); then `gradcli.compute.hvp.compute_hvp` (every
+method, exact included, SymPy in its forked worker) and one tape gradient of the same function
+(`tape_gradients`, gradcli's grad column: the expression node by node on the tape, and the vectorised
+evaluation hvp itself differentiates).
+
+    python bench/hvp.py [--n 1000] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+
+def rosenbrock(n: int):
+    """(Expression, --at text, --along text) for the chained Rosenbrock function of n variables."""
+    from gradcli.expression import Add, Expression, parse
+
+    terms = []
+    for i in range(1, n):
+        terms.extend(parse(f"100*(x{i + 1} - x{i}**2)**2 + (1 - x{i})**2").tree.terms)
+    names = tuple(f"x{i}" for i in range(1, n + 1))
+    expr = Expression(Add(tuple(terms)), source=f"chained Rosenbrock, n = {n}", variables=names)
+    at = ",".join(f"x{i}={0.5 + i / (10 * n)!r}" for i in range(1, n + 1))
+    along = ",".join(f"x{i}={(-1) ** i}" for i in range(1, n + 1))
+    return expr, at, along
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--n", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+
+    import numpy as np
+
+    from gradcli.compute.hvp import compute_hvp
+    from gradcli.expression.points import parse_point
+    from gradcli.methods.tape import tape_gradients
+    from gradcli.methods.tape_vectorise import vectorised_function
+    from gradcli.methods.tf_runtime import load_tensorflow
+
+    start = time.perf_counter()
+    expr, at, along = rosenbrock(args.n)
+    point = parse_point(at)
+    print(f"n = {args.n}: expression built in {time.perf_counter() - start:.2f} s "
+          f"({len(expr.tree.terms)} terms)")
+    tf = load_tensorflow()
+    x = np.array([point.values[k] for k in expr.variables])
+
+    def vectorised_gradient():
+        f = vectorised_function(expr.tree, list(expr.variables), "float64")
+        V = tf.Variable(x)
+        with tf.GradientTape() as tape:
+            z = f(V)
+        return tape.gradient(z, V).numpy()
+
+    rows: dict[str, list[float]] = {}
+    for _ in range(args.rounds):
+        t0 = time.perf_counter()
+        report = compute_hvp(expr, at=point, along=[along], symbolic_time_limit=120)
+        rows.setdefault("hvp command (all five methods)", []).append(time.perf_counter() - t0)
+        for m, s in report.seconds.items():
+            rows.setdefault(f"  {m}", []).append(s)
+        t0 = time.perf_counter()
+        tape_gradients([expr.tree], {k: np.array([v]) for k, v in point.values.items()}, list(expr.variables))
+        rows.setdefault("one grad call (tape_gradients, node by node)", []).append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        vectorised_gradient()
+        rows.setdefault("one gradient, vectorised evaluation", []).append(time.perf_counter() - t0)
+    print(f"max |error| against exact: " + ", ".join(f"{m} {e:.2e}" for m, e in report.error.items()))
+    print(f"{'':48s} {'median s':>9s} {'min s':>8s}")
+    for name, times in rows.items():
+        print(f"{name:48s} {statistics.median(times):9.3f} {min(times):8.3f}")
+
+
+if __name__ == "__main__":
+    main()

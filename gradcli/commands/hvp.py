@@ -1,0 +1,60 @@
+"""``gradcli hvp``."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from gradcli.commands.common import (DType, DTypeOption, FileOption, FormatOption, OutputFormat, ShowCodeOption,
+                                     SymbolicTimeoutOption, at_option, handle_errors)
+
+
+@handle_errors
+def hvp(
+    expression: Annotated[Optional[str], typer.Argument(
+        metavar="EXPR", help="The expression, e.g. \"(x1+5)*x2**2\".", show_default=False)] = None,
+    *,
+    file: FileOption = None,
+    at: at_option("required") = None,
+    along: Annotated[Optional[list[str]], typer.Option(
+        "--along", metavar="X=V,...", help="The direction v, e.g. x1=1,x2=2 (variables not named: 0).  [required]",
+        show_default=False)] = None,
+    method: Annotated[Optional[str], typer.Option(
+        "--method", "-m", metavar="METHODS",
+        help="Any of forward-over-reverse (for), reverse-over-reverse (ror), reverse-over-forward (rof), "
+             "fd-of-gradient (fd), exact (symbolic); default all.")] = None,
+    dtype: DTypeOption = DType.float64,
+    output: FormatOption = OutputFormat.table,
+    show_code: ShowCodeOption = False,
+    symbolic_timeout: SymbolicTimeoutOption = 10.0,
+) -> None:
+    """H·v, the Hessian times a direction, without the Hessian: three compositions of forward and reverse mode,
+    fd of the tape gradient, and the exact value, each with its time and error.
+
+    Examples:
+
+    \b
+      gradcli hvp "(x1+5)*x2**2" --at x1=2,x2=3 --along x1=1,x2=2
+      gradcli hvp "x**2*y + sin(x*y)" --at x=1,y=2 --along x=1 -m for,ror,exact -f json
+    """
+    from gradcli.errors import UsageError
+
+    if output in (OutputFormat.csv, OutputFormat.jsonl):
+        raise UsageError("hvp writes table or json")
+    from gradcli.commands.expression_file import expression_text
+
+    text = expression_text(expression, file)
+    if show_code:
+        from gradcli.programs.hvp import program_hvp
+
+        print(program_hvp(text, at=at, along=along, dtype=dtype.value), end="")
+        return
+    from gradcli.commands.common import conclude, emit
+    from gradcli.compute.hvp import compute_hvp
+    from gradcli.render import hvp as render
+
+    report = compute_hvp(text, at=at, along=along, dtype=dtype.value, methods=method,
+                         symbolic_time_limit=symbolic_timeout)
+    emit(output, json=lambda: render.hvp_json(report), table=lambda: render.hvp_table(report))
+    conclude(report)

@@ -1,0 +1,59 @@
+"""Rendering of :class:`gradcli.compute.hvp.HvpReport` (tables and JSON)."""
+
+from __future__ import annotations
+
+from gradcli.render.common import error, number, stdout_console, to_json
+from gradcli.render.layout import SECONDARY, Column, FittedTable, estimate, print_line, print_table
+
+LABELS = {"forward-over-reverse": "forward-over-reverse", "reverse-over-reverse": "reverse-over-reverse",
+          "reverse-over-forward": "reverse-over-forward", "fd-of-gradient": "fd of tape gradient",
+          "exact": "exact (SymPy)"}
+HOW = {"forward-over-reverse": "ForwardAccumulator around GradientTape: the tangent of the gradient",
+       "reverse-over-reverse": "nested GradientTapes: the gradient of g·v",
+       "reverse-over-forward": "GradientTape around ForwardAccumulator: the gradient of J·v",
+       "fd-of-gradient": "(g(x + h v) - g(x - h v)) / 2h, g the tape's gradient",
+       "exact": "SymPy: the gradient of sum_j v_j df/dx_j, at 30 digits"}
+# Up to this many entries the vector is shown whole; past it, its first SHOWN entries (JSON has them all).
+WHOLE = 20
+SHOWN = 10
+
+
+def hvp_json(report) -> str:
+    return to_json(report.to_dict())
+
+
+def hvp_table(report) -> None:
+    console = stdout_console()
+    n = len(report.variables)
+    point = ", ".join(f"{k} = {number(v)}" for k, v in list(report.point.items())[:WHOLE])
+    along = ", ".join(f"{k} = {number(v)}" for k, v in list(report.along.items())[:WHOLE])
+    more = f", ... ({n} variables)" if len(report.point) > WHOLE else ""
+    print_line(console, f"[bold]point[/bold]  {point}{more}    [bold]dtype[/bold]  {report.dtype}")
+    print_line(console, f"[bold]along[/bold]  v: {along}{more}")
+    if report.fd_step is not None:
+        print_line(console, f"[bold]fd[/bold]     central differences of the tape gradient along v, h = "
+                            f"{report.fd_step:.3g}")
+    methods = [m for m in report.methods if m in report.hvp]
+    summary = FittedTable([Column("method", "left", "bold"), Column("seconds"), Column("max error"),
+                           Column("how", "left", role="formula")],
+                          title=f"H·v of {report.expression}   (value {number(report.value)})")
+    for m in methods:
+        err = "-" if m == "exact" else error(report.error.get(m))
+        summary.add_row(LABELS[m], f"{report.seconds[m]:.3f}", err, HOW[m])
+    print_table(console, summary)
+    columns = [Column("variable", "left", "bold")]
+    for m in methods:
+        columns.append(Column(LABELS[m]))
+        if m == "fd-of-gradient":
+            columns.append(Column("fd ± estimate", role=SECONDARY, under=LABELS[m]))
+    rows = range(n) if n <= WHOLE else range(SHOWN)
+    table = FittedTable(columns, title="H·v, entry by entry" if n <= WHOLE else
+                        f"H·v, its first {SHOWN} of {n} entries (-f json has them all)")
+    for i in rows:
+        row = [report.variables[i]]
+        for m in methods:
+            row.append(number(report.hvp[m][i]))
+            if m == "fd-of-gradient":
+                row.append(estimate(report.fd_estimate[i] if report.fd_estimate else None))
+        table.add_row(*row)
+    print_table(console, table)

@@ -1,0 +1,126 @@
+"""gradcli jvp and hvp: the guide's g along (1, 2) (J·v = 93, H·v = [12, 34]) by every method; the programs of
+--show-code run in process; H·v over 1,000 variables in seconds."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from gradcli.cli import app
+
+runner = CliRunner()
+G = ["(x1+5)*x2**2", "--at", "x1=2,x2=3", "--along", "x1=1,x2=2"]
+
+
+def run_json(*args):
+    result = runner.invoke(app, [*args, "-f", "json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def exec_program(text: str) -> list[str]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(text, "<program>", "exec"), {"__name__": "__main__"})
+    return out.getvalue().splitlines()
+
+
+def test_jvp_of_g_along_1_2_is_93_every_way():
+    doc = run_json("jvp", *G)
+    jvp = doc["results"][0]["jvp"]
+    assert jvp["symbolic"] == 93.0 and jvp["tape"] == 93.0 and jvp["complex"] == 93.0
+    assert jvp["fd"] == pytest.approx(93.0, rel=1e-10)
+    est = doc["results"][0]["error_estimate"]
+    assert abs(jvp["fd"] - 93.0) <= est["fd"] and est["complex"] < 1e-10
+
+
+def test_jvp_table_and_several_expressions():
+    result = runner.invoke(app, ["jvp", "sin(x)*y", "x*y**2", "--at", "x=1,y=2", "--along", "x=1"])
+    assert result.exit_code == 0, result.output
+    assert "ForwardAccumulator" in result.stdout and "fd along v" in result.stdout
+    doc = run_json("jvp", "sin(x)*y", "x*y**2", "--at", "x=1,y=2", "--along", "x=1")
+    import math
+
+    assert doc["results"][0]["jvp"]["tape"] == pytest.approx(2 * math.cos(1.0), rel=1e-15)
+    assert doc["results"][1]["jvp"]["symbolic"] == 4.0
+
+
+def test_jvp_fd_estimate_is_honest_far_from_the_origin_in_float32():
+    doc = run_json("jvp", "sin(x)*y", "--at", "x=1000,y=2", "--along", "x=1", "--dtype", "float32")
+    r = doc["results"][0]
+    assert abs(r["jvp"]["fd"] - r["jvp"]["symbolic"]) <= r["error_estimate"]["fd"]
+
+
+def test_jvp_refuses_many_points_with_exit_2():
+    for extra in (["--grid", "x=0:1:3"], ["--points", "-"]):
+        result = runner.invoke(app, ["jvp", "x**2", "--at", "x=1", "--along", "x=1", *extra])
+        assert result.exit_code == 2 and "one point" in result.stderr
+    assert runner.invoke(app, ["jvp", "x**2", "--at", "x=1"]).exit_code == 2  # no --along
+
+
+def test_jvp_show_code_runs():
+    result = runner.invoke(app, ["jvp", *G, "--show-code"])
+    assert result.exit_code == 0, result.output
+    lines = exec_program(result.stdout)
+    assert lines[0] == "J·v of z = 93.0"
+    assert float(lines[1].split("=")[1]) == pytest.approx(93.0, rel=1e-8)
+
+
+def test_hvp_of_g_along_1_2_is_12_34_by_every_composition():
+    doc = run_json("hvp", *G)
+    assert set(doc["hvp"]) == {"forward-over-reverse", "reverse-over-reverse", "reverse-over-forward",
+                               "fd-of-gradient", "exact"}
+    for method, hv in doc["hvp"].items():
+        assert hv == pytest.approx([12.0, 34.0], rel=1e-9), method
+    for method in ("forward-over-reverse", "reverse-over-reverse", "reverse-over-forward", "exact"):
+        assert doc["hvp"][method] == [12.0, 34.0]
+    assert all(s >= 0 for s in doc["seconds"].values())
+    fd_err = [abs(a - b) for a, b in zip(doc["hvp"]["fd-of-gradient"], [12.0, 34.0])]
+    assert all(e <= est for e, est in zip(fd_err, doc["fd_error_estimate"]))
+
+
+def test_hvp_table_and_method_choice():
+    result = runner.invoke(app, ["hvp", *G])
+    assert result.exit_code == 0, result.output
+    for word in ("forward-over-reverse", "reverse-over-reverse", "reverse-over-forward", "fd of tape gradient",
+                 "exact (SymPy)", "seconds", "max error"):
+        assert word in result.stdout
+    doc = run_json("hvp", *G, "-m", "for,exact")
+    assert list(doc["hvp"]) == ["forward-over-reverse", "exact"]
+    assert runner.invoke(app, ["hvp", *G, "-m", "nope"]).exit_code == 2
+
+
+def test_hvp_show_code_runs_every_composition():
+    result = runner.invoke(app, ["hvp", *G, "--show-code"])
+    assert result.exit_code == 0, result.output
+    lines = exec_program(result.stdout)
+    assert lines[:3] == ["forward-over-reverse [12.0, 34.0]", "reverse-over-reverse [12.0, 34.0]",
+                         "reverse-over-forward [12.0, 34.0]"]
+    assert json.loads(lines[3].split(" ", 4)[-1]) == pytest.approx([12.0, 34.0], rel=1e-8)
+
+
+def test_hvp_over_1000_variables_in_seconds():
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+    from hvp import rosenbrock  # bench/hvp.py: the tree a parse would give, past the parser's length limit
+
+    from gradcli.compute.hvp import compute_hvp
+    from gradcli.expression.points import parse_point
+    from gradcli.methods.tf_runtime import load_tensorflow
+
+    load_tensorflow()
+    expr, at, along = rosenbrock(1000)
+    start = time.perf_counter()
+    report = compute_hvp(expr, at=parse_point(at), along=[along], symbolic_time_limit=60)
+    took = time.perf_counter() - start
+    assert len(report.hvp["exact"]) == 1000 and not report.failed
+    for method in ("forward-over-reverse", "reverse-over-reverse", "reverse-over-forward"):
+        assert report.error[method] < 1e-9, method
+    assert report.error["fd-of-gradient"] < 1e-5
+    assert took < 30, f"H·v over 1,000 variables took {took:.1f} s"
