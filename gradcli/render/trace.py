@@ -39,7 +39,8 @@ def _header(console, report) -> None:
         print_line(console, f"[bold]along[/bold]  {along}")
     for k, text in enumerate(report.expressions):
         name = f"z{k + 1}" if len(report.expressions) > 1 else "z"
-        print_line(console, f"[bold]{name}[/bold]      {text}  = {report.nodes_of_output(k)}")
+        print_line(console, f"[bold]{name}[/bold]{' ' * (7 - len(name))}{text}  = {report.nodes_of_output(k)}",
+                   markup=True)
 
 
 def trace_table(report) -> None:
