@@ -75,7 +75,7 @@ def main() -> None:
         t0 = time.perf_counter()
         vectorised_gradient()
         rows.setdefault("one gradient, vectorised evaluation", []).append(time.perf_counter() - t0)
-    print(f"max |error| against exact: " + ", ".join(f"{m} {e:.2e}" for m, e in report.error.items()))
+    print("max |error| against exact: " + ", ".join(f"{m} {e:.2e}" for m, e in report.error.items()))
     print(f"{'':48s} {'median s':>9s} {'min s':>8s}")
     for name, times in rows.items():
         print(f"{name:48s} {statistics.median(times):9.3f} {min(times):8.3f}")

@@ -31,7 +31,7 @@ from fractions import Fraction
 
 from gradcli.dtypes import MACHINE_EPSILON
 from gradcli.errors import UsageError
-from gradcli.expression import Add, Call, Mul, Neg, Node, Num, Pow, Var, is_constant, to_text
+from gradcli.expression import Add, Call, Mul, Neg, Node, Pow, Var, is_constant, to_text
 from gradcli.expression.points import Point, check_covers, check_point_fits, parse_point
 from gradcli.expression.tree import RuleCall, is_boolean
 from gradcli.compute.request import check_dtype, parse_expressions
