@@ -11,7 +11,7 @@ import mpmath
 import pytest
 
 from gradcli.cli import app
-from tests.oracle import oracle_gradient
+from oracle import oracle_gradient
 
 mpmath.mp.dps = 60
 
