@@ -205,3 +205,20 @@ def test_a_sympy_failure_at_a_point_is_noted_not_fatal(runner, monkeypatch):
     result = run(runner, "grad", "(exp(x) - 1)/x", "--grid", "x=1e-20:1e-20:1", "-f", "json", "-m", "symbolic")
     (note,) = [n for n in json.loads(result.stdout)["notes"] if n.startswith("symbolic:")]
     assert note.startswith("symbolic: 1 value could not be made exact (SymPy's evaluation failed at 1)")
+
+
+def test_the_value_column_is_exact_where_float64_cancels_or_overflows():
+    from typer.testing import CliRunner
+
+    from gradcli.cli import app
+
+    runner = CliRunner()
+    out = runner.invoke(app, ["grad", "cosh(x)**2 - sinh(x)**2", "--grid", "x=20:20:1", "-m", "tape,fd", "-f", "jsonl"])
+    assert json.loads(out.stdout)["results"][0]["value"] == 1.0  # float64 says 0.0
+    out = runner.invoke(app, ["grad", "sqrt(x**2 + y**2)", "--grid", "x=1e200:1e200:1,y=1e200:1e200:1", "-f", "jsonl"])
+    r = json.loads(out.stdout)["results"][0]
+    assert r["value"] == pytest.approx(2 ** 0.5 * 1e200, rel=1e-15)  # float64 overflows to inf
+    assert r["gradient"]["symbolic"]["x"] == pytest.approx(2 ** -0.5, rel=1e-15)
+    out = runner.invoke(app, ["grad", "log(x)", "--grid", "x=-1:1:3", "-m", "symbolic,fd", "-f", "jsonl"])
+    values = [json.loads(line)["results"][0]["value"] for line in out.stdout.splitlines()]
+    assert values == [None, None, 0.0]  # outside the domain: undefined, no exact work

@@ -11,7 +11,6 @@ from gradcli.compute.derivative import check_order, cross_derivative, judge_deri
 from gradcli.methods.fd_schemes import ACCURACY_ORDERS, DEFAULT_ACCURACY
 from gradcli.errors import UsageError
 from gradcli.expression import parse
-from gradcli.methods import symbolic as exact
 from gradcli.methods.fd import fd_gradients
 from gradcli.methods.fd_stencils import fd_derivatives, sided_kinks
 from gradcli.methods.complex_step import COMPLEX_STEP, not_analytic_note
@@ -59,7 +58,7 @@ class DerivativeBatch(engine.BatchCore):
         import numpy as np
 
         size, pts = len(chunk), chunk.values
-        value = exact.evaluate(self.expr.tree, pts, size)
+        value = self.value_column(0, pts, size)
         cols, structural, steps = {}, [], None
         if "tape" in self.methods:
             from gradcli.methods.tape import tape_derivatives

@@ -258,6 +258,30 @@ class BatchCore:
                 self.notes[at] = note
         return column
 
+    def value_column(self, i: int, points, size: int):
+        """Tree ``i`` itself at every point: float64 where its rounding bound vouches for it, else exact (30
+        digits), as one point gives it: a value that overflows or cancels in float64 (cosh(x)**2 - sinh(x)**2
+        at 20, sqrt(x**2 + y**2) at 1e200) is not a wrong reference for the methods. A NaN (outside the
+        domain) stays NaN without exact work: the points of a grid across a domain's edge are many."""
+        from gradcli.methods.symbolic import evaluate
+        from gradcli.methods.symbolic_values import ExactValues
+
+        import numpy as np
+
+        plain = evaluate(self.trees[i], points, size)
+        exact = self.__dict__.setdefault("_exact_f_values", ExactValues())  # a budget of its own
+        column = exact.column((i, "value"), self.trees[i], points, size, skip=np.isnan(plain))
+        self.__dict__["_f_undefined"] = (points, i, ~np.isfinite(column))  # for the chunk's exact derivatives
+        note = exact.note()
+        if note is not None:  # one note, kept current, as for the symbolic column
+            note = note.replace("symbolic:", "value:", 1)
+            at = self.__dict__.setdefault("_value_note_at", len(self.notes))
+            if at == len(self.notes):
+                self.notes.append(note)
+            else:
+                self.notes[at] = note
+        return column
+
     def count_adapted(self, how) -> None:
         """Count the points (rows of ``how``, fd's [P] or [P, ...] adaptation codes) whose stencil left the
         domain: a batch says so once, in its notes, not per point."""

@@ -9,7 +9,6 @@ from gradcli.compute.batch import engine
 from gradcli.compute.request import needed_variables, parse_expressions
 from gradcli.compute.judge import cross_check, cross_disagreement, disagreement, judge_gradients
 from gradcli.errors import UsageError
-from gradcli.methods import symbolic as exact
 from gradcli.methods.fd import fd_gradients
 from gradcli.methods.fd_schemes import SCHEMES, STEP_POWER
 from gradcli.methods.fd_notes import fd_line_notes
@@ -69,7 +68,7 @@ class GradBatch(engine.BatchCore):
         import numpy as np
 
         size, pts = len(chunk), chunk.values
-        values = np.stack([exact.evaluate(t, pts, size) for t in self.trees])  # [T, P]
+        values = np.stack([self.value_column(i, pts, size) for i in range(len(self.trees))])  # [T, P]
         columns: dict[str, np.ndarray] = {}  # method -> [T, P, n]
         unconnected: list[list[str]] = [[] for _ in self.exprs]
         steps, self._tape_sum, fd, cc = None, None, None, None

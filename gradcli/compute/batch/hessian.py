@@ -8,7 +8,6 @@ from gradcli.compute.request import needed_variables
 from gradcli.expression import parse
 from gradcli.expression.points import check_hessian_size
 from gradcli.compute.hessian import best_analysis, cross_check_hessian, judge_hessian
-from gradcli.methods import symbolic as exact
 from gradcli.methods.fd_hessian import fd_hessians
 from gradcli.methods.fd_notes import SIDE_NAMES, unresolved_hessian_warning
 from gradcli.results import shortest
@@ -61,7 +60,7 @@ class HessianBatch(engine.BatchCore):
         import numpy as np
 
         size, n, pts = len(chunk), len(self.wrt), chunk.values
-        value = exact.evaluate(self.expr.tree, pts, size)
+        value = self.value_column(0, pts, size)
         mats, grads, structural, steps, estimates = {}, {}, [], None, None
         if "tape" in self.methods:
             from gradcli.methods.tape import tape_hessians
