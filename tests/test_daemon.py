@@ -183,7 +183,7 @@ def test_without_a_daemon_the_call_runs_cold(tmp_path):
 
 
 def test_ctrl_c_reaches_the_command_and_exits_130(running):
-    process = subprocess.Popen([GRADCLI, "descend", "x**2", "--from", "x=1", "--steps", "100000000"],
+    process = subprocess.Popen([GRADCLI, "descend", "x**2", "--from", "x=1", "--steps", "100000000", "--tol", "0"],
                                env=_env(running, True), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         time.sleep(1.5)

@@ -126,6 +126,9 @@ def test_derivative_cross_check_without_sympy(invoke):
     doc = json.loads(result.stdout)
     for row in doc["derivatives"]:  # no symbolic: tape and fd agree within fd's estimate, or it is said
         warned = f"derivative {row['order']}" in result.stderr
+        if row["tape"] is None:  # the tape's time budget left the highest orders out (a busy machine): said
+            assert doc["notes"] or result.stderr
+            continue
         assert warned or abs(row["tape"] - row["fd"]) <= row["fd_error_estimate"] * 1.01 + 1e-9
 
 

@@ -51,7 +51,7 @@ def test_guide_table_and_csv(invoke):
     assert result.stderr == ""
     result = invoke("hessian", *GUIDE, "--format", "csv")
     lines = result.stdout.splitlines()  # a row per point (tests/test_scripts.py)
-    assert lines[0].startswith("x1,x2,value,symbolic_dx1dx1,tape_dx1dx1,fd_dx1dx1,symbolic_dx1dx2")
+    assert lines[0].startswith("x1,x2,value,symbolic_dx1dx1,tape_dx1dx1,fd_dx1dx1,fd_error_estimate_dx1dx1,symbolic_dx1dx2")
     assert len(lines) == 1 + 1 and ",indefinite," in lines[1]
 
 
