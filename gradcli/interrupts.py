@@ -1,4 +1,4 @@
-"""What gradcli does when it is told to stop, and what it must not leave behind (issue 10, item 1).
+"""What gradcli does when it is told to stop, and what it must not leave behind.
 
 - SIGINT and SIGTERM end every command promptly, with exit 130 / 143 and ``gradcli: interrupted`` /
   ``gradcli: terminated`` on stderr, whether or not a terminal is attached; SIGHUP, SIGQUIT and SIGUSR1

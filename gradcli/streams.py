@@ -1,4 +1,4 @@
-"""Standard output and standard error under faults (issue 10, item 2): closed, full, or read by no one.
+"""Standard output and standard error under faults: closed, full, or read by no one.
 
 The console script calls :func:`guard_standard_streams` first. From then on:
 

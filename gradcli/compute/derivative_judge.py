@@ -1,4 +1,4 @@
-"""Judging k-th derivatives (issue 8, items 1, 2, 5): each method against the exact value (fd within its own
+"""Judging k-th derivatives: each method against the exact value (fd within its own
 error estimate), tape against fd when there is no exact value. For one point and for a batch alike;
 :mod:`gradcli.compute.derivative` re-exports them.
 """

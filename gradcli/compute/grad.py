@@ -140,8 +140,8 @@ def _sum_rows(rows: list[dict[str, float | None]], variables: list[str]) -> dict
 def symbolic_gradients(trees, point_exact: dict, names: list[str], variables: list[str],
                        rounded: dict[str, float] | None = None, cancel: CancelFlag | None = None):
     """For each tree: (value, {var: formula}, {var: exact derivative value}), and with ``rounded`` (the dtype's
-    point) a fourth item, {var: how far the exact derivative moves from the typed point to the dtype's} (item
-    5 of issue 8: the point's rounding is no method's error). A :class:`gradcli.methods.worker.BoundedJob`
+    point) a fourth item, {var: how far the exact derivative moves from the typed point to the dtype's} (the
+    point's rounding is no method's error). A :class:`gradcli.methods.worker.BoundedJob`
     work function (module-level, picklable arguments)."""
     symbols = symbolic.symbols_for(names)
     subs = symbolic.exact_point(point_exact, symbols)

@@ -1,4 +1,4 @@
-"""Judging Hessians (issue 8, items 1, 2, 4): each entry against the exact one on its own scale (fd within
+"""Judging Hessians: each entry against the exact one on its own scale (fd within
 its own error estimate), tape against fd when there is no exact matrix, and the scale-aware analysis of the
 most trustworthy matrix. For one point and for a batch alike; :mod:`gradcli.compute.hessian` re-exports them.
 """

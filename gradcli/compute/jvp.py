@@ -113,13 +113,14 @@ def exact_jvp(trees: list[Node], point_exact: dict, direction_exact: dict):
     symbols = symbolic.symbols_for(list(point_exact))
     subs = symbolic.exact_point(point_exact, symbols)
     v = {k: symbolic.to_sympy(t, {}) for k, t in direction_exact.items()}
+    import sympy
+
     out = []
     for tree in trees:
         f = symbolic.to_sympy(tree, symbols)
-        jv = sum((v[k] * symbolic.diff(f, s) for k, s in symbols.items() if v[k] != 0 and s in f.free_symbols), 0)
-        import sympy
-
-        out.append((symbolic.value_at(f, subs), symbolic.value_at(sympy.sympify(jv), subs)))
+        jv = sum((v[k] * symbolic.diff(f, s) for k, s in symbols.items() if v[k] != 0 and s in f.free_symbols),
+                 sympy.Integer(0))  # a SymPy number even where no variable moves
+        out.append((symbolic.value_at(f, subs), symbolic.value_at(jv, subs)))
     return out
 
 

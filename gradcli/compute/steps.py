@@ -1,4 +1,4 @@
-"""``gradcli steps``: the error of each difference formula over a sweep of steps (issue 8, item 8).
+"""``gradcli steps``: the error of each difference formula over a sweep of steps.
 
 For every formula (forward, backward, central, the wider central stencils, Richardson extrapolation and,
 at order 1, the complex step) and every step h from 1e-1 down to the dtype's eps (times max(1, |x|),

@@ -1,5 +1,5 @@
 """A cheap bound on the rounding error of f in float64, so that fd measures it (in long double, ~20x the
-cost of f) only where the bound is too loose to state (issue 8 follow-up: fd's speed in batches).
+cost of f) only where the bound is too loose to state.
 
 Running error analysis (Wilkinson): each operation's result r carries an absolute error of at most
 u |r| (u = eps / 2, correctly rounded arithmetic) plus the errors of its operands times the operation's

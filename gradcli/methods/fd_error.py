@@ -1,4 +1,4 @@
-"""Error estimates for finite differences, and the steps that adapt to them (issue 8, items 1, 3, 6).
+"""Error estimates for finite differences, and the steps that adapt to them.
 
 Every fd value comes with an estimate of its error, from the stencil itself:
 

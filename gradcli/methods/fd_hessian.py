@@ -1,6 +1,6 @@
 """Finite-difference Hessians for a batch of points: central second differences, every stencil point of every
 point in one NumPy call, with an error estimate per entry (the same differences at 2h and 4h, and the
-values' rounding), and steps that shrink where the stencil leaves the domain (issue 8 follow-up, item 2).
+values' rounding), and steps that shrink where the stencil leaves the domain.
 Shares :mod:`gradcli.methods.fd_engine` with the other fd methods."""
 
 from __future__ import annotations

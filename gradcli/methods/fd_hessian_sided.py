@@ -1,6 +1,6 @@
 """One-sided Hessians: where no two-sided stencil of any step stays in the domain (``x**2.5`` at x = 0,
 ``sqrt(x - y)`` on x = y), each leaving variable's differences go forward or backward, the others stay
-central (issue 8, item 3). Part of :mod:`gradcli.methods.fd_hessian`.
+central. Part of :mod:`gradcli.methods.fd_hessian`.
 
 Every entry is a product of one-variable stencils of accuracy 2:
 

@@ -1,5 +1,5 @@
 """What fd says about one value besides the number: adapted steps, one-sided stencils, kinks, and values no
-step can resolve (issue 8, items 3 and 6). Shared by every command, one point or many."""
+step can resolve. Shared by every command, one point or many."""
 
 from __future__ import annotations
 

@@ -159,7 +159,7 @@ def _derivative_line(tree, env, variable, h, k: int, acc: int, dtype: str) -> fd
 
 
 # ---------------------------------------------------------------------------------------------
-# kinks above order 1: one-sided k-th derivatives (issue 8 follow-up, item 5)
+# kinks above order 1: one-sided k-th derivatives
 # ---------------------------------------------------------------------------------------------
 @lru_cache(maxsize=None)
 def forward_coefficients(order: int, accuracy: int) -> tuple[tuple[int, ...], tuple[Fraction, ...]]:

@@ -1,4 +1,4 @@
-"""Tables and lines that fit any terminal width without cutting anything (issue 9, item 1).
+"""Tables and lines that fit any terminal width without cutting anything.
 
 rich shrinks a table that is wider than the console by cutting cells with '…' (or, with
 ``overflow="fold"``, by splitting them over lines): either way a number reads as another number. Here

@@ -1,4 +1,4 @@
-"""What every terminal plot (plotext) shares (issue 9, item 8): colour only on a terminal and never with
+"""What every terminal plot (plotext) shares: colour only on a terminal and never with
 NO_COLOR, the terminal's width, the title and the legend printed outside the plot area (plotext draws its
 legend over the data), integer step ticks, and plain ASCII when the output's encoding cannot hold box
 drawing characters (a UnicodeEncodeError otherwise)."""

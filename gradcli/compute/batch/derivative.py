@@ -168,7 +168,7 @@ class DerivativeBatch(engine.BatchCore):
 
     def _point_shift(self, pts, size: int, cols):
         """[P, order]: how far each exact derivative moves from the point as read to the dtype's (float32):
-        the point's rounding is no method's error (issue 8, item 5), as in the single-point command. Zeros
+        the point's rounding is no method's error, as in the single-point command. Zeros
         in float64 or without SymPy."""
         import numpy as np
 

@@ -132,7 +132,7 @@ class GradBatch(engine.BatchCore):
 
     def _point_shift(self, columns, pts):
         """[T, P, n]: how far each exact derivative moves from the point as read (float64) to the dtype's
-        (float32): the point's rounding is no method's error (issue 8, item 5). None in float64."""
+        (float32): the point's rounding is no method's error. None in float64."""
         import numpy as np
 
         if self.dtype == "float64" or "symbolic" not in columns:

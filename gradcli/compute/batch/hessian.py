@@ -113,7 +113,7 @@ class HessianBatch(engine.BatchCore):
 
     def _point_shift(self, pts, size: int, mats):
         """[P, n, n]: how far each exact entry moves from the point as read to the dtype's (float32): the
-        point's rounding is no method's error (issue 8, item 5), as in the single-point command. None in
+        point's rounding is no method's error, as in the single-point command. None in
         float64 or without SymPy."""
         import numpy as np
 
