@@ -26,14 +26,14 @@ TensorFlow and SymPy are imported inside the functions only.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 from gradcli.dtypes import MACHINE_EPSILON
 from gradcli.errors import UsageError
 from gradcli.expression import Add, Call, Mul, Neg, Node, Pow, Var, is_constant, to_text
 from gradcli.expression.points import Point, check_covers, check_point_fits, parse_point
-from gradcli.expression.tree import RuleCall, is_boolean
+from gradcli.expression.tree import RuleCall, children, is_boolean, map_children
 from gradcli.compute.request import check_dtype, parse_expressions
 
 # Names no parsed variable can have (identifiers never hold a NUL): the inputs of one node's operation.
@@ -152,36 +152,14 @@ def _edges(node: Node) -> list[Node]:
     is a truth value, kept inside its node's operation)."""
     if isinstance(node, RuleCall):
         raise UsageError("trace does not take --rule's functions")
-    if isinstance(node, Neg):
-        kids = [node.operand]
-    elif isinstance(node, Add):
-        kids = [t for _, t in node.terms]
-    elif isinstance(node, Mul):
-        kids = [f for _, f in node.factors]
-    elif isinstance(node, Pow):
-        kids = [node.base, node.exponent]
-    elif isinstance(node, Call):
-        kids = list(node.args)
-    else:
-        kids = []
-    return [c for c in kids if not is_constant(c) and not is_boolean(c)]
+    return [c for c in children(node) if not is_constant(c) and not is_boolean(c)]
 
 
 def _replace_edges(node: Node, names: dict[int, Node]) -> Node:
     def sub(c: Node) -> Node:
         return names.get(id(c), c)
 
-    if isinstance(node, Neg):
-        return replace(node, operand=sub(node.operand))
-    if isinstance(node, Add):
-        return replace(node, terms=tuple((s, sub(t)) for s, t in node.terms))
-    if isinstance(node, Mul):
-        return replace(node, factors=tuple((d, sub(f)) for d, f in node.factors))
-    if isinstance(node, Pow):
-        return replace(node, base=sub(node.base), exponent=sub(node.exponent))
-    if isinstance(node, Call):
-        return replace(node, args=tuple(sub(a) for a in node.args))
-    return node
+    return map_children(node, sub)
 
 
 # ---------------------------------------------------------------------------------------------

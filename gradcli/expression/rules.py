@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 import random
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from gradcli.errors import ComputeError, ParseError, UsageError
 from gradcli.expression.functions import ARITIES
@@ -169,19 +169,9 @@ def _value_of_formula(tree: Node) -> Node:
     on the tape is where stop_gradient in a formula counts)."""
     if isinstance(tree, Call) and not isinstance(tree, RuleCall) and tree.func == "stop_gradient":
         return _value_of_formula(tree.args[0])
-    if isinstance(tree, Call):
-        return replace(tree, args=tuple(_value_of_formula(a) for a in tree.args))
-    from gradcli.expression.tree import Add, Mul, Neg, Pow
+    from gradcli.expression.tree import map_children
 
-    if isinstance(tree, Neg):
-        return replace(tree, operand=_value_of_formula(tree.operand))
-    if isinstance(tree, Add):
-        return replace(tree, terms=tuple((s, _value_of_formula(t)) for s, t in tree.terms))
-    if isinstance(tree, Mul):
-        return replace(tree, factors=tuple((d, _value_of_formula(f)) for d, f in tree.factors))
-    if isinstance(tree, Pow):
-        return replace(tree, base=_value_of_formula(tree.base), exponent=_value_of_formula(tree.exponent))
-    return tree
+    return map_children(tree, _value_of_formula)
 
 
 def sample_points(rule: Rule) -> list[dict[str, float]]:

@@ -100,44 +100,38 @@ def set_active_rules(rules) -> None:
     _ACTIVE_RULES.update((r.name, r) for r in rules)
 
 
-def substitute(node: Node, values: dict[str, Node]) -> Node:
-    """``node`` with each variable named in ``values`` replaced by its tree (a rule's body at its arguments)."""
+def map_children(node: Node, fn) -> Node:
+    """``node`` rebuilt with ``fn`` applied to each child (a leaf as it is): the one place that knows how each
+    kind of node holds its children, for every rewrite of a tree."""
     from dataclasses import replace
 
+    if isinstance(node, Neg):
+        return replace(node, operand=fn(node.operand))
+    if isinstance(node, Add):
+        return replace(node, terms=tuple((s, fn(t)) for s, t in node.terms))
+    if isinstance(node, Mul):
+        return replace(node, factors=tuple((d, fn(f)) for d, f in node.factors))
+    if isinstance(node, Pow):
+        return replace(node, base=fn(node.base), exponent=fn(node.exponent))
+    if isinstance(node, Call):
+        return replace(node, args=tuple(fn(a) for a in node.args))
+    return node
+
+
+def substitute(node: Node, values: dict[str, Node]) -> Node:
+    """``node`` with each variable named in ``values`` replaced by its tree (a rule's body at its arguments)."""
     if isinstance(node, Var):
         return values.get(node.name, node)
-    if isinstance(node, Neg):
-        return replace(node, operand=substitute(node.operand, values))
-    if isinstance(node, Add):
-        return replace(node, terms=tuple((s, substitute(t, values)) for s, t in node.terms))
-    if isinstance(node, Mul):
-        return replace(node, factors=tuple((d, substitute(f, values)) for d, f in node.factors))
-    if isinstance(node, Pow):
-        return replace(node, base=substitute(node.base, values), exponent=substitute(node.exponent, values))
-    if isinstance(node, Call):
-        return replace(node, args=tuple(substitute(a, values) for a in node.args))
-    return node
+    return map_children(node, lambda child: substitute(child, values))
 
 
 def inline_rules(node: Node) -> Node:
     """``node`` with every rule call replaced by the rule's body at its arguments: the same function, written
     with the language's own functions (what fd's rounding bound and the value walkers read)."""
-    from dataclasses import replace
-
     if isinstance(node, RuleCall):
         args = [inline_rules(a) for a in node.args]
         return inline_rules(substitute(node.rule.body, dict(zip(node.rule.params, args))))
-    if isinstance(node, Call):
-        return replace(node, args=tuple(inline_rules(a) for a in node.args))
-    if isinstance(node, Neg):
-        return replace(node, operand=inline_rules(node.operand))
-    if isinstance(node, Add):
-        return replace(node, terms=tuple((s, inline_rules(t)) for s, t in node.terms))
-    if isinstance(node, Mul):
-        return replace(node, factors=tuple((d, inline_rules(f)) for d, f in node.factors))
-    if isinstance(node, Pow):
-        return replace(node, base=inline_rules(node.base), exponent=inline_rules(node.exponent))
-    return node
+    return map_children(node, inline_rules)
 
 
 def has_call(node: Node, name: str) -> bool:
