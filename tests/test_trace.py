@@ -115,3 +115,37 @@ def test_refusals_exit_2():
     assert run("trace", "x**2", "--at", "x=1", "--grid", "x=0:1:3").exit_code == 2
     assert run("trace", "x**2", "--at", "x=1", "--along", "y=1").exit_code == 2
     assert run("trace", "3", "--at", "x=1").exit_code == 2
+
+
+def test_wheres_untaken_branch_is_named():
+    doc = trace_json("where(x > 0, log(x), 0)", "--at", "x=0")
+    (found,) = doc["where_it_went_wrong"]
+    assert found["sweep"] == "reverse" and found["node"] == "x" and found["exact"] == 0.0
+    assert "untaken branch" in found["why"] and "0.0 × inf = nan" in found["why"]
+    x = by_name(doc)["x"]
+    assert x["exact_adjoint"] == 0.0 and x["adjoint"] is None  # the exact derivative (SymPy's Piecewise) is 0
+
+
+def test_sqrt_behind_a_where_is_zero_in_tensorflow_and_says_why():
+    result = run("trace", "where(x > 0, sqrt(x), 0)", "--at", "x=0", "-f", "json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["where_it_went_wrong"] == [] and by_name(doc)["x"]["exact_adjoint"] == 0.0
+    assert any("passes a zero adjoint on as zero" in n for n in doc["notes"])
+
+
+def test_first_bad_node_for_a_caller_elsewhere():
+    from gradcli.compute.nan_origin import first_bad_node
+    from gradcli.expression import parse
+    from gradcli.expression.points import parse_point
+
+    bad = first_bad_node(parse("log(1 + exp(x))"), {"x": 100.0}, "float32")
+    assert (bad.sweep, bad.node, bad.operation, bad.expression) == ("forward", "v1", "exp(x)", "exp(x)")
+    assert bad.value == float("inf") and bad.exact == pytest.approx(2.6881171418161356e43)
+    assert bad.pointer.startswith("the tape first goes wrong at exp(x) (trace node v1): its value is inf")
+    assert "overflows float32" in bad.pointer and "\n" not in bad.pointer
+    bad = first_bad_node("where(x > 0, log(x), 0)", parse_point("x=0"))
+    assert bad.sweep == "reverse" and bad.node == "x" and "untaken branch" in bad.why
+    assert first_bad_node(parse("x**2"), {"x": 3.0}) is None
+    assert first_bad_node(parse("exp(x) - exp(x) + x"), ["x=800"]).operation == "v1 - v2 + x"
+    assert first_bad_node("3", {"x": 1.0}) is None  # a constant: nothing the trace takes

@@ -103,7 +103,7 @@ def trace_table(report) -> None:
     if report.origins:
         print_line(console, "[bold]where it went wrong[/bold]")
         for o in report.origins:
-            print_line(console, f"  {o['sweep']}: {o['message']}", indent=4, markup=False)
+            print_line(console, f"  {o.sweep}: {o.message}", indent=4, markup=False)
 
 
 def _error(v, e):
@@ -123,7 +123,7 @@ def trace_dot(report) -> str:
     """The computation graph as Graphviz text: each node with its value and adjoint (and tangent), an edge
     from each input to its user labelled with the local derivative; a node that went wrong is red."""
     dtype = report.dtype
-    wrong = {o["node"] for o in report.origins}
+    wrong = {o.node for o in report.origins}
     lines = ["digraph trace {", "  rankdir=BT;", "  node [shape=box, fontname=\"monospace\"];"]
     for n in report.nodes:
         label = [n.name if n.kind == "input" else f"{n.name} = {n.text}", f"value {value(n.value, dtype)}",
