@@ -23,17 +23,18 @@ RUN_TIMEOUT_S = 120
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SO_PEERCRED, /proc: Linux")
 
 
-def _env(xdg: Path, daemon: bool) -> dict[str, str]:
+def _env(xdg: Path, daemon: bool, columns: str = "100") -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GRADCLI_")}
-    env.update({"XDG_RUNTIME_DIR": str(xdg), "COLUMNS": "100", "TF_CPP_MIN_LOG_LEVEL": "3"})
+    env.update({"XDG_RUNTIME_DIR": str(xdg), "COLUMNS": columns, "TF_CPP_MIN_LOG_LEVEL": "3"})
     if daemon:
         env["GRADCLI_DAEMON"] = "1"
     return env
 
 
-def gradcli(xdg: Path, *args: str, daemon: bool = True, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([GRADCLI, *args], env=_env(xdg, daemon), capture_output=True, timeout=RUN_TIMEOUT_S,
-                          **kwargs)
+def gradcli(xdg: Path, *args: str, daemon: bool = True, columns: str = "100",
+            **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([GRADCLI, *args], env=_env(xdg, daemon, columns), capture_output=True,
+                          timeout=RUN_TIMEOUT_S, **kwargs)
 
 
 def served(xdg: Path) -> int | None:
@@ -140,21 +141,22 @@ def test_another_user_cannot_reach_the_socket(running):
     assert outcome.startswith(b"refused") or outcome == b"closed", outcome
 
 
-@pytest.mark.parametrize("args", [
-    ("grad", "x**2*sin(y)", "--at", "x=1,y=2"),
-    ("eval", "log(x)", "--at", "x=-1"),  # exit 1
-    ("eval", "x+", "--at", "x=1"),  # exit 2
-    ("eval", "x", "--at", "y=1"),  # exit 2
-    ("hessian", "x**2*y", "--at", "x=1,y=2", "--format", "json"),
-], ids=["grad", "exit1", "exit2-parse", "exit2-usage", "hessian-json"])
-def test_a_warm_call_is_byte_identical_to_a_cold_one(running, args, tmp_path):
-    cold = gradcli(running, *args, daemon=False, cwd=tmp_path)
-    warm = through_daemon(running, *args, cwd=tmp_path)
+POINTS = b"x,y\n1,2\n3,-4\n"
+
+
+@pytest.mark.parametrize("args, columns, stdin, code", [
+    (("grad", "x**2*sin(y)", "--at", "x=1,y=2"), "80", None, 0),  # the table, folded to 80 columns
+    (("grad", "x**2*sin(y)", "--at", "x=1,y=2", "-f", "json"), "100", None, 0),
+    (("grad", "log(x)", "--at", "x=-1"), "100", None, 1),  # warnings on stderr, exit 1
+    (("eval", "x", "--at", "y=1"), "100", None, 2),  # a usage error
+    (("grad", "x**2*y", "--points", "-"), "100", POINTS, 0),  # many points, read from the caller's stdin
+    (("hessian", "x**2*y", "--at", "x=1,y=2", "--format", "json"), "100", None, 0),
+], ids=["grad-table-80", "grad-json", "warning-exit1", "usage-exit2", "points-stdin", "hessian-json"])
+def test_a_warm_call_is_byte_identical_to_a_cold_one(running, args, columns, stdin, code, tmp_path):
+    cold = gradcli(running, *args, daemon=False, cwd=tmp_path, input=stdin, columns=columns)
+    warm = through_daemon(running, *args, cwd=tmp_path, input=stdin, columns=columns)
+    assert cold.returncode == code, cold.stderr
     assert (warm.returncode, warm.stdout, warm.stderr) == (cold.returncode, cold.stdout, cold.stderr)
-    if args[:2] == ("eval", "log(x)"):
-        assert cold.returncode == 1
-    elif args[0] == "eval" and args[1] != "log(x)":
-        assert cold.returncode == 2
 
 
 def test_the_callers_directory_and_stdin_are_used(running, tmp_path):
@@ -163,6 +165,46 @@ def test_the_callers_directory_and_stdin_are_used(running, tmp_path):
     warm = through_daemon(running, "eval", "--file", "-", "--at", "x=2", cwd=tmp_path, input=b"x**3\n")
     assert cold.returncode == 0, cold.stderr
     assert (warm.returncode, warm.stdout) == (0, cold.stdout)
+
+
+def test_two_concurrent_calls_each_get_their_own_output(running):
+    """The first call waits on its stdin (the pipe is held open) while the second runs and ends: the two run
+    side by side in the daemon, and each caller gets its own output only."""
+    first, second = ("grad", "x**2*y", "--points", "-"), ("grad", "sin(y)*y", "--at", "y=1", "-f", "json")
+    cold_first = gradcli(running, *first, daemon=False, input=POINTS)
+    cold_second = gradcli(running, *second, daemon=False)
+    for _ in range(4):
+        ensure_running(running)
+        before = served(running)
+        waiting = subprocess.Popen([GRADCLI, *first], env=_env(running, True), stdin=subprocess.PIPE,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            other = gradcli(running, *second)
+            out, err = waiting.communicate(POINTS, timeout=RUN_TIMEOUT_S)
+        finally:
+            waiting.kill()
+        if before is not None and served(running) == before + 2:
+            break
+    else:
+        pytest.fail("the daemon did not serve both calls")
+    assert (other.returncode, other.stdout, other.stderr) == (0, cold_second.stdout, cold_second.stderr)
+    assert (waiting.returncode, out, err) == (0, cold_first.stdout, cold_first.stderr)
+
+
+def test_a_piped_shell_runs_in_the_daemon_and_an_interactive_one_cold(running):
+    script = b'grad "x**2" --at x=3\neval "x+" --at x=1\ngrad "sin(x)" --at x=1 -f json\n'
+    cold = gradcli(running, "shell", daemon=False, input=script)
+    warm = through_daemon(running, "shell", input=script)
+    assert cold.returncode == 2, cold.stderr  # the last failure's code, as from a script
+    assert (warm.returncode, warm.stdout, warm.stderr) == (cold.returncode, cold.stdout, cold.stderr)
+    # On a terminal the client does not even connect (a cold shell is not started here: it needs no test).
+    code = ("import os; master, slave = os.openpty(); os.dup2(slave, 0);"
+            "from gradcli.daemon.client import run_through_daemon; print(run_through_daemon(['shell']))")
+    before = served(running)
+    result = subprocess.run([sys.executable, "-c", code], env=_env(running, True), capture_output=True,
+                            text=True, timeout=30)
+    assert (result.returncode, result.stdout) == (0, "None\n"), result.stderr
+    assert served(running) in (before, None)  # None: a source edit stopped it meanwhile
 
 
 def test_without_a_daemon_the_call_runs_cold(tmp_path):

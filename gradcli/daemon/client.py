@@ -58,6 +58,10 @@ def request(op: str, timeout: float = 5.0) -> dict | None:
 def run_through_daemon(argv: list[str]) -> int | None:
     if argv[:1] and argv[0] in NOT_HANDED:
         return None
+    if argv[:1] == ["shell"] and _isatty(0):
+        # An interactive shell owns the terminal: Ctrl-Z would stop this process and not the daemon's
+        # child, which would go on reading the terminal beside the caller's shell. It runs cold.
+        return None
     sock = connect()
     if sock is None:
         return None
@@ -87,6 +91,13 @@ def run_through_daemon(argv: list[str]) -> int | None:
                 signal.signal(signum, handler)
             os.close(wakeup_r)
             os.close(wakeup_w)
+
+
+def _isatty(fd: int) -> bool:
+    try:
+        return os.isatty(fd)
+    except OSError:
+        return False
 
 
 def _relay_signals(wakeup_w: int) -> dict:

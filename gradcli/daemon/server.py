@@ -1,5 +1,5 @@
 """The daemon: one warm process that forks a child per request (``python -m gradcli.daemon.server``;
-started by ``gradcli daemon start``).
+started by ``gradcli daemon start``); :mod:`gradcli.daemon.child` is what a child runs.
 
 Why forking from here is safe: the daemon imports TensorFlow but never runs an op, so TensorFlow's
 runtime (its thread pools, the eager context) has not started; the only thread besides the main one is
@@ -18,7 +18,6 @@ request (default 900), or when gradcli's version or installation changes (the in
 
 from __future__ import annotations
 
-import atexit
 import fcntl
 import os
 import selectors
@@ -28,18 +27,22 @@ import struct
 import sys
 import time
 
-from gradcli.daemon import protocol
+from gradcli.daemon import child, protocol
 
 IDLE_S = float(os.environ.get("GRADCLI_DAEMON_IDLE", "900"))
 MAX_RUNNING = int(os.environ.get("GRADCLI_DAEMON_MAX_RUNNING", "8"))
 REQUEST_TIMEOUT_S = 2.0  # a connection that does not send its whole request (or its "go") in this time
 CHECK_EVERY_S = 5.0
 RELAYABLE = {int(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1)}
-WARM_MODULES = ["gradcli.cli", "gradcli.commands.common", "gradcli.compute.grad", "gradcli.compute.hessian",
-                "gradcli.compute.derivative", "gradcli.compute.check", "gradcli.compute.steps",
-                "gradcli.methods.fd", "gradcli.methods.tape", "gradcli.methods.symbolic",
-                "gradcli.methods.complex_step", "gradcli.render", "gradcli.commands.shell_loop",
-                "gradcli.commands.shell_sympy_warm"]
+WARM_MODULES = [
+    "gradcli.cli", "gradcli.commands.common", "gradcli.compute.grad", "gradcli.compute.hessian",
+    "gradcli.compute.derivative", "gradcli.compute.check", "gradcli.compute.steps", "gradcli.methods.fd",
+    "gradcli.methods.tape", "gradcli.methods.symbolic", "gradcli.methods.complex_step", "gradcli.render",
+    "gradcli.commands.shell_loop", "gradcli.commands.shell_sympy_warm", "gradcli.expression.rules",
+    "gradcli.render.common", "gradcli.render.layout", "gradcli.render.grad", "gradcli.render.hessian",
+    "gradcli.render.derivative", "gradcli.render.descend", "gradcli.render.batch", "gradcli.render.steps",
+    # else imported anew by every call (its SymPy worker, rich's markup, Typer's decorators): ~25 ms each
+    "multiprocessing.popen_forkserver", "rich._emoji_codes", "typer._click.decorators"]
 
 
 def _threads() -> int:
@@ -92,6 +95,7 @@ class Daemon:
         self.allowed_threads = allowed_threads
         self.stamp = stamp
         self.started = time.time()
+        self.pid = os.getpid()
         self.served = 0
         self.last_activity = time.monotonic()
         self.running: dict[int, socket.socket] = {}  # child pid -> its client's connection
@@ -274,7 +278,9 @@ class Daemon:
             stream.flush()
         pid = os.fork()
         if pid == 0:
-            self._child(conn, argv, cwd, env, fds)  # never returns
+            child.serve_call(self.pid, [self.wakeup_r, *([_lock_fd] if _lock_fd is not None else [])],
+                             [self.selector, self.listener, conn, *self.running.values()], argv, cwd, env,
+                             fds)  # never returns
         for fd in fds:
             os.close(fd)
         fds.clear()
@@ -289,78 +295,6 @@ class Daemon:
         return {"pid": os.getpid(), "uptime_s": round(time.time() - self.started, 1),
                 "version": self.stamp.split("|", 1)[0], "served": self.served, "running": len(self.running),
                 "rss_kib": _rss_kib(), "socket": self.path, "idle_timeout_s": IDLE_S}
-
-    # ---- the child ------------------------------------------------------------------------------
-
-    def _child(self, conn, argv, cwd, env, fds) -> None:
-        code = 1
-        try:
-            signal.set_wakeup_fd(-1)
-            for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-                signal.signal(signum, signal.SIG_DFL)
-            for fd, target in zip(fds, (0, 1, 2)):
-                os.dup2(fd, target)
-            for fd in fds:
-                if fd > 2:
-                    os.close(fd)
-            self.selector.close()
-            os.close(self.wakeup_r)
-            if _lock_fd is not None:
-                os.close(_lock_fd)
-            self.listener.close()
-            for other in [conn, *self.running.values()]:
-                other.close()
-            code = run_as_cold(argv, cwd, env)
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-        except BaseException:  # an error of the daemon's own: said as a cold run says an internal error
-            import traceback
-
-            traceback.print_exc()
-            code = 1
-        finally:
-            os._exit(code)
-
-
-def run_as_cold(argv: list[str], cwd: str, env: dict[str, str]) -> int:
-    """In a forked child: become the caller's process (directory, environment) and do what the console
-    script's main does; return the exit code after Python's exit handlers, as a cold run's."""
-    os.chdir(cwd)
-    for name in [n for n in os.environ if n in protocol.ENV_NAMES or n.startswith(protocol.ENV_PREFIXES)]:
-        del os.environ[name]
-    os.environ.update(env)
-    import tempfile
-
-    tempfile.tempdir = None
-    sys.argv = ["gradcli", *argv]
-    # multiprocessing's fork server was started by the daemon, whose child this is not: waitpid on it
-    # would fail here. The daemon keeps it alive; this process only connects to it.
-    from multiprocessing import forkserver
-
-    forkserver._forkserver.ensure_running = lambda: None
-    from gradcli import interrupts, launcher, streams
-    from gradcli.commands import shell_sympy
-
-    streams.guard_standard_streams()
-    interrupts.install()
-    if argv[:1] == ["shell"] and sys.stdin.isatty():
-        interrupts.cancel_with_keyboard_interrupt()
-    if argv[:1] and argv[0] in launcher.COMMANDS and argv[0] != "shell":
-        shell_sympy.prepare_worker()  # a killable SymPy process, as the cold run's pre-TensorFlow fork
-    try:
-        code = launcher.run_command(argv)
-        streams.flush_output()
-    except streams.OutputWriteError as exc:
-        code = streams.exit_code_for(exc)
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    atexit._run_exitfuncs()  # as at a cold run's exit (the daemon registers none of its own)
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
-    return code
 
 
 def peer_uid(conn: socket.socket) -> int:

@@ -1,0 +1,111 @@
+"""A daemon's child: one call, run in a process forked from the warm daemon (see :mod:`gradcli.daemon.server`).
+
+The child takes the caller's descriptors on 0, 1 and 2, its directory and its environment, and runs the
+command as the console script would. It dies with the daemon (PR_SET_PDEATHSIG): a daemon killed outright
+closes the caller's connection, the caller says so and exits, and a child left running would go on writing
+to the caller's terminal or pipe after that.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import signal
+import sys
+
+from gradcli.daemon import protocol
+
+PR_SET_PDEATHSIG = 1
+
+
+def _load_prctl():
+    """libc's prctl, looked up in the daemon (ctypes is loaded there already, by TensorFlow): the child
+    only calls it. None where there is none (not Linux): children then outlive a killed daemon."""
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError, ImportError):  # pragma: no cover - not Linux
+        return None
+
+
+_prctl = _load_prctl()
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """SIGKILL when the daemon dies; the daemon may have died between the fork and this call already."""
+    if _prctl is not None:
+        _prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    if os.getppid() != parent_pid:
+        os._exit(1)
+
+
+def serve_call(parent_pid: int, raw_fds: list[int], close: list, argv: list[str], cwd: str,
+               env: dict[str, str], fds: list[int]) -> None:
+    """In the forked child: ``fds`` (the caller's 0, 1, 2) put in place, the daemon's own descriptors
+    (``raw_fds``, and ``close``: its sockets and selector) closed, and the command
+    run. Never returns: the exit code is the process's."""
+    code = 1
+    try:
+        die_with_parent(parent_pid)
+        signal.set_wakeup_fd(-1)
+        for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(signum, signal.SIG_DFL)
+        for fd, target in zip(fds, (0, 1, 2)):
+            os.dup2(fd, target)
+        for fd in [*fds, *raw_fds]:
+            if fd > 2:
+                os.close(fd)
+        for thing in close:
+            thing.close()
+        code = run_as_cold(argv, cwd, env)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except BaseException:  # an error of the daemon's own: said as a cold run says an internal error
+        import traceback
+
+        traceback.print_exc()
+        code = 1
+    finally:
+        os._exit(code)
+
+
+def run_as_cold(argv: list[str], cwd: str, env: dict[str, str]) -> int:
+    """In a forked child: become the caller's process (directory, environment) and do what the console
+    script's main does; return the exit code after Python's exit handlers, as a cold run's."""
+    os.chdir(cwd)
+    for name in [n for n in os.environ if n in protocol.ENV_NAMES or n.startswith(protocol.ENV_PREFIXES)]:
+        del os.environ[name]
+    os.environ.update(env)
+    import tempfile
+
+    tempfile.tempdir = None
+    sys.argv = ["gradcli", *argv]
+    # multiprocessing's fork server was started by the daemon, whose child this is not: waitpid on it
+    # would fail here. The daemon keeps it alive; this process only connects to it.
+    from multiprocessing import forkserver
+
+    forkserver._forkserver.ensure_running = lambda: None
+    from gradcli import interrupts, launcher, streams
+    from gradcli.commands import shell_sympy
+
+    streams.guard_standard_streams()
+    interrupts.install()
+    if argv[:1] == ["shell"] and sys.stdin.isatty():
+        interrupts.cancel_with_keyboard_interrupt()
+    if argv[:1] and argv[0] in launcher.COMMANDS and argv[0] != "shell":
+        shell_sympy.prepare_worker()  # a killable SymPy process, as the cold run's pre-TensorFlow fork
+    try:
+        code = launcher.run_command(argv)
+        streams.flush_output()
+    except streams.OutputWriteError as exc:
+        code = streams.exit_code_for(exc)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    atexit._run_exitfuncs()  # as at a cold run's exit (the daemon registers none of its own)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    return code
