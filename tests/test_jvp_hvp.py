@@ -58,11 +58,8 @@ def test_jvp_fd_estimate_is_honest_far_from_the_origin_in_float32():
     assert abs(r["jvp"]["fd"] - r["jvp"]["symbolic"]) <= r["error_estimate"]["fd"]
 
 
-def test_jvp_refuses_many_points_with_exit_2():
-    for extra in (["--grid", "x=0:1:3"], ["--points", "-"]):
-        result = runner.invoke(app, ["jvp", "x**2", "--at", "x=1", "--along", "x=1", *extra])
-        assert result.exit_code == 2 and "one point" in result.stderr
-    assert runner.invoke(app, ["jvp", "x**2", "--at", "x=1"]).exit_code == 2  # no --along
+def test_jvp_needs_a_direction():
+    assert runner.invoke(app, ["jvp", "x**2", "--at", "x=1"]).exit_code == 2
 
 
 def test_jvp_show_code_runs():
@@ -124,3 +121,53 @@ def test_hvp_over_1000_variables_in_seconds():
         assert report.error[method] < 1e-9, method
     assert report.error["fd-of-gradient"] < 1e-5
     assert took < 30, f"H·v over 1,000 variables took {took:.1f} s"
+
+
+def test_jvp_at_many_points_a_record_each():
+    points = "x,y,label\n1,2,a\n0,1,b\n2,-1,c\n"
+    result = runner.invoke(app, ["jvp", "x**2*y", "log(x)", "--points", "-", "--along", "x=1,y=2", "-f", "jsonl"],
+                           input=points)
+    assert result.exit_code == 1, result.output  # log(x) at x = 0: undefined
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [r["fields"]["label"] for r in records] == ["a", "b", "c"]
+    assert [r["status"] for r in records] == ["ok", "undefined", "ok"]
+    first = records[0]["results"][0]
+    assert first["jvp"]["symbolic"] == 6.0 == first["jvp"]["tape"] and first["error"]["tape"] == 0.0
+    assert "summary: 3 points done, 1 undefined" in result.stderr
+    one = runner.invoke(app, ["jvp", *G, "-f", "jsonl"])  # -f jsonl at --at: the one record --points writes
+    assert one.exit_code == 0 and json.loads(one.stdout)["results"][0]["jvp"]["tape"] == 93.0
+
+
+def test_jvp_grid_csv_and_table():
+    result = runner.invoke(app, ["jvp", "x**2*y", "--grid", "x=0:2:3", "--at", "y=3", "--along", "x=1", "-f", "csv"])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("x,y,value,symbolic_jvp,tape_jvp,fd_jvp,complex_jvp,tape_error")
+    assert [line.split(",")[3] for line in lines[1:]] == ["0.0", "6.0", "12.0"]  # 2xy along x at y = 3
+    table = runner.invoke(app, ["jvp", "x**2*y", "--grid", "x=0:2:3", "--at", "y=3", "--along", "x=1"])
+    assert table.exit_code == 0 and "J·v (exact)" in table.stdout and "at each point" in table.stdout
+
+
+def test_hvp_at_many_points_by_every_composition():
+    doc = run_json("hvp", "(x1+5)*x2**2", "--grid", "x1=2:2:1,x2=3:4:2", "--along", "x1=1,x2=2")
+    assert [p["point"] for p in doc["points"]] == [{"x1": 2.0, "x2": 3.0}, {"x1": 2.0, "x2": 4.0}]
+    assert doc["points"][0]["hvp"]["exact"] == [12.0, 34.0]
+    for method, hv in doc["points"][0]["hvp"].items():
+        assert hv == pytest.approx([12.0, 34.0], rel=1e-9), method
+    assert doc["summary"]["points"] == 2 and doc["summary"]["undefined"] == 0
+    csv = runner.invoke(app, ["hvp", "x**2*y", "--grid", "x=0:2:3", "--at", "y=1", "--along", "x=1", "-f", "csv"])
+    assert csv.exit_code == 0 and "exact_hv_x" in csv.stdout.splitlines()[0]
+
+
+def test_many_points_refusals_are_one_line():
+    cases = [["jvp", "x*y", "--grid", "x=0:1:3", "--along", "x=1"],  # y has no value
+             ["jvp", "x*y", "--grid", "x=0:1:3", "--at", "y=1", "--along", "z=1"],
+             ["jvp", "x", "--grid", "x=0:1:3", "--along", "x=1", "--show-code"],
+             ["hvp", "x*y", "--grid", "x=0:1:1001", "--at", "y=1", "--along", "x=1"],  # past the limit
+             ["jvp", "x", "--grid", "x=0:1:5001", "--along", "x=1"],
+             ["trace", "x**2", "--grid", "x=0:1:3"]]
+    for args in cases:
+        result = runner.invoke(app, args)
+        assert result.exit_code == 2, (args, result.output)
+        assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr, args
+    assert "at most 1,000 points" in runner.invoke(app, cases[3]).stderr

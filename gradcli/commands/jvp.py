@@ -6,8 +6,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from gradcli.commands.common import (DType, DTypeOption, FormatOption, OutputFormat, ShowCodeOption,
-                                     SymbolicTimeoutOption, at_option, handle_errors)
+from gradcli.commands.common import (AtOption, DType, DTypeOption, FormatOption, GridOption, OutputFormat,
+                                     PointsOption, ShowCodeOption, SymbolicTimeoutOption, handle_errors)
 
 
 @handle_errors
@@ -15,14 +15,12 @@ def jvp(
     expressions: Annotated[Optional[list[str]], typer.Argument(
         metavar="EXPR...", help="One or more expressions, e.g. \"(x1+5)*x2**2\".", show_default=False)] = None,
     *,
-    at: at_option("required") = None,
+    at: AtOption = None,
     along: Annotated[Optional[list[str]], typer.Option(
         "--along", metavar="X=V,...", help="The direction v, e.g. x1=1,x2=2 (variables not named: 0).  [required]",
         show_default=False)] = None,
-    points: Annotated[Optional[str], typer.Option(
-        "--points", metavar="FILE|-", help="Not taken: jvp is for one point (exit 2).", show_default=False)] = None,
-    grid: Annotated[Optional[str], typer.Option(
-        "--grid", metavar="X=A:B:N,...", help="Not taken: jvp is for one point (exit 2).", show_default=False)] = None,
+    points: PointsOption = None,
+    grid: GridOption = None,
     method: Annotated[str, typer.Option(
         "--method", "-m", metavar="METHODS", help="Any of symbolic,tape,fd,complex (comma-separated).")
     ] = "symbolic,tape,fd,complex",
@@ -34,26 +32,36 @@ def jvp(
     """J·v, the derivative along a direction v: ForwardAccumulator, exact, fd along v and the complex step.
 
     fd differentiates t -> f(x + t v) at t = 0 with a central stencil (and its error estimate); the complex step
-    takes Im f(x + i h v)/h. Several expressions: one row each (the Jacobian times v).
+    takes Im f(x + i h v)/h. Several expressions: one row each (the Jacobian times v). --points/--grid: one
+    record per point, the same v at each (at most 10,000 points).
 
     Examples:
 
     \b
       gradcli jvp "(x1+5)*x2**2" --at x1=2,x2=3 --along x1=1,x2=2
       gradcli jvp "sin(x)*y" "x*y**2" --at x=1,y=2 --along x=1 -f json
+      gradcli jvp "x**2*y" --grid x=0:2:5 --at y=3 --along x=1 -f csv
     """
+    from gradcli.commands.common import as_batch, refuse_show_code_for_many
     from gradcli.errors import UsageError
 
-    if points is not None or grid is not None:
-        raise UsageError("jvp computes at one point: drop --points/--grid and give --at (one command per point)")
-    if output in (OutputFormat.csv, OutputFormat.jsonl):
-        raise UsageError("jvp writes table or json (-f csv/jsonl are for --points/--grid, which jvp does not take)")
     if not expressions:
         raise UsageError("give at least one expression, e.g. gradcli jvp \"x**2\" --at x=3 --along x=1")
     if show_code:
+        refuse_show_code_for_many(points, grid)
         from gradcli.programs.jvp import program_jvp
 
         print(program_jvp(expressions, at=at, along=along, dtype=dtype.value), end="")
+        return
+    if as_batch(points=points, grid=grid, output=output):
+        from gradcli.commands.common import finish
+        from gradcli.compute.along_points import jvp_many
+        from gradcli.render import jvp as render
+
+        run = jvp_many(expressions, points=points, grid=grid, at=at, along=along, dtype=dtype.value,
+                       methods=method, symbolic_time_limit=symbolic_timeout)
+        render.write_many(run, output.value, render.jvp_csv_rows, render.jvp_table_row, render.jvp_title)
+        finish(run.failed)
         return
     from gradcli.commands.common import conclude, emit
     from gradcli.compute.jvp import compute_jvp

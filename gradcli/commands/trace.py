@@ -54,7 +54,9 @@ def trace(
     from gradcli.errors import UsageError
 
     if points is not None or grid is not None:
-        raise UsageError("trace is for one point: give --at (--points/--grid: use grad)")
+        # A trace is a table per point (every node, three sweeps): many points would be pages of tables.
+        raise UsageError("trace shows one point's computation, node by node: give --at (at many points, "
+                         "jvp, hvp and grad take --points/--grid)")
     if not expressions:
         raise UsageError("give at least one expression, e.g. gradcli trace \"x**2\" --at x=3")
     if show_code:

@@ -90,7 +90,13 @@ def plan_hvp(expression: str | Expression, *, at, along, dtype: str = "float64",
 # exact (a BoundedJob work function: module level, picklable)
 # ---------------------------------------------------------------------------------------------
 def exact_hvp(tree: Node, point_exact: dict, variables: list[str], direction_exact: dict):
-    """(value, [H·v entry per variable]) at the typed point and direction, term by term of a top-level sum.
+    """(value, [H·v entry per variable]) at the typed point and direction (see :func:`exact_hvp_many`)."""
+    return exact_hvp_many(tree, [point_exact], variables, direction_exact)[0]
+
+
+def exact_hvp_many(tree: Node, points_exact: list[dict], variables: list[str], direction_exact: dict):
+    """Per point, (value, [H·v entry per variable]) at the typed point and direction, term by term of a
+    top-level sum; differentiated once, evaluated at each point (every point has the same variables).
 
     Terms of one form (``100*(x2 - x1**2)**2`` and ``100*(x3 - x2**2)**2``) are differentiated once: each term is
     written over slot symbols (its variables in order of appearance, and their directions), its derivatives are
@@ -100,8 +106,7 @@ def exact_hvp(tree: Node, point_exact: dict, variables: list[str], direction_exa
     from gradcli.expression import Var, walk
     from gradcli.methods import symbolic
 
-    symbols = symbolic.symbols_for(list(point_exact))
-    subs = symbolic.exact_point(point_exact, symbols)
+    symbols = symbolic.symbols_for(list(points_exact[0]))
     v = {symbols[k]: symbolic.to_sympy(t, {}) for k, t in direction_exact.items()}
     terms = tree.terms if isinstance(tree, Add) else ((1, tree),)
     pieces: dict = {symbols[k]: [] for k in variables}
@@ -122,16 +127,22 @@ def exact_hvp(tree: Node, point_exact: dict, variables: list[str], direction_exa
         back = {**dict(zip(slots, held)), **{q: v[s] for q, s in zip(tangents, held)}}
         for s, d in zip(held, forms[form]):
             pieces[s].append(d.xreplace(back))
-    value = symbolic.value_at(sp.Add(*whole), subs)
-    return value, [symbolic.value_at(sp.Add(*pieces[symbols[k]]), subs) for k in variables]
+    whole_sum = sp.Add(*whole)
+    entries = [sp.Add(*pieces[symbols[k]]) for k in variables]
+    out = []
+    for point_exact in points_exact:
+        subs = symbolic.exact_point(point_exact, symbols)
+        out.append((symbolic.value_at(whole_sum, subs), [symbolic.value_at(e, subs) for e in entries]))
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
 # TensorFlow
 # ---------------------------------------------------------------------------------------------
-def tape_hvps(tree: Node, variables: list[str], x, v, dtype: str, methods: list[str]):
+def tape_hvps(tree: Node, variables: list[str], x, v, dtype: str, methods: list[str], f=None):
     """{method: (H·v as float64 array, seconds)} for the tape compositions and fd of the tape gradient, and
-    (fd's estimate, fd's step) where fd is asked."""
+    (fd's estimate, fd's step) where fd is asked. ``f``: the vectorised function of ``tree``, when the caller
+    computes at many points (it is built once)."""
     import numpy as np
 
     from gradcli.methods.tape_vectorise import vectorised_function
@@ -139,7 +150,7 @@ def tape_hvps(tree: Node, variables: list[str], x, v, dtype: str, methods: list[
 
     tf = load_tensorflow()
     tf_dtype = tf.as_dtype(dtype)
-    f = vectorised_function(tree, variables, dtype)
+    f = f or vectorised_function(tree, variables, dtype)
     zero = tf.UnconnectedGradients.ZERO
     V = tf.Variable(np.asarray(x, dtype=dtype), dtype=tf_dtype)
     vt = tf.constant(np.asarray(v, dtype=dtype), dtype=tf_dtype)
@@ -210,55 +221,73 @@ def tape_hvps(tree: Node, variables: list[str], x, v, dtype: str, methods: list[
 
 def compute_hvp(expression: str | Expression, *, at, along, dtype: str = "float64", methods=None,
                 symbolic_time_limit: float = 10.0) -> HvpReport:
-    import numpy as np
-
-    from gradcli.expression.evaluate import PYTHON_FLOAT64, compile_expression
     from gradcli.methods.worker import BoundedJob, SymbolicTimeout
 
     expr, point, variables, direction, direction_exact, dtype, chosen = plan_hvp(
         expression, at=at, along=along, dtype=dtype, methods=methods)
     if not variables:
         raise UsageError(f"{expr.text} has no variable: its Hessian is empty")
-    report = HvpReport(expr.text, dict(point.values), direction, dtype, variables, chosen,
-                       value=compile_expression(expr.tree, PYTHON_FLOAT64)(point.values))
     job = None
     if "exact" in chosen:  # before anything imports TensorFlow (a forked worker)
         job = BoundedJob(exact_hvp, (expr.tree, {k: point.exact[k] for k in point.names}, variables,
                                      {k: direction_exact[k] for k in variables}), symbolic_time_limit, parallel=True)
-    x = [point.values[k] for k in variables]
+    report = numeric_hvp(expr.text, expr.tree, point.values, variables, direction, dtype, chosen)
+    exact = None
+    if job is not None:
+        try:
+            exact = job.result()
+        except SymbolicTimeout as exc:
+            report.notes.append(f"exact column left out: {exc} (raise --symbolic-timeout to wait longer)")
+            report.methods = [m for m in report.methods if m != "exact"]
+        else:
+            report.seconds["exact"] = time.monotonic() - (job.deadline - job.seconds)  # since the job began
+    judge_hvp(report, exact, point.text())
+    return report
+
+
+def numeric_hvp(text: str, tree: Node, values: dict[str, float], variables: list[str], direction: dict[str, float],
+                dtype: str, chosen: list[str], f=None) -> HvpReport:
+    """The report at one point with every column but the exact one (``f``: see :func:`tape_hvps`)."""
+    from gradcli.expression.evaluate import PYTHON_FLOAT64, compile_expression
+
+    report = HvpReport(text, dict(values), direction, dtype, variables, list(chosen),
+                       value=compile_expression(tree, PYTHON_FLOAT64)(values))
+    x = [values[k] for k in variables]
     v = [direction[k] for k in variables]
-    results, fd = tape_hvps(expr.tree, variables, x, v, dtype, chosen)
+    results, fd = tape_hvps(tree, variables, x, v, dtype, chosen, f)
     for m, (hv, seconds) in results.items():
         report.hvp[m] = hv.tolist()
         report.seconds[m] = seconds
     if fd is not None:
         report.fd_estimate, report.fd_step = fd[0].tolist(), fd[1]
-    if job is not None:
-        try:
-            value, exact = job.result()
-        except SymbolicTimeout as exc:
-            report.notes.append(f"exact column left out: {exc} (raise --symbolic-timeout to wait longer)")
-            report.methods = [m for m in report.methods if m != "exact"]
-        else:
-            report.hvp["exact"] = exact
-            report.seconds["exact"] = time.monotonic() - (job.deadline - job.seconds)  # since the job began
-            if value is not None and math.isfinite(value):
-                report.value = value
-    report.hvp = {m: report.hvp[m] for m in report.methods if m in report.hvp}
-    exact = report.hvp.get("exact")
-    if exact is not None:
-        if any(e is None or not math.isfinite(e) for e in exact):
-            bad = [k for k, e in zip(variables, exact) if e is None or not math.isfinite(e)]
-            report.warnings.append(f"H·v of {expr.text} is undefined at {point.text()} in its entries for "
-                                   f"{', '.join(bad[:5])}{' ...' if len(bad) > 5 else ''}")
-            report.failed = True
-        ref = np.array([np.nan if e is None else e for e in exact], dtype=np.float64)
-        for m, hv in report.hvp.items():
-            if m != "exact":
-                with np.errstate(all="ignore"):
-                    diff = np.abs(np.asarray(hv) - ref)
-                diff[~np.isfinite(np.asarray(hv)) & np.isfinite(ref)] = np.inf
-                finite = np.isfinite(ref)
-                report.error[m] = float(np.max(diff[finite])) if finite.any() else None
     return report
 
+
+def judge_hvp(report: HvpReport, exact, point_text: str) -> None:
+    """The exact column (``exact``: (value, entries), or None where it was left out) and each method's largest
+    error; an undefined entry is warned and fails the report."""
+    import numpy as np
+
+    if exact is not None:
+        value, entries = exact
+        report.hvp["exact"] = entries
+        if value is not None and math.isfinite(value):
+            report.value = value
+    report.hvp = {m: report.hvp[m] for m in report.methods if m in report.hvp}
+    exact = report.hvp.get("exact")
+    if exact is None:
+        return
+    variables = report.variables
+    if any(e is None or not math.isfinite(e) for e in exact):
+        bad = [k for k, e in zip(variables, exact) if e is None or not math.isfinite(e)]
+        report.warnings.append(f"H·v of {report.expression} is undefined at {point_text} in its entries for "
+                               f"{', '.join(bad[:5])}{' ...' if len(bad) > 5 else ''}")
+        report.failed = True
+    ref = np.array([np.nan if e is None else e for e in exact], dtype=np.float64)
+    for m, hv in report.hvp.items():
+        if m != "exact":
+            with np.errstate(all="ignore"):
+                diff = np.abs(np.asarray(hv) - ref)
+            diff[~np.isfinite(np.asarray(hv)) & np.isfinite(ref)] = np.inf
+            finite = np.isfinite(ref)
+            report.error[m] = float(np.max(diff[finite])) if finite.any() else None

@@ -108,19 +108,28 @@ def line_tree(tree: Node, point: dict[str, float], direction: dict[str, float]) 
 
 def exact_jvp(trees: list[Node], point_exact: dict, direction_exact: dict):
     """(value, J·v) per tree at the typed point and direction; a BoundedJob work function."""
-    from gradcli.methods import symbolic
+    return exact_jvp_many(trees, [point_exact], direction_exact)[0]
 
-    symbols = symbolic.symbols_for(list(point_exact))
-    subs = symbolic.exact_point(point_exact, symbols)
-    v = {k: symbolic.to_sympy(t, {}) for k, t in direction_exact.items()}
+
+def exact_jvp_many(trees: list[Node], points_exact: list[dict], direction_exact: dict):
+    """Per point, (value, J·v) per tree: J·v is differentiated once and evaluated at each point (a BoundedJob
+    work function). Every point has the same variables."""
     import sympy
 
-    out = []
+    from gradcli.methods import symbolic
+
+    symbols = symbolic.symbols_for(list(points_exact[0]))
+    v = {k: symbolic.to_sympy(t, {}) for k, t in direction_exact.items()}
+    formulas = []
     for tree in trees:
         f = symbolic.to_sympy(tree, symbols)
-        jv = sum((v[k] * symbolic.diff(f, s) for k, s in symbols.items() if v[k] != 0 and s in f.free_symbols),
+        jv = sum((v[k] * symbolic.diff(f, s) for k, s in symbols.items() if v.get(k, 0) != 0 and s in f.free_symbols),
                  sympy.Integer(0))  # a SymPy number even where no variable moves
-        out.append((symbolic.value_at(f, subs), symbolic.value_at(jv, subs)))
+        formulas.append((f, jv))
+    out = []
+    for point_exact in points_exact:
+        subs = symbolic.exact_point(point_exact, symbols)
+        out.append([(symbolic.value_at(f, subs), symbolic.value_at(jv, subs)) for f, jv in formulas])
     return out
 
 
@@ -145,47 +154,63 @@ def tape_jvp(trees: list[Node], point: dict[str, float], direction: dict[str, fl
 
 def compute_jvp(expressions, *, at, along, dtype: str = "float64", methods=None,
                 symbolic_time_limit: float = 10.0) -> JvpReport:
-    from gradcli.expression.evaluate import PYTHON_FLOAT64, compile_expression
     from gradcli.methods.worker import BoundedJob, SymbolicTimeout
 
     exprs, point, direction, direction_exact, dtype, chosen = plan_jvp(expressions, at=at, along=along, dtype=dtype,
                                                                        methods=methods)
-    report = JvpReport([e.text for e in exprs], dict(point.values), direction, dtype, chosen)
-    for e in exprs:
-        report.rows.append(JvpRow(e.text, compile_expression(e.tree, PYTHON_FLOAT64)(point.values)))
     trees = [e.tree for e in exprs]
     job = None
     if "symbolic" in chosen:  # before anything imports TensorFlow (a forked worker)
         job = BoundedJob(exact_jvp, (trees, dict(point.exact), direction_exact), symbolic_time_limit, parallel=True)
-    if "tape" in chosen:
-        for r, (_, jv) in zip(report.rows, tape_jvp(trees, point.values, direction, dtype)):
-            r.jvp["tape"] = jv
-    if "fd" in chosen or "complex" in chosen:
-        _along_line(report, trees, point.values, direction, dtype, chosen)
+    report = numeric_jvp([e.text for e in exprs], trees, point.values, direction, dtype, chosen)
+    exact = None
     if job is not None:
         try:
             exact = job.result()
         except SymbolicTimeout as exc:
             report.notes.append(f"symbolic column left out: {exc} (raise --symbolic-timeout to wait longer)")
             report.methods = [m for m in report.methods if m != "symbolic"]
-        else:
-            for r, (value, jv) in zip(report.rows, exact):
-                r.jvp["symbolic"] = jv
-                if value is not None and math.isfinite(value):
-                    r.value = value
+    judge_jvp(report, exact, point.text())
+    return report
+
+
+def numeric_jvp(texts: list[str], trees: list[Node], values: dict[str, float], direction: dict[str, float],
+                dtype: str, chosen: list[str]) -> JvpReport:
+    """The report at one point with every column but the exact one: the value, ForwardAccumulator's J·v, fd and
+    the complex step along v."""
+    from gradcli.expression.evaluate import PYTHON_FLOAT64, compile_expression
+
+    report = JvpReport(list(texts), dict(values), direction, dtype, list(chosen))
+    for text, tree in zip(texts, trees):
+        report.rows.append(JvpRow(text, compile_expression(tree, PYTHON_FLOAT64)(values)))
+    if "tape" in chosen:
+        for r, (_, jv) in zip(report.rows, tape_jvp(trees, values, direction, dtype)):
+            r.jvp["tape"] = jv
+    if "fd" in chosen or "complex" in chosen:
+        _along_line(report, trees, values, direction, dtype, chosen)
+    return report
+
+
+def judge_jvp(report: JvpReport, exact, point_text: str) -> None:
+    """The exact column (``exact``: (value, J·v) per row, or None where it was left out) and each method's error;
+    a J·v that is undefined is warned and fails the report."""
+    if exact is not None:
+        for r, (value, jv) in zip(report.rows, exact):
+            r.jvp["symbolic"] = jv
+            if value is not None and math.isfinite(value):
+                r.value = value
     for r in report.rows:
         r.jvp = {m: r.jvp.get(m) for m in report.methods}
         ref = r.jvp.get("symbolic")
         if ref is None or not math.isfinite(ref):
             if "symbolic" in report.methods:
-                report.warnings.append(f"J·v of {r.expression} is undefined at {point.text()} along v")
+                report.warnings.append(f"J·v of {r.expression} is undefined at {point_text} along v")
                 report.failed = True
             continue
         for m in report.methods:
             if m != "symbolic":
                 x = r.jvp.get(m)
                 r.error[m] = None if x is None else (abs(x - ref) if math.isfinite(x) else math.inf)
-    return report
 
 
 def _along_line(report: JvpReport, trees, point: dict[str, float], direction: dict[str, float], dtype: str,

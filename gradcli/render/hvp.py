@@ -13,6 +13,9 @@ HOW = {"forward-over-reverse": "ForwardAccumulator around GradientTape: the tang
        "reverse-over-forward": "GradientTape around ForwardAccumulator: the gradient of J·v",
        "fd-of-gradient": "(g(x + h v) - g(x - h v)) / 2h, g the tape's gradient",
        "exact": "SymPy: the gradient of sum_j v_j df/dx_j, at 30 digits"}
+# The short names of --method, for the many-points table's narrow columns
+TERSE = {"forward-over-reverse": "for", "reverse-over-reverse": "ror", "reverse-over-forward": "rof",
+         "fd-of-gradient": "fd", "exact": "exact"}
 # Up to this many entries the vector is shown whole; past it, its first SHOWN entries (JSON has them all).
 WHOLE = 20
 SHOWN = 10
@@ -57,3 +60,42 @@ def hvp_table(report) -> None:
                 row.append(estimate(report.fd_estimate[i] if report.fd_estimate else None))
         table.add_row(*row)
     print_table(console, table)
+
+
+# ---------------------------------------------------------------------------------------------
+# Many points (gradcli.compute.along_points)
+# ---------------------------------------------------------------------------------------------
+def hvp_csv_rows(header: dict, record: dict) -> list[list[tuple]]:
+    from gradcli.render.jvp import leading
+
+    methods = header["methods"]
+    row = leading(record) + [("value", record["value"])]
+    for i, v in enumerate(header["variables"]):
+        row += [(f"{m}_hv_{v}", _entry(record["hvp"].get(m), i)) for m in methods]
+        if "fd-of-gradient" in methods:
+            row.append((f"fd-of-gradient_error_estimate_{v}", _entry(record.get("fd_error_estimate"), i)))
+    row += [(f"{m}_max_error", record["max_error"].get(m)) for m in methods if m != "exact" and "exact" in methods]
+    return [row + [("status", record["status"]), ("warnings", "; ".join(record["warnings"]))]]
+
+
+def _entry(values, i):
+    return values[i] if values is not None and i < len(values) else None
+
+
+def hvp_table_row(header: dict, record: dict) -> list[tuple[str, str]]:
+    from gradcli.render.batch import field_cells
+
+    methods = header["methods"]
+    best = "exact" if "exact" in methods else methods[0]
+    hv = record["hvp"].get(best) or []
+    shown = ", ".join(number(x) for x in hv[:4]) + (", ..." if len(hv) > 4 else "")
+    row = field_cells(record) + [(k, number(v)) for k, v in list(record["point"].items())[:6]]
+    row += [("value", number(record["value"])), (f"H·v ({TERSE[best]})", f"[{shown}]")]
+    row += [(f"{TERSE[m]} error", error(record["max_error"].get(m))) for m in methods
+            if m != "exact" and "exact" in methods]
+    return row + [("status", record["status"])]
+
+
+def hvp_title(header: dict) -> str:
+    along = ", ".join(f"{k} = {number(v)}" for k, v in list(header["along"].items())[:WHOLE])
+    return f"H·v of {header['expression']} along v: {along}, at each point"
