@@ -171,3 +171,16 @@ def test_many_points_refusals_are_one_line():
         assert result.exit_code == 2, (args, result.output)
         assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr, args
     assert "at most 1,000 points" in runner.invoke(app, cases[3]).stderr
+
+
+def test_jvp_over_1000_variables_and_the_limits_past_them():
+    names = [f"x{i}" for i in range(1, 1001)]
+    expr = " + ".join(f"{v}**2" for v in names)
+    at = ",".join(f"{v}=0.5" for v in names)
+    along = ",".join(f"{v}=1" for v in names)
+    doc = run_json("jvp", expr, "--at", at, "--along", along, "-m", "symbolic,tape")
+    assert doc["results"][0]["jvp"] == {"symbolic": 1000.0, "tape": 1000.0}
+    over = runner.invoke(app, ["jvp", expr + " + x1001", "--at", at + ",x1001=1", "--along", "x1=1"])
+    assert over.exit_code == 2 and "the limit is 1,000" in over.stderr
+    trace = runner.invoke(app, ["trace", " + ".join(f"{v}**2" for v in names[:250]), "--at", at])
+    assert trace.exit_code == 2 and trace.stderr.count("\n") == 1 and "at most 400 nodes" in trace.stderr

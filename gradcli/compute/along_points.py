@@ -47,6 +47,9 @@ class _Wanted:
     def chunk_size(self, batch_size: int) -> int:
         return batch_size
 
+    def at_one_point(self, point) -> None:
+        """The --at point alone: its typed values are the exact ones already (read_points takes them)."""
+
 
 def read_points(command: str, variables: list[str], dtype: str, *, points, grid, at, notes: list[str]):
     """[(values, exact values, fields, line)] for every point, at most MAX_POINTS (exit 2 past it): the file's

@@ -13,12 +13,23 @@ def jvp_json(report) -> str:
     return to_json(report.to_dict())
 
 
+# Longer expressions are cut in the table (the layout would show its row as a record, a page long).
+EXPRESSION_SHOWN = 60
+
+
+def _elided(text: str) -> str:
+    return text if len(text) <= EXPRESSION_SHOWN else f"{text[:EXPRESSION_SHOWN]}... ({len(text):,} characters)"
+
+
 def jvp_table(report) -> None:
     console = stdout_console()
-    point = ", ".join(f"{k} = {number(v)}" for k, v in report.point.items())
-    along = ", ".join(f"{k} = {number(v)}" for k, v in report.along.items())
-    print_line(console, f"[bold]point[/bold]  {point}    [bold]dtype[/bold]  {report.dtype}")
-    print_line(console, f"[bold]along[/bold]  v: {along}")
+    from gradcli.render.hvp import WHOLE
+
+    more = f", ... ({len(report.point)} variables)" if len(report.point) > WHOLE else ""
+    point = ", ".join(f"{k} = {number(v)}" for k, v in list(report.point.items())[:WHOLE])
+    along = ", ".join(f"{k} = {number(v)}" for k, v in list(report.along.items())[:WHOLE])
+    print_line(console, f"[bold]point[/bold]  {point}{more}    [bold]dtype[/bold]  {report.dtype}")
+    print_line(console, f"[bold]along[/bold]  v: {along}{more}")
     if report.fd_step is not None:
         print_line(console, f"[bold]fd[/bold]     central differences of t -> f(x + t v), step along v "
                             f"{report.fd_step:.3g}")
@@ -28,7 +39,7 @@ def jvp_table(report) -> None:
     table = FittedTable([Column("expression", "left", "bold"), Column("value")] + method_columns(methods, LABELS),
                         title="J·v: the derivative along v")
     for r in report.rows:
-        row = [r.expression, number(r.value)]
+        row = [_elided(r.expression), number(r.value)]
         for m in methods:
             row.append(number(r.jvp.get(m)))
             if m != "symbolic" and "symbolic" in methods:
