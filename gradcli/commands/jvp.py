@@ -33,7 +33,7 @@ def jvp(
 
     fd differentiates t -> f(x + t v) at t = 0 with a central stencil (and its error estimate); the complex step
     takes Im f(x + i h v)/h. Several expressions: one row each (the Jacobian times v). --points/--grid: one
-    record per point, the same v at each (at most 10,000 points).
+    record per point, the same v at each (at most 5,000 points).
 
     Examples:
 
