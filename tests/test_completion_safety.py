@@ -10,6 +10,7 @@ import os
 import pty
 import re
 import select
+import shlex
 import shutil
 import subprocess
 import sys
@@ -99,9 +100,11 @@ def test_bash_script_on_hostile_words(tmp_path):
     marker = tmp_path / "PWNED"
     for option in ("-m", "-o"):
         for word in hostile_words(marker):
-            # COMP_WORDS holds the words as bash's line editor splits them, quotes included.
+            # COMP_WORDS holds the words as bash's line editor splits them, quotes included; COMP_LINE the
+            # line as typed (gradcli's script reads the word from it).
             before = BEFORE[option]
             program = (f"source {script}\nCOMP_WORDS=({before} {word})\n"
+                       f"COMP_LINE={shlex.quote(before + ' ' + word)}; COMP_POINT=${{#COMP_LINE}}\n"
                        f"COMP_CWORD={len(before.split())}\n_gradcli_completion gradcli\nprintf '%s\\n' \"${{COMPREPLY[@]}}\"\n")
             result = subprocess.run(["bash", "-c", program], env=_environment(tmp_path), capture_output=True,
                                     text=True, timeout=60, cwd=tmp_path)

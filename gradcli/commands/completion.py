@@ -26,8 +26,8 @@ def complete_comma_list(names: Callable[[], Iterable[str]], *,
     """A Typer ``autocompletion`` that completes the last item of ``a,b,c``.
 
     The earlier items are rewritten from the known names (``SGD:1e-2`` as ``sgd:1e-2``); with
-    ``with_rates`` an item may carry ``:RATE``. (bash splits a word at ``:``, so there ``sgd:0.1,ada``
-    reaches gradcli as an argument ``:`` and nothing completes; zsh and fish complete it.)"""
+    ``with_rates`` an item may carry ``:RATE``. (bash splits the word at ``:``: gradcli's bash script
+    reads it whole from the line, see :mod:`gradcli.commands.bash_completion`.)"""
 
     def complete(incomplete: str) -> list[str]:
         known = tuple(names())
@@ -66,3 +66,10 @@ def _dtype_names() -> tuple[str, ...]:
 complete_methods = complete_comma_list(_method_names)
 complete_dtypes = complete_comma_list(_dtype_names)
 complete_optimizers = complete_comma_list(_optimizer_names, with_rates=True)
+
+
+# Every command that completes a list imports this module, so gradcli's bash script (which reads the word
+# from the line: bash splits `sgd:0.1,ada` at ':') is in place before Typer prints or installs one.
+from gradcli.commands.bash_completion import use_for_bash  # noqa: E402
+
+use_for_bash()
