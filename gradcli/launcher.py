@@ -147,8 +147,57 @@ def _usage_error(exc, argv: list[str]) -> int:
     # unknown single-dash option can only come from an option value Click could not place.
     if message.startswith("No such option: -") and not message.startswith("No such option: --") and command:
         hint = f"an expression that starts with '-' can also go after '--', e.g. gradcli {command} ... -- \"-x**2\""
+    instead = _option_meant(message, command)
+    if instead is not None:
+        message = f"{message.split(' (Possible options')[0]}: did you mean {instead}"
+    coordinates = _coordinates_as_arguments(message, argv)
+    if coordinates is not None:
+        message = coordinates
     from gradcli.errors import printable
 
     # Click quotes the bad value as typed: escape it (an ESC sequence would reach the terminal raw).
     print(f"gradcli: error: {printable(message)} ({hint})", file=sys.stderr)
     return getattr(exc, "exit_code", 2) or 2
+
+
+# Options one command has under another's name: descend starts --from a point, the others work --at one.
+_OTHER_NAMES = {"--at": ("--from",), "--from": ("--at",), "--point": ("--at", "--from"), "--start": ("--from",),
+                "--x0": ("--from",), "--var": ("--wrt",), "--variable": ("--wrt",), "--by": ("--wrt",)}
+
+
+def _option_meant(message: str, command: str | None) -> str | None:
+    """``descend ... --at``: the option of this command that the unknown one stands for (None: no guess)."""
+    if command is None or not message.startswith("No such option: --"):
+        return None
+    typed = message[len("No such option: "):].split(" ", 1)[0].split("=", 1)[0]
+    from gradcli.cli import app
+
+    params = click_command(app).commands[command].params
+    names = {n for p in params for n in p.opts}
+    meant = [n for n in _OTHER_NAMES.get(typed, ()) if n in names]
+    if not meant:
+        return None
+    why = {"--from": f"{command} starts from the point given with --from",
+           "--at": f"{command} works at the point given with --at"}.get(meant[0])
+    return f"{meant[0]}?" + (f" {why}" if why else "")
+
+
+def _coordinates_as_arguments(message: str, argv: list[str]) -> str | None:
+    """``--at x=1 y=2``: Click reads y=2 as an extra argument. Say that a comma joins the coordinates."""
+    import itertools
+    import re
+
+    if not message.startswith("Got unexpected extra argument"):
+        return None
+    coordinate = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=(?!=)")
+    for i, token in enumerate(argv[:-1]):
+        option, eq, value = token.partition("=")
+        if option not in ("--at", "--from"):
+            continue
+        value = value if eq else argv[i + 1]
+        following = itertools.takewhile(lambda t: not t.startswith("-"), argv[i + 1 if eq else i + 2:])
+        extra = [t for t in following if coordinate.match(t)]
+        if extra:
+            return (f"{' '.join(extra)} is a separate argument: separate the coordinates with commas: "
+                    f"{option} {','.join([value, *extra])}")
+    return None

@@ -9,6 +9,7 @@ import math
 from gradcli.dtypes import DTYPES
 from gradcli.errors import UsageError
 from gradcli.expression import Expression, parse
+from gradcli.expression.points import wrt_without_value
 from gradcli.results import METHODS
 
 def parse_methods(text: str | None, *, allowed=METHODS) -> list[str]:
@@ -70,7 +71,7 @@ def resolve_wrt(wrt_text: str | None, point) -> list[str]:
         return list(point.names)
     for name in wrt:
         if name not in point.values:
-            raise UsageError(f"--wrt: '{name}' has no value in --at")
+            raise wrt_without_value(name, point)
     return wrt
 
 
@@ -98,6 +99,9 @@ def derivative_variable(wrt_text: str | None, expression_variables: list[str],
         if len(wrt) > 1:
             raise UsageError(f"derivative takes one variable: --wrt names {len(wrt)} ({', '.join(wrt)}); "
                              "grad and hessian take several")
+        if given is not None and wrt[0] not in given and wrt[0] not in expression_variables:
+            raise UsageError(f"--wrt {wrt[0]}: '{wrt[0]}' is not a variable of the expression (its variables: "
+                             f"{', '.join(expression_variables) or 'none'}); name one of them with --wrt")
         return wrt[0]
     candidates = list(expression_variables) or list(given or [])
     if len(candidates) == 1:

@@ -24,7 +24,7 @@ from fractions import Fraction
 
 from gradcli.errors import ComputeError, UsageError
 from gradcli.expression import Node, parse
-from gradcli.expression.points import check_covers, check_point_fits, parse_point
+from gradcli.expression.points import check_covers, check_point_fits, parse_point, wrt_without_value
 from gradcli.expression.tree import Num
 from gradcli.methods import symbolic
 from gradcli.dtypes import MACHINE_EPSILON
@@ -207,10 +207,10 @@ def parse_dtypes(text: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def _variable(wrt: str | None, point) -> str:
+def _variable(wrt: str | None, point, variables) -> str:
     if wrt:
         if wrt.strip() not in point.values:
-            raise UsageError(f"--wrt: '{wrt.strip()}' has no value in --at")
+            raise wrt_without_value(wrt.strip(), point, variables)
         return wrt.strip()
     if len(point.values) == 1:
         return point.names[0]
@@ -226,7 +226,7 @@ def compute_steps(expression: str, *, at: list[str] | str, wrt: str | None = Non
     expr = parse(expression)
     point = parse_point(at)
     check_covers(point, expr.variables)
-    variable = _variable(wrt, point)
+    variable = _variable(wrt, point, expr.variables)
     if not 1 <= order <= MAX_ORDER:
         raise UsageError(f"--order must be between 1 and {MAX_ORDER}, not {order}")
     chosen = parse_dtypes(dtypes)

@@ -28,15 +28,15 @@ refused: Python reads them as ``0 < x and x < 1``, most other languages as ``(0 
 from __future__ import annotations
 
 import keyword
-import math
 from fractions import Fraction
 
 from gradcli.errors import ParseError
-from gradcli.expression.evaluate import PYTHON_FLOAT64, evaluate
+from gradcli.expression.constant_checks import check_constants
 from gradcli.expression.functions import ARITIES, CANONICAL, OPERATORS
+from gradcli.expression.hints import unknown_function
 from gradcli.expression.tokens import COMPARISONS, Token, tokenize, written_depth  # noqa: F401 (Token: re-exported)
 from gradcli.expression.tree import (CONSTANTS, Add, Call, Const, Expression, Mul, Neg, Node, Num, Pow, RuleCall, Var,
-                                     active_rules, children, to_text, walk)
+                                     active_rules, walk)
 
 # Limits on hostile input; generous for anything a person types.
 MAX_LENGTH = 10_000
@@ -52,18 +52,11 @@ MAX_NAME_LENGTH = 64
 # 1,000 variables takes under 1.3 GB (measured); the Hessian and descend have their own, smaller limits
 # (gradcli.expression.points.MAX_HESSIAN_VARIABLES, MAX_DESCENT_PAIRS).
 MAX_VARIABLES = 1_000
-# A constant power whose exact value would have more digits than this is refused (SymPy would try).
-MAX_EXACT_EXPONENT = 10_000
 
 
 # name -> allowed argument counts, from the one function table (gradcli.expression.functions), aliases included:
 # ``ln(x)`` is read as ``log(x)``. Every backend implements the table's names (tests/test_functions.py).
 FUNCTIONS: dict[str, tuple[int, ...]] = ARITIES
-# Friendly hints for names people try that gradcli does not take.
-_UNSUPPORTED_HINTS = {
-    "arcsin": "asin", "arccos": "acos", "arctan": "atan", "arctan2": "atan2",
-    "fabs": "abs", "Abs": "abs", "logistic": "sigmoid",
-}
 # Names a variable may not take: Python keywords (the --show-code program would not run) and the
 # module name the generated programs use.
 RESERVED = frozenset(keyword.kwlist) | {"tf", "math"}
@@ -313,10 +306,7 @@ class _Parser:
             if rule is not None and name not in FUNCTIONS:
                 return self.rule_call(t, rule)
             if name not in FUNCTIONS:
-                hint = _UNSUPPORTED_HINTS.get(name)
-                msg = f"unknown function '{name}'"
-                msg += f"; did you mean '{hint}'?" if hint else f"; known: {', '.join(sorted(FUNCTIONS))}"
-                raise self.error(msg, t.pos)
+                raise self.error(unknown_function(name, list(FUNCTIONS)), t.pos)
             self.take()
             self.enter()
             saved, self.exponent_depth = self.exponent_depth, 0
@@ -340,7 +330,10 @@ class _Parser:
                 raise self.error(f"{name}() takes {want} argument{'s' if arities != (1,) else ''}, got {len(args)}", t.pos)
             return Call(CANONICAL.get(name, name), tuple(args), pos=t.pos)
         if name in FUNCTIONS or name in active_rules():
-            raise self.error(f"'{name}' is a function: call it as {name}(...), it cannot be a variable", t.pos)
+            nxt = self.tok  # "sin x": the argument is there, its parentheses are not
+            call = f"{name}({nxt.text})" if nxt.kind in ("name", "num") and nxt.text not in ("and", "or", "not") \
+                else f"{name}(...)"
+            raise self.error(f"'{name}' is a function: call it as {call}, it cannot be a variable", t.pos)
         if name in CONSTANTS:
             return Const(name, pos=t.pos)
         check_variable_name(name, source=self.text, position=t.pos)
@@ -403,57 +396,3 @@ def _variables(tree: Node) -> list[str]:
         if isinstance(node, Var):
             seen.setdefault(node.name, None)
     return list(seen)
-
-
-# ---------------------------------------------------------------------------------------------
-# Constant sub-expressions: refuse what would overflow or make SymPy compute huge exact numbers.
-# ---------------------------------------------------------------------------------------------
-def check_constants(tree: Node, source: str) -> None:
-    """Evaluate every constant sub-tree in float64 and refuse overflow before anything exact runs.
-
-    ``10**10**10`` or ``exp(exp(exp(exp(1))))`` would make SymPy (which works exactly) compute for
-    hours; their float64 value overflows, which is cheap to see.
-    """
-
-    def visit(node: Node) -> bool:
-        """Return True when ``node`` holds no variable; refuse bad constants on the way up."""
-        kids = children(node)
-        flags = [visit(k) for k in kids]
-        if isinstance(node, Var):
-            return False
-        if not all(flags):
-            return False
-        if isinstance(node, Pow):
-            _check_exact_power(node, source)
-        if (isinstance(node, Mul) and any(d and evaluate(f, {}, PYTHON_FLOAT64) == 0 for d, f in node.factors)) or (
-                isinstance(node, Pow) and evaluate(node.base, {}, PYTHON_FLOAT64) == 0
-                and evaluate(node.exponent, {}, PYTHON_FLOAT64) < 0):
-            raise ParseError(f"division by zero in constant '{to_text(node)}'", source=source, position=node.pos)
-        value = evaluate(node, {}, PYTHON_FLOAT64)
-        # Refused as input (exit 2), like any other expression gradcli will not work with.
-        if math.isinf(value):
-            raise ParseError(f"constant '{to_text(node)}' overflows float64 or is infinite", source=source,
-                             position=node.pos)
-        if math.isnan(value):
-            raise ParseError(f"constant '{to_text(node)}' is undefined (not a real number)", source=source,
-                             position=node.pos)
-        return True
-
-    visit(tree)  # plain recursion is safe: the parser caps nesting at MAX_DEPTH
-
-
-def _is_literal_unit(node: Node) -> bool:
-    """0, 1 or -1 written as a plain literal: their powers are cheap even when exact."""
-    if isinstance(node, Neg):
-        node = node.operand
-    return isinstance(node, Num) and node.value in (0, 1)
-
-
-def _check_exact_power(node: Pow, source: str) -> None:
-
-    exponent = evaluate(node.exponent, {}, PYTHON_FLOAT64)
-    # Judged on the exact base: (1 + 10**-20) rounds to 1.0 in float64, but SymPy would expand it.
-    if abs(exponent) > MAX_EXACT_EXPONENT and not _is_literal_unit(node.base):
-        raise ParseError(
-            f"constant power '{to_text(node)}' is too large to compute exactly (exponent over {MAX_EXACT_EXPONENT})",
-            source=source, position=node.pos)

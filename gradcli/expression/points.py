@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from gradcli.errors import GradcliError, UsageError, number_text
 from gradcli.expression.evaluate import PYTHON_FLOAT64, evaluate
+from gradcli.expression.hints import glued_call
 from gradcli.expression.parser import MAX_VARIABLES, check_variable_name, parse
 from gradcli.expression.tree import Node, to_text
 
@@ -45,6 +46,8 @@ def read_constant(text: str) -> tuple[Node, float]:
 
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+# "x=1 y=2": a space, then the next name=, where a comma belongs
+_SPACE_BEFORE_COORDINATE = re.compile(r"(?<=[^\s,])\s+(?=[A-Za-z_][A-Za-z0-9_]*\s*=(?!=))")
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,11 @@ def parse_point(specs: list[str] | str | None, *, option: str = "--at", required
     for spec in specs:
         if not spec.strip():
             raise UsageError(f"{option} is empty; write it as {option} x=1,y=2")
+        space = _SPACE_BEFORE_COORDINATE.search(spec)
+        if space is not None:
+            fixed = _SPACE_BEFORE_COORDINATE.sub(",", spec.strip())
+            raise UsageError(f"{option}: separate the coordinates with commas: {option} {fixed}", source=spec,
+                             position=space.start())
         for offset, piece in split_top_level(spec):
             if not piece.strip():
                 raise UsageError(f"{option}: empty entry; write it as {option} x=1,y=2", source=spec, position=offset)
@@ -171,9 +179,27 @@ def check_covers(point: Point, variables: list[str] | tuple[str, ...], *, option
     """Every variable of the expressions needs a value."""
     missing = [v for v in variables if v not in point.values]
     if missing:
+        known = [*point.names, *variables]
+        for name in missing:  # sinx is one variable's name to the parser; sin(x) was meant
+            call = glued_call(name, known)
+            if call is not None:
+                raise UsageError(f"{option} has no value for {name}: did you mean {call}? ('{name}' is read as "
+                                 f"one variable; a function's argument goes in parentheses)")
         listed = ", ".join(missing)
         example = ",".join(f"{v}=..." for v in missing)
         raise UsageError(f"{option} has no value for {listed} (add {example})")
+
+
+def wrt_without_value(name: str, point: Point, variables: list[str] | tuple[str, ...] | None = None, *,
+                      option: str = "--at") -> UsageError:
+    """The error for ``--wrt name`` where the point gives ``name`` no value: the variables there are."""
+    if variables is not None and name not in variables:
+        there = ", ".join(variables) or "none"
+        return UsageError(f"--wrt {name}: '{name}' is not a variable of the expression (its variables: {there}); "
+                          f"name one of them with --wrt")
+    there = ", ".join(point.names) or "none"
+    return UsageError(f"--wrt {name}: '{name}' has no value in {option} (it gives {there}); name one of those with "
+                      f"--wrt, or add {name}=... to {option} (a variable the expression does not use has derivative 0)")
 
 
 def unused_variables_note(point: Point, variables: list[str] | tuple[str, ...], *, option: str = "--at",

@@ -4,10 +4,10 @@ recursion, so that the parser's limit states the real depth)."""
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass
 
 from gradcli.errors import ParseError
+from gradcli.expression.hints import describe_character
 
 # ---------------------------------------------------------------------------------------------
 # Tokens
@@ -30,31 +30,6 @@ class Token:
     pos: int
 
 
-def _describe_char(ch: str) -> str:
-    if ch.isascii():
-        hints = {
-            "=": "assignments and keyword arguments are not allowed (a comparison is ==, inside where only)",
-            "!": "negation is 'not', and a comparison is !=, inside where's condition only",
-            ".": "attribute access is not allowed",
-            "[": "indexing is not allowed",
-            "]": "indexing is not allowed",
-            "'": "strings are not allowed",
-            '"': "strings are not allowed",
-            "%": "use mod-free arithmetic: '%' is not an operator here",
-            "&": "bitwise operators are not allowed",
-            "|": "bitwise operators are not allowed",
-            "~": "bitwise operators are not allowed",
-            ":": "lambdas, slices and walrus are not allowed",
-            ";": "one expression only",
-            "@": "matrix products are not allowed",
-        }
-        extra = hints.get(ch)
-        shown = repr(ch)
-        return f"unexpected character {shown}" + (f": {extra}" if extra else "")
-    name = unicodedata.name(ch, "unknown")
-    return f"non-ASCII character {ch!r} (U+{ord(ch):04X} {name}); only ASCII letters, digits and operators are read"
-
-
 def tokenize(text: str) -> list[Token]:
     tokens: list[Token] = []
     i = 0
@@ -62,7 +37,7 @@ def tokenize(text: str) -> list[Token]:
     while i < n:
         m = _TOKEN.match(text, i)
         if m is None:
-            raise ParseError(_describe_char(text[i]), source=text, position=i)
+            raise ParseError(describe_character(text, i), source=text, position=i)
         kind = m.lastgroup
         if kind != "ws":
             tokens.append(Token(kind, m.group(), i))

@@ -218,7 +218,11 @@ def _product_rule_diff(expr, s):
 
 
 def formula_text(expr) -> str:
-    return str(expr)
+    """The text every command prints for a formula: gradcli's own language, so that it can be pasted back
+    (``e``, ``abs``, ``where``; :mod:`gradcli.methods.formula_text`)."""
+    from gradcli.methods.formula_text import formula_text as in_the_language
+
+    return in_the_language(expr)
 
 
 # What a batch's header says of its symbolic values (how they are chosen: gradcli.methods.symbolic_values).
