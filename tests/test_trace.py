@@ -149,3 +149,20 @@ def test_first_bad_node_for_a_caller_elsewhere():
     assert first_bad_node(parse("x**2"), {"x": 3.0}) is None
     assert first_bad_node(parse("exp(x) - exp(x) + x"), ["x=800"]).operation == "v1 - v2 + x"
     assert first_bad_node("3", {"x": 1.0}) is None  # a constant: nothing the trace takes
+
+
+def test_a_deep_chain_has_its_exact_adjoints_in_seconds():
+    deep = "x"
+    for _ in range(60):
+        deep = f"tanh({deep})"
+    doc = trace_json(deep, "--at", "x=0.5", "--along", "x=1")
+    assert doc["notes"] == [] and doc["checks_failed"] == []
+    x = by_name(doc)["x"]
+    assert x["exact_adjoint"] == pytest.approx(x["tf_adjoint"], rel=1e-12)
+
+
+def test_zero_times_undefined_stays_undefined_where_no_where_decides():
+    doc = trace_json("sqrt(x**2 + y**2)", "--at", "x=0,y=0")  # not differentiable at 0: no exact adjoint
+    nodes = by_name(doc)
+    assert nodes["x"]["exact_adjoint"] is None and nodes["y"]["exact_adjoint"] is None
+    assert doc["where_it_went_wrong"] == []
