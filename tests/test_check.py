@@ -121,3 +121,72 @@ def test_an_exact_derivative_with_sign_is_evaluated_exactly(invoke):
     assert result.exit_code == 1 and "internal error" not in result.stderr
     c = json.loads(result.stdout)["counterexample"]
     assert c["point"]["x"] < 0 and c["exact"] == -1.0 and c["difference"] == 2.0
+
+
+# --- --rtol / --atol ---------------------------------------------------------------------------
+def test_the_default_tolerance_is_in_the_json(invoke):
+    doc = json.loads(invoke("check", "x**2", "--expect", "x=2*x", "--at", "x=3", "-f", "json").stdout)
+    assert doc["rtol"] == 1e-9 and doc["atol"] == 1e-9
+    assert doc["tolerance"] == "|expected - exact| <= atol + rtol * |exact|"
+
+
+def test_atol_accepts_an_approximation_the_default_refuses(invoke):
+    # cos(x) - (1 - x**2/2) is x**4/24 and less: up to 4.2e-6 in the box
+    args = ("check", "sin(x)", "--expect", "x=1 - x**2/2", "--box", "-0.1:0.1")
+    strict = invoke(*args, "-f", "json")
+    assert strict.exit_code == 1
+    c = json.loads(strict.stdout)["counterexample"]
+    assert c["difference"] > c["allowed"] == pytest.approx(1e-9 + 1e-9 * abs(c["exact"]))
+    loose = invoke(*args, "--atol", "1e-5", "-f", "json")
+    assert loose.exit_code == 0, loose.stdout
+    doc = json.loads(loose.stdout)
+    assert doc["passed"] is True and doc["atol"] == 1e-5 and doc["counterexample"] is None
+    text = invoke(*args, "--atol", "1e-5")
+    assert text.exit_code == 0 and "within --rtol 1e-09 --atol 1e-05" in text.stdout
+    assert "(more than the" in invoke(*args).stdout
+
+
+def test_rtol_scales_with_the_exact_value(invoke):
+    # off by one part in 10 million everywhere: within --rtol 1e-6, outside it at --rtol 1e-8
+    args = ("check", "exp(x)", "--expect", "x=exp(x)*(1 + 1e-7)", "--box", "0:10")
+    assert invoke(*args, "--rtol", "1e-6", "--atol", "0").exit_code == 0
+    result = invoke(*args, "--rtol", "1e-8", "--atol", "0", "-f", "json")
+    assert result.exit_code == 1 and json.loads(result.stdout)["counterexample"] is not None
+
+
+def test_the_tolerance_is_atol_plus_rtol_times_the_exact_value():
+    from gradcli.compute.check import Expectation, _exact_difference
+    from gradcli.expression import parse
+
+    exact = parse("2*x").tree
+    off = Expectation("x", parse("2*x + 0.25"), "")
+    # at x = 1: exact 2, off by 0.25; atol + rtol*|exact| = 0.05 + 0.1*2 = 0.25 just holds, 0.2499 not
+    assert _exact_difference(off, exact, {"x": 1.0}, rtol=0.1, atol=0.05) is None
+    assert _exact_difference(off, exact, {"x": 1.0}, rtol=0.1, atol=0.0499) is not None
+
+
+def test_a_proven_constant_offset_fails_whatever_the_tolerance(invoke):
+    # the tolerance absorbs rounding and approximations; SymPy's proof of a constant offset is a wrong formula
+    result = invoke("check", "x**2", "--expect", "x=2*x + 1e-12", "--atol", "1e-6", "-f", "json")
+    doc = json.loads(result.stdout)
+    assert result.exit_code == 1 and doc["proof"] == {"x": "different"}
+
+
+@pytest.mark.parametrize("option, value", [("--rtol", "-1"), ("--atol", "nan"), ("--atol", "inf"),
+                                           ("--rtol", "abc")])
+def test_a_bad_tolerance_is_a_usage_error(capsys, option, value):
+    from gradcli.launcher import run_command
+
+    assert run_command(["check", "x**2", "--expect", "x=2*x", option, value]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err and option in err
+
+
+def test_the_api_takes_rtol_and_atol():
+    import gradcli.api as api
+
+    loose = api.check("sin(x)", expect={"x": "1 - x**2/2"}, box="-0.1:0.1", atol=1e-5)
+    assert not loose.failed and loose.to_dict()["atol"] == 1e-5
+    assert api.check("sin(x)", expect={"x": "1 - x**2/2"}, box="-0.1:0.1").failed
+    with pytest.raises(api.UsageError):
+        api.check("x**2", expect="x=2*x", rtol=-1.0)

@@ -166,3 +166,15 @@ def test_zero_times_undefined_stays_undefined_where_no_where_decides():
     nodes = by_name(doc)
     assert nodes["x"]["exact_adjoint"] is None and nodes["y"]["exact_adjoint"] is None
     assert doc["where_it_went_wrong"] == []
+
+
+def test_below_a_stop_gradient_the_tape_records_nothing():
+    doc = trace_json("stop_gradient(x**2)*x + x", "--at", "x=3", "--along", "x=1")
+    nodes = by_name(doc)
+    assert doc["checks_failed"] == [] and doc["where_it_went_wrong"] == []
+    assert nodes["v1"]["recorded"] is False and nodes["v1"]["tf_adjoint"] is None and nodes["v1"]["adjoint"] == 0.0
+    assert nodes["v2"]["recorded"] is False and nodes["v2"]["adjoint"] == 3.0 == nodes["v2"]["exact_adjoint"]
+    assert nodes["x"]["adjoint"] == 10.0 == nodes["x"]["tf_adjoint"] == nodes["x"]["exact_adjoint"]
+    # log(x) at 0 under the stop_gradient: no 0 × inf on the way back, as on the tape
+    doc = trace_json("stop_gradient(log(x))*x", "--at", "x=0")
+    assert doc["checks_failed"] == []

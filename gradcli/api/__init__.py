@@ -213,10 +213,11 @@ def descend(expression: str, *, start=None, points=None, grid: str | None = None
 @_command("check")
 def check(expression: str, *, expect=None, order: int = CLI_DEFAULT, at=None, points=None,
           grid: str | None = None, box: str = CLI_DEFAULT, samples: int = CLI_DEFAULT, seed: int = CLI_DEFAULT,
-          symbolic_timeout: float = CLI_DEFAULT) -> Result:
+          symbolic_timeout: float = CLI_DEFAULT, rtol: float = CLI_DEFAULT, atol: float = CLI_DEFAULT) -> Result:
     """``gradcli check EXPR --expect X=FORMULA``: hand-derived derivatives against SymPy's exact ones, at
     ``at``, at ``points``/``grid``, else at ``samples`` random points in ``box``. ``expect``: "x=2*x*y", a
-    list of such texts, or a mapping {"x": "2*x*y"}. ``failed``: a mismatch (the CLI's exit 1)."""
+    list of such texts, or a mapping {"x": "2*x*y"}. ``rtol``/``atol``: a formula agrees where
+    |expected - exact| <= atol + rtol*|exact| (1e-9 each). ``failed``: a mismatch (the CLI's exit 1)."""
     from gradcli.compute.check import check_derivatives
     from gradcli.render.common import to_json
 
@@ -227,7 +228,7 @@ def check(expression: str, *, expect=None, order: int = CLI_DEFAULT, at=None, po
     with quiet(stdin_text) as captured:
         report = check_derivatives(expression, expect=expect, order=order, at=at_texts(at), points=spec,
                                    grid=grid, box=box, samples=samples, seed=seed,
-                                   symbolic_time_limit=symbolic_timeout)
+                                   symbolic_time_limit=symbolic_timeout, rtol=rtol, atol=atol)
     document = to_json(report.to_dict())
     # check's text output is drawn in gradcli.commands.check (a module that imports Typer): the document
     # stands in for it

@@ -37,6 +37,9 @@ def check(
     seed: Annotated[int, typer.Option("--seed", metavar="N", help="Seed of the random points.")] = 0,
     output: Annotated[CheckFormat, typer.Option("--format", "-f", case_sensitive=False, metavar="FORMAT",
                                                 help="text, or json for scripts.")] = CheckFormat.text,
+    rtol: Annotated[float, typer.Option("--rtol", metavar="R", help="Agree where |expected - exact| <= "
+                                        "ATOL + R*|exact| (numpy's isclose).")] = 1e-9,
+    atol: Annotated[float, typer.Option("--atol", metavar="A", help="The absolute part of that tolerance.")] = 1e-9,
     symbolic_timeout: SymbolicTimeoutOption = 10.0,
 ) -> None:
     """Check hand-derived derivatives against SymPy's exact ones: exit 0 when every --expect matches at
@@ -48,12 +51,14 @@ def check(
       gradcli check "x**2*y" --expect x=2*x*y --expect y=x**2
       gradcli check "sin(x)" -e "x=-sin(x)" -n 2 --at x=1
       gradcli check "log(x)" -e x=1/x --box 0.1:5 -f json
+      gradcli check "sin(x)" -e "x=1 - x**2/2" --box -0.1:0.1 --atol 1e-5
     """
     expression = expression_text(expression, file)
     from gradcli.compute.check import check_derivatives
 
     report = check_derivatives(expression, expect=expect or [], order=order, at=at, points=points, grid=grid,
-                               box=box, samples=samples, seed=seed, symbolic_time_limit=symbolic_timeout)
+                               box=box, samples=samples, seed=seed, symbolic_time_limit=symbolic_timeout,
+                               rtol=rtol, atol=atol)
     if output is CheckFormat.json:
         from gradcli.render.common import to_json
 
@@ -72,8 +77,10 @@ def _print_text(report) -> None:
         names = ", ".join(e["variable"] for e in report.expectations)
         proved = all(p == "equal" for p in report.proof.values())
         how = "SymPy proves the difference is 0" if proved else "SymPy could not prove it for every formula"
-        print(f"ok: every expected {what} ({names}) matches the exact one at {report.points_checked:,} points "
-              f"({how})")
+        within = "" if (report.rtol, report.atol) == (1e-9, 1e-9) else \
+            f" within --rtol {report.rtol:g} --atol {report.atol:g}"
+        print(f"ok: every expected {what} ({names}) matches the exact one{within} at {report.points_checked:,} "
+              f"points ({how})")
         return
     if c is None:
         return
@@ -82,4 +89,6 @@ def _print_text(report) -> None:
     print(f"mismatch: {what} by {c['variable']} at {point}")
     print(f"  expected  {c['expected_formula']} = {c['expected'] if c['expected'] is not None else 'undefined'}")
     print(f"  exact     {exact} = {c['exact']!r}")
-    print(f"  difference {c['difference']!r}" if c["difference"] is not None else "  difference: undefined")
+    allowed = f" (more than the {c['allowed']:.3g} that --rtol {report.rtol:g} and --atol {report.atol:g} allow)"
+    print(f"  difference {c['difference']!r}{allowed}" if c["difference"] is not None
+          else "  difference: undefined")

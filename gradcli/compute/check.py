@@ -17,8 +17,12 @@ from gradcli.expression import Expression, parse
 from gradcli.expression.points import split_top_level
 from gradcli.results import clean
 
-# |expected - exact| <= RTOL * max(1, |exact|): both are float64 evaluations of exact formulas.
+# A formula agrees with the exact derivative where |expected - exact| <= ATOL + RTOL * |exact| (numpy.isclose's
+# rule, with the exact value as the reference; --rtol/--atol). Both are evaluations of exact formulas, so the
+# defaults only absorb rounding: 1e-9 each (until --rtol/--atol came, the rule was 1e-9 * max(1, |exact|),
+# the larger of the two terms instead of their sum).
 RTOL = 1e-9
+ATOL = 1e-9
 DEFAULT_SAMPLES = 20
 MAX_TRIES = 50  # random candidates per wanted sample, before giving up on a domain too small to hit
 # Ladder points per side of each centre: half-widths 2^0 .. 2^-(LADDER - 1) of the box (down to ~1e-12 of it).
@@ -52,6 +56,8 @@ class CheckReport:
     notes: list[str] = field(default_factory=list)
     failed: bool = False
     command: str = "check"
+    rtol: float = RTOL
+    atol: float = ATOL
 
     @property
     def passed(self) -> bool:
@@ -63,7 +69,8 @@ class CheckReport:
         return clean({"command": self.command, "expression": self.expression, "order": self.order,
                       "expectations": self.expectations, "points_checked": self.points_checked,
                       "passed": self.passed, "proof": self.proof,
-                      "counterexample": self.counterexample, "tolerance": f"{RTOL:g} * max(1, |exact|)",
+                      "counterexample": self.counterexample, "rtol": self.rtol, "atol": self.atol,
+                      "tolerance": "|expected - exact| <= atol + rtol * |exact|",
                       "warnings": self.warnings, "notes": self.notes})
 
 
@@ -119,8 +126,20 @@ def parse_box(text: str) -> tuple[float, float]:
     return box
 
 
+def allowed(exact, rtol: float = RTOL, atol: float = ATOL):
+    """How far a formula may be from the exact value ``exact`` (a number or an array) and still agree."""
+    return atol + rtol * abs(exact)
+
+
+def check_tolerance(option: str, value: float) -> float:
+    if not (math.isfinite(value) and value >= 0):
+        raise UsageError(f"{option} must be a finite number >= 0, not {value!r}")
+    return value
+
+
 def compare(expr: Expression, expectations: list[Expectation], exact_trees: dict, points: dict, size: int,
-            order: int, *, largest: bool = False) -> tuple[int, dict | None]:
+            order: int, *, largest: bool = False, rtol: float = RTOL,
+            atol: float = ATOL) -> tuple[int, dict | None]:
     """(points compared, the first counterexample or None), over one batch of points: float64 finds the
     candidates all at once, exact evaluation at each candidate decides. With ``largest`` the candidates are
     tried from the largest float64 difference down (a sweep's first hit is often a band's faint edge)."""
@@ -137,7 +156,7 @@ def compare(expr: Expression, expectations: list[Expectation], exact_trees: dict
         want = exact[e.variable]
         got = symbolic.evaluate(e.formula.tree, points, size)
         with np.errstate(invalid="ignore"):
-            wrong = usable & (~np.isfinite(got) | (np.abs(got - want) > RTOL * np.maximum(1.0, np.abs(want))))
+            wrong = usable & (~np.isfinite(got) | (np.abs(got - want) > allowed(want, rtol, atol)))
         hits = np.nonzero(wrong)[0]
         if largest:
             with np.errstate(invalid="ignore"):
@@ -148,18 +167,19 @@ def compare(expr: Expression, expectations: list[Expectation], exact_trees: dict
         candidates.sort(key=lambda c: c[0])
     for k, e in candidates[:EXACT_CONFIRMATIONS]:
         point = {v: float(a[k]) for v, a in points.items()}
-        verdict = _exact_difference(e, exact_trees[e.variable], point)
+        verdict = _exact_difference(e, exact_trees[e.variable], point, rtol, atol)
         if verdict is not None:
             got, want = verdict
             finite = got is not None and math.isfinite(got)
             return int(usable[:k + 1].sum()), {
                 "point": point, "variable": e.variable, "order": order, "expected_formula": e.text,
                 "expected": got if finite else None, "exact": want,
-                "difference": abs(got - want) if finite else None}
+                "difference": abs(got - want) if finite else None, "allowed": allowed(want, rtol, atol)}
     return int(usable.sum()), None
 
 
-def _exact_difference(e: Expectation, exact_tree, point: dict[str, float]) -> tuple[float | None, float] | None:
+def _exact_difference(e: Expectation, exact_tree, point: dict[str, float], rtol: float = RTOL,
+                      atol: float = ATOL) -> tuple[float | None, float] | None:
     """(expected, exact), both evaluated exactly at ``point``, when they really differ there; None when they
     agree (float64 lost the digits) or the exact derivative is undefined there."""
     import sympy as sp
@@ -172,7 +192,7 @@ def _exact_difference(e: Expectation, exact_tree, point: dict[str, float]) -> tu
     if want is None or not math.isfinite(want):
         return None
     got = value_at(to_sympy(e.formula.tree, symbols), subs)
-    if got is not None and math.isfinite(got) and abs(got - want) <= RTOL * max(1.0, abs(want)):
+    if got is not None and math.isfinite(got) and abs(got - want) <= allowed(want, rtol, atol):
         return None
     return got, want
 
@@ -206,13 +226,14 @@ def prove(expression_tree, variables: list[str], order: int, expected: list[tupl
 def check_derivatives(expression: str, *, expect: list[str], order: int = 1, at: list[str] | None = None,
                       points: str | None = None, grid: str | None = None, box: str = "-2:2",
                       samples: int = DEFAULT_SAMPLES, seed: int = 0, symbolic_time_limit: float = 10.0,
-                      chunk_size: int = 4096) -> CheckReport:
+                      chunk_size: int = 4096, rtol: float = RTOL, atol: float = ATOL) -> CheckReport:
     """Everything ``gradcli check`` says, as a :class:`CheckReport` (``failed``: exit 1)."""
     from gradcli.compute.derivative import check_order
     from gradcli.errors import ComputeError
     from gradcli.methods.symbolic import differentiate
     from gradcli.methods.worker import BoundedJob, SymbolicTimeout
 
+    rtol, atol = check_tolerance("--rtol", rtol), check_tolerance("--atol", atol)
     expr = parse(expression)
     expectations = parse_expectations(expect, expr)
     order = check_order(order)
@@ -230,7 +251,8 @@ def check_derivatives(expression: str, *, expect: list[str], order: int = 1, at:
         raise ComputeError(f"the exact derivative cannot be evaluated: {next(iter(formulas.untranslatable.values()))}")
     trees = {e.variable: formulas.trees[(e.variable,) * order] for e in expectations}
     report = CheckReport(expr.text, order, [{"variable": e.variable, "expected": e.text,
-                                             "exact": formulas.texts[(e.variable,) * order]} for e in expectations])
+                                             "exact": formulas.texts[(e.variable,) * order]} for e in expectations],
+                         rtol=rtol, atol=atol)
     proof = BoundedJob(prove, (expr.tree, variables, order, [(e.variable, e.formula.tree) for e in expectations]),
                        max(0.1, PROOF_SHARE * symbolic_time_limit), parallel=True, cancellable=True)
     try:
@@ -242,7 +264,8 @@ def check_derivatives(expression: str, *, expect: list[str], order: int = 1, at:
     if "different" in report.proof.values():
         report.failed = True
     for batch, size, sweep in _batches(expr, trees, variables, at, points, grid, bounds, samples, seed, chunk_size):
-        checked, counterexample = compare(expr, expectations, trees, batch, size, order, largest=sweep)
+        checked, counterexample = compare(expr, expectations, trees, batch, size, order, largest=sweep, rtol=rtol,
+                                          atol=atol)
         report.points_checked += checked
         if counterexample is not None:
             report.counterexample = counterexample

@@ -54,7 +54,7 @@ class TraceReport:
                  "adjoint": n.adjoint, "seed": n.seed,
                  "adjoint_terms": [{"from": self.nodes[u].name, "adjoint_of_user": a, "partial": p, "term": t}
                                    for u, a, p, t in n.adjoint_terms],
-                 "tf_adjoint": n.tf_adjoint, "exact_adjoint": n.exact_adjoint,
+                 "tf_adjoint": n.tf_adjoint if n.recorded else None, "recorded": n.recorded, "exact_adjoint": n.exact_adjoint,
                  "adjoint_error": _error(n.adjoint, n.exact_adjoint)}
             if self.along is not None:
                 d.update({"tangent": n.tangent,

@@ -35,6 +35,7 @@ class TraceNode:
     adjoint_terms: list[tuple[int, float, float, float]] = field(default_factory=list)
     seed: float = 0.0  # 1 for each expression this node is the value of
     tf_adjoint: float | None = None
+    recorded: bool = True  # whether tape.gradient(targets, this node) is a number (False: None, not recorded)
     exact_adjoint: float | None = None
     tangent: float | None = None
     tangent_terms: list[tuple[int, float, float, float]] = field(default_factory=list)  # (input, d/d input, its tangent, JVP)

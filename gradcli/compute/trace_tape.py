@@ -64,9 +64,13 @@ def tape_sweeps(nodes: list[TraceNode], values: dict[str, float], dtype: str,
             if direction is not None:
                 tf_tangents = [acc.jvp(t, unconnected_gradients=tf.UnconnectedGradients.ZERO) for t in tensors]
     whole = tape.gradient(targets, tensors, unconnected_gradients=tf.UnconnectedGradients.ZERO)
+    # None where no recorded path joins the node to a target (below a stop_gradient, or its output): the
+    # tape's "not recorded", which the sweep's own arithmetic cannot be checked against
+    recorded = [g is not None for g in tape.gradient(targets, tensors)]
     del tape
     t_np = np.dtype(dtype).type
-    for n, t, g in zip(nodes, tensors, whole):
+    for n, t, g, r in zip(nodes, tensors, whole, recorded):
+        n.recorded = r
         n.value = float(t.numpy())
         n.tf_adjoint = float(g.numpy())
     if tf_tangents is not None:
@@ -75,6 +79,7 @@ def tape_sweeps(nodes: list[TraceNode], values: dict[str, float], dtype: str,
 
     # Each op on constants of its inputs' values: its own partials, VJPs and JVPs, one node at a time.
     local = {}
+    connected: dict[int, list[bool]] = {}
     for k, n in enumerate(nodes):
         if n.kind == "input":
             continue
@@ -86,18 +91,26 @@ def tape_sweeps(nodes: list[TraceNode], values: dict[str, float], dtype: str,
             out = tf.convert_to_tensor(fns[k](env), dtype=tf_dtype)
         partials = op_tape.gradient(out, consts, unconnected_gradients=tf.UnconnectedGradients.ZERO)
         local[k] = (op_tape, out, consts, [float(p.numpy()) for p in partials], env)
+        # stop_gradient's input is no edge of the tape's backward pass (TF returns None for it)
+        connected[k] = [g is not None for g in op_tape.gradient(out, consts)]
 
     # reverse: seeds, then each op's VJP with its adjoint, users before the inputs they use
+    # As the tape does, only a node that a connected path from a target reaches passes its adjoint on: below
+    # a stop_gradient, 0 × inf would be nan where tape.gradient has nothing.
     adjoint = [t_np(n.seed) for n in nodes]
+    reached = [n.seed != 0 for n in nodes]
     for k in range(len(nodes) - 1, -1, -1):
         n = nodes[k]
         n.adjoint = float(adjoint[k])
-        if n.kind == "input":
+        if n.kind == "input" or not reached[k]:
             continue
         op_tape, out, consts, partials, _ = local[k]
         vjps = op_tape.gradient(out, consts, output_gradients=tf.constant(adjoint[k], dtype=tf_dtype),
                                 unconnected_gradients=tf.UnconnectedGradients.ZERO)
         for j, (i, v) in enumerate(zip(n.inputs, vjps)):
+            if not connected[k][j]:
+                continue
+            reached[i] = True
             term = t_np(v.numpy())
             nodes[i].adjoint_terms.append((k, n.adjoint, partials[j], float(term)))
             with np.errstate(all="ignore"):
@@ -146,7 +159,7 @@ def check_against_tf(report) -> None:
     """Every adjoint against TF's tape.gradient of the whole program, every tangent against ForwardAccumulator's."""
     for n in report.nodes:
         scale = sum(abs(t[3]) for t in n.adjoint_terms if math.isfinite(t[3])) + n.seed
-        if not _same(n.adjoint, n.tf_adjoint, scale, report.dtype):
+        if n.recorded and not _same(n.adjoint, n.tf_adjoint, scale, report.dtype):
             report.mismatches.append(f"adjoint of {n.name}: the sweep gives {n.adjoint!r}, tape.gradient "
                                      f"{n.tf_adjoint!r}")
         if report.along is not None:

@@ -75,10 +75,11 @@ def trace_table(report) -> None:
         each = [f"{nodes[u].name}: {value(a, dtype)} × {value(p, dtype)}" for u, a, p, _ in n.adjoint_terms]
         if n.seed:
             sums.insert(0, f"{value(n.seed)} (seed)")
-        row = [n.name, value(n.adjoint, dtype), " + ".join(sums), value(n.tf_adjoint, dtype)]
+        row = [n.name, value(n.adjoint, dtype), " + ".join(sums) or "0 (no recorded user)",
+               value(n.tf_adjoint, dtype) if n.recorded else "not recorded"]
         if exact:
             row += [value(n.exact_adjoint), _err(_error(n.adjoint, n.exact_adjoint))]
-        row.append("; ".join(each) if each else "seed")
+        row.append("; ".join(each) if each else "seed" if n.seed else "")
         table.add_row(*row)
     print_table(console, table)
 
