@@ -1,12 +1,15 @@
 """``gradcli daemon`` and ``GRADCLI_DAEMON=1``: real processes, a private XDG_RUNTIME_DIR, the daemon always
 stopped at the end. Warm output must be byte-identical to a cold run's; without a daemon a call runs cold.
 
-(A daemon stops when a gradcli source file changes: a test that needs it running starts it again first.)
+(A daemon stops when a gradcli source file changes. The processes here import a copy of the package made
+for the module, so that other work on the tree does not stop the daemon; a test that needs it running still
+starts it again first.)
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import stat
@@ -23,9 +26,12 @@ RUN_TIMEOUT_S = 120
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SO_PEERCRED, /proc: Linux")
 
 
+_copy: dict[str, str] = {}  # PYTHONPATH: the module's copy of the package (it comes before the editable install)
+
+
 def _env(xdg: Path, daemon: bool, columns: str = "100") -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GRADCLI_")}
-    env.update({"XDG_RUNTIME_DIR": str(xdg), "COLUMNS": columns, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    env.update({"XDG_RUNTIME_DIR": str(xdg), "COLUMNS": columns, "TF_CPP_MIN_LOG_LEVEL": "3"}, **_copy)
     if daemon:
         env["GRADCLI_DAEMON"] = "1"
     return env
@@ -45,8 +51,18 @@ def served(xdg: Path) -> int | None:
     return None
 
 
+@pytest.fixture(scope="module", autouse=True)
+def package_copy(tmp_path_factory):
+    root = tmp_path_factory.mktemp("src")
+    shutil.copytree(Path(__file__).resolve().parent.parent / "gradcli", root / "gradcli",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    _copy["PYTHONPATH"] = str(root)
+    yield
+    _copy.clear()
+
+
 @pytest.fixture(scope="module")
-def xdg(tmp_path_factory):
+def xdg(package_copy, tmp_path_factory):
     path = tmp_path_factory.mktemp("xdg")
     path.chmod(0o700)
     started = gradcli(path, "daemon", "start", daemon=False)

@@ -1,13 +1,15 @@
 """The daemon's failures: killed outright in the middle of a call, and stopping by itself when idle. Each test
 has its own daemon in a private XDG_RUNTIME_DIR (they end it); every subprocess has a timeout.
 
-A daemon also stops when a gradcli source file changes (other work on the tree): a test that sees that
-reason in the log starts over, a few times.
+A daemon also stops when a gradcli source file changes. So that other work on the tree does not stop these
+daemons, the processes here import a copy of the package made for the module (PYTHONPATH comes before the
+editable install); a test that still sees that reason in the log starts over, a few times.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -24,6 +26,22 @@ STALE = ("installation changed", "stale")
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc, PR_SET_PDEATHSIG: Linux")
 
 
+SOURCE = Path(__file__).resolve().parent.parent / "gradcli"
+_copy: dict[str, str] = {}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def package_copy(tmp_path_factory):
+    root = tmp_path_factory.mktemp("src")
+    shutil.copytree(SOURCE, root / "gradcli", ignore=shutil.ignore_patterns("__pycache__"))
+    _copy["PYTHONPATH"] = str(root)
+    found = subprocess.run([sys.executable, "-c", "import gradcli; print(gradcli.__file__)"],
+                           env=_env(root, False), capture_output=True, text=True, timeout=60, cwd=root)
+    assert found.stdout.startswith(str(root)), found
+    yield
+    _copy.clear()
+
+
 @pytest.fixture
 def xdg(tmp_path):
     path = tmp_path / "xdg"
@@ -38,7 +56,7 @@ def xdg(tmp_path):
 
 def _env(xdg: Path, daemon: bool, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GRADCLI_")}
-    env.update({"XDG_RUNTIME_DIR": str(xdg), "COLUMNS": "100", "TF_CPP_MIN_LOG_LEVEL": "3"}, **extra)
+    env.update({"XDG_RUNTIME_DIR": str(xdg), "COLUMNS": "100", "TF_CPP_MIN_LOG_LEVEL": "3"}, **_copy, **extra)
     if daemon:
         env["GRADCLI_DAEMON"] = "1"
     return env
@@ -108,29 +126,52 @@ def wait_for(condition, timeout: float) -> bool:
     return condition()
 
 
-def test_a_daemon_killed_mid_call_ends_the_call_with_one_line_and_leaves_nothing(xdg):
-    """SIGKILL to the daemon while it runs a call: the caller exits 1 with one line (no traceback, no
-    hang), the call's process and the daemon's helpers go too, and the socket left behind is a stale
-    one: the next call runs cold, silently, with a cold run's output."""
-    call = [GRADCLI, "descend", "x**2", "--from", "x=1", "--steps", "100000000", "--tol", "0"]
+LONG_CALL = [GRADCLI, "descend", "x**2", "--from", "x=1", "--steps", "100000000", "--tol", "0"]
+
+
+def running_call(xdg: Path) -> tuple[subprocess.Popen, int] | None:
+    """A long call that the daemon (started if none runs) is running now, and the daemon's pid; None when
+    the daemon stopped for a source edit instead (the call then ran cold: it is ended here)."""
+    pid = daemon_pid(xdg) or start(xdg)
+    caller = subprocess.Popen(LONG_CALL, env=_env(xdg, True), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if wait_for(lambda: status(xdg).get("running now") == "1", 30):
+        return caller, pid
+    caller.kill()
+    caller.communicate(timeout=30)
+    assert any(reason in log(xdg) for reason in STALE), log(xdg)
+    return None
+
+
+def test_a_killed_caller_or_daemon_ends_the_call_and_leaves_nothing(xdg):
+    """SIGKILL to a caller: its process in the daemon goes. SIGKILL to the daemon while it runs a call: the
+    caller exits 1 with one line (no traceback, no hang), the call's process and the daemon's helpers go
+    too, and the socket left behind is a stale one: the next call runs cold, silently, with a cold run's
+    output."""
     for _ in range(3):
-        pid = start(xdg)
-        caller = subprocess.Popen(call, env=_env(xdg, True), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        taken = running_call(xdg)
+        if taken is None:
+            continue
+        caller, pid = taken
+        before = descendants(pid)
+        caller.kill()
+        caller.communicate(timeout=30)
+        assert wait_for(lambda: status(xdg).get("running now") in ("0", None), 30), status(xdg)
+        call_processes = before - descendants(pid)
+        assert call_processes, "the call's process should have been the daemon's child"
+        assert not any(alive(p) for p in call_processes)
+        taken = running_call(xdg)
+        if taken is None:
+            continue
+        caller, pid = taken
         try:
-            if not wait_for(lambda: status(xdg).get("running now") == "1", 30):
-                caller.kill()
-                caller.communicate(timeout=30)
-                assert any(reason in log(xdg) for reason in STALE), log(xdg)
-                continue  # stopped by a source edit: the call ran cold; again
             helpers = descendants(pid)
-            assert helpers, "the call's process should be the daemon's child"
             os.kill(pid, signal.SIGKILL)
             out, err = caller.communicate(timeout=30)
         finally:
             caller.kill()
         break
     else:
-        pytest.fail("the daemon did not take the call")
+        pytest.fail("the daemon did not take the calls")
     assert caller.returncode == 1
     assert err == b"gradcli: error: the daemon stopped while running the command\n"
     assert wait_for(lambda: not any(alive(p) for p in helpers), 15), [p for p in helpers if alive(p)]
