@@ -196,3 +196,70 @@ def test_installed_command_reads_an_expression_that_starts_with_a_minus():
                          text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["exact"] == pytest.approx(-math.cos(1))
+
+
+# --- --formulas ------------------------------------------------------------------------------
+def test_formulas_choose_the_columns_in_the_order_given(invoke_json):
+    doc = invoke_json("steps", "sin(x)", "--at", "x=1", "--formulas", "central,forward,complex")
+    assert [f["formula"] for f in doc["sweeps"][0]["formulas"]] == ["central", "forward", "complex"]
+    every = invoke_json("steps", "sin(x)", "--at", "x=1")
+    names = [f["formula"] for f in every["sweeps"][0]["formulas"]]
+    assert names == ["forward", "backward", "central", "stencil4", "stencil6", "stencil8", "richardson", "complex"]
+    # the same numbers as in the full study
+    full = {f["formula"]: f for f in every["sweeps"][0]["formulas"]}
+    for f in doc["sweeps"][0]["formulas"]:
+        assert f == full[f["formula"]]
+
+
+def test_formulas_all_and_case():
+    report = compute_steps("sin(x)", at="x=1", formula_names="ALL", order=2)
+    assert "complex" not in [f.name for f in report.sweeps[0].formulas]
+    report = compute_steps("sin(x)", at="x=1", formula_names=" Forward , backward")
+    assert [f.name for f in report.sweeps[0].formulas] == ["forward", "backward"]
+    assert report.marked == "forward"  # central, the formula marked by default, is not drawn
+
+
+@pytest.mark.parametrize("names, fragment", [
+    ("centre", "'centre' is not a formula; known: forward, backward, central"),
+    ("", "--formulas is empty"),
+    ("complex", "the complex step gives first derivatives only"),
+])
+def test_formulas_refused(invoke, names, fragment):
+    result = invoke("steps", "sin(x)", "--at", "x=1", "-n", "2" if names == "complex" else "1", "--formulas", names)
+    assert result.exit_code == 2 and fragment in result.stderr and "Traceback" not in result.stderr
+
+
+def _plot(*formula_args: str) -> tuple[str, str]:
+    """The plot area and the legend of ``steps sin(x) --at x=1 --plot`` at 100 columns."""
+    from gradcli.cli import app
+
+    result = CliRunner().invoke(app, ["steps", "sin(x)", "--at", "x=1", "--plot", *formula_args],
+                                env={"COLUMNS": "100", "NO_COLOR": "1"}, catch_exceptions=False)
+    assert result.exit_code == 0, result.stderr
+    out = result.stdout[result.stdout.index("(log-log)"):]
+    area = "\n".join(line.split("\u2502", 1)[1] if "\u2502" in line else line.split("\u2524", 1)[1]
+                     for line in out.splitlines() if "\u2502" in line or "\u2524" in line)
+    legend = [line.strip() for line in out.splitlines() if line.startswith("  ") and "  " in line.strip()]
+    return area, "\n".join(legend)
+
+
+@pytest.mark.parametrize("formula_args", [(), ("--formulas", "central,forward,complex"),
+                                          ("--formulas", "forward,backward"), ("--formulas", "backward,forward")])
+def test_every_drawn_formula_shows_in_the_plot(formula_args):
+    # forward's errors are backward's wherever truncation rules: drawn under it, '+' showed in no cell
+    area, legend = _plot(*formula_args)
+    entries = dict(line.split("  ", 1) for line in legend.splitlines())
+    drawn = {label.split(" ", 1)[0]: marker for marker, label in entries.items() if "(error ~ h^" in label}
+    assert drawn, legend
+    combined = {marker: label for marker, label in entries.items() if "in the same cells" in label}
+    for name, marker in drawn.items():
+        own = area.count(marker)
+        shared = sum(area.count(m) for m, label in combined.items() if name in label)
+        assert own + shared > 0, (name, marker, area)
+    for marker in combined:
+        assert area.count(marker) > 0
+
+
+def test_forward_keeps_its_marker_when_others_are_left_out():
+    _, legend = _plot("--formulas", "central,forward,complex")
+    assert "+  forward (error ~ h^1)" in legend and "o  central (error ~ h^2)" in legend

@@ -26,6 +26,9 @@ def steps(
     dtype: Annotated[str, typer.Option(
         "--dtype", metavar="DTYPES", help="float64, float32, or both: float32,float64.",
         autocompletion=complete_dtypes)] = "float64",
+    formula_names: Annotated[Optional[str], typer.Option(
+        "--formulas", metavar="NAMES", help="Only these, in this order, e.g. "
+        "central,forward,complex (default: all those named above).", show_default=False)] = None,
     output: FormatOption = OutputFormat.table,
     plot: Annotated[bool, typer.Option(
         "--plot", help="Also draw the errors against h, log-log (on stderr with -f json/csv).")] = False,
@@ -34,21 +37,22 @@ def steps(
     """The error of every difference formula against the step h, from 1e-1 down to the dtype's eps.
 
     Truncation falls with h, rounding rises: each formula's V, with gradcli's default step, the best
-    step and theory's optimal step marked. Complex step too, at order 1.
+    step and theory's optimal step marked. Complex step too, at order 1. Formulas: forward, backward,
+    central, stencil4, stencil6, stencil8, richardson, complex.
 
     Examples:
 
     \b
       gradcli steps "sin(x)" --at x=1 --plot
+      gradcli steps "sin(x)" --at x=1 --formulas central,forward,complex
       gradcli steps "exp(x)" --at x=1 --dtype float32,float64
       gradcli steps "log(x)" --at x=2 -n 2 -f csv
-      gradcli steps --file f.txt --at x=1
     """
     expression = expression_text(expression, file)
     from gradcli.compute.steps import compute_steps
 
     report = compute_steps(expression, at=at, wrt=wrt, order=order, dtypes=dtype,
-                           symbolic_time_limit=symbolic_timeout)
+                           symbolic_time_limit=symbolic_timeout, formula_names=formula_names)
     from gradcli.render import steps as render
 
     emit(output, json=lambda: render.steps_json(report), csv=lambda: render.steps_csv(report),

@@ -207,6 +207,26 @@ def parse_dtypes(text: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+FORMULA_NAMES = ("forward", "backward", "central", *(f"stencil{a}" for a in STENCIL_ACCURACIES), "richardson",
+                 COMPLEX)
+
+
+def parse_formulas(text: str | None, order: int) -> list[str]:
+    """``--formulas central,forward,complex``: the formulas to study, in the order given (default: all)."""
+    if text is None or text.strip().lower() == "all":
+        return [n for n in FORMULA_NAMES if n != COMPLEX or order == 1]
+    names = [p.strip().lower() for p in text.split(",")]
+    if not any(names):
+        raise UsageError(f"--formulas is empty: name some of {', '.join(FORMULA_NAMES)} (or all)")
+    for n in names:
+        if n not in FORMULA_NAMES:
+            raise UsageError(f"--formulas: '{n}' is not a formula; known: {', '.join(FORMULA_NAMES)} (or all)")
+    if COMPLEX in names and order != 1:
+        raise UsageError(f"--formulas: the complex step gives first derivatives only (here --order {order}); "
+                         f"leave complex out")
+    return list(dict.fromkeys(n for n in names if n))
+
+
 def _variable(wrt: str | None, point, variables) -> str:
     if wrt:
         if wrt.strip() not in point.values:
@@ -219,7 +239,8 @@ def _variable(wrt: str | None, point, variables) -> str:
 
 
 def compute_steps(expression: str, *, at: list[str] | str, wrt: str | None = None, order: int = 1,
-                  dtypes: str = "float64", symbolic_time_limit: float = symbolic.DEFAULT_TIME_LIMIT) -> StepsReport:
+                  dtypes: str = "float64", symbolic_time_limit: float = symbolic.DEFAULT_TIME_LIMIT,
+                  formula_names: str | None = None) -> StepsReport:
     """Everything ``gradcli steps`` shows, as a :class:`StepsReport`."""
     from gradcli.compute.steps_eval import sweep_dtype  # NumPy, only once the input is checked
 
@@ -230,6 +251,7 @@ def compute_steps(expression: str, *, at: list[str] | str, wrt: str | None = Non
     if not 1 <= order <= MAX_ORDER:
         raise UsageError(f"--order must be between 1 and {MAX_ORDER}, not {order}")
     chosen = parse_dtypes(dtypes)
+    studied = parse_formulas(formula_names, order)
     for d in chosen:
         check_point_fits(point, d)
     typed = [_dtype_point(point.values, d) for d in chosen]
@@ -242,12 +264,17 @@ def compute_steps(expression: str, *, at: list[str] | str, wrt: str | None = Non
         raise ComputeError(f"{expr.text} is undefined or not finite at {pt}: no derivative to study")
     if at_typed is None or not math.isfinite(at_typed):
         raise ComputeError(f"the derivative of order {order} of {expr.text} is undefined or not finite at {pt}")
+    own = "central" if order == 1 else "stencil8"  # gradcli's own formula; else the first one chosen
     report = StepsReport(expr.text, variable, dict(point.values), order, value, at_typed, [],
-                         marked="central" if order == 1 else "stencil8", notes=notes)
+                         marked=own if own in studied else studied[0], notes=notes)
+    stencils = [f for f in formulas(order) if f.name in studied]
     for j, (d, values) in enumerate(zip(chosen, typed), start=1):
         higher = {k - order: v[j] for k, v in exact.items() if k > order}
-        report.sweeps.append(sweep_dtype(expr.tree, values, variable, order, d, exact[order][j],
-                                         abs(exact[0][j] or 0.0), higher, formulas(order)))
+        sweep = sweep_dtype(expr.tree, values, variable, order, d, exact[order][j], abs(exact[0][j] or 0.0),
+                            higher, stencils)
+        by_name = {f.name: f for f in sweep.formulas}  # the complex step comes with every order-1 sweep
+        sweep.formulas = [by_name[n] for n in studied]
+        report.sweeps.append(sweep)
     return report
 
 
@@ -262,5 +289,5 @@ def _num(x: float) -> Num:
     return Num(Fraction(x), repr(x))
 
 
-__all__ = ["COMPLEX", "DtypeSweep", "Formula", "FormulaSweep", "StepsReport", "compute_steps", "formulas",
-           "parse_dtypes", "sweep_steps"]
+__all__ = ["COMPLEX", "FORMULA_NAMES", "DtypeSweep", "Formula", "FormulaSweep", "StepsReport", "compute_steps",
+           "formulas", "parse_dtypes", "parse_formulas", "sweep_steps"]

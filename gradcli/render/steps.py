@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import sys
 
-from gradcli.compute.steps import DtypeSweep, StepsReport
+from gradcli.compute.steps import FORMULA_NAMES, DtypeSweep, StepsReport
 from gradcli.render.common import to_csv, to_json
 from gradcli.render.layout import terminal_width, wrap_plain
 
@@ -16,6 +16,9 @@ GAP = 4  # columns between tables side by side
 COLUMN_GAP = 1  # between the grid's columns: a step and 8 formulas fit in 80 columns
 MIN_WIDTH = 20
 _MARKERS = ["+", "x", "o", "*", "#", "@", "%", "&", "="]
+# for cells two formulas share at every step (the legend names both)
+COMBINED_MARKERS = ["$", "~", "^", "="]
+PLOT_HEIGHT = 22
 MARKS = (("D", "default"), ("B", "best"), ("T", "theory"))
 
 
@@ -145,6 +148,87 @@ def _decade_ticks(low: float, high: float, width: int) -> list[int]:
     return list(range(hi, lo - 1, -every))[::-1]
 
 
+def _points(sweep: DtypeSweep, f, floor: float) -> list[tuple[float, float]]:
+    return [(math.log10(h), math.log10(max(e, floor))) for h, e in zip(sweep.steps, f.errors) if e is not None]
+
+
+def _inside(canvas: str) -> str:
+    """The plot area of a built figure (its tick labels and axis titles left out: "error" has an 'o')."""
+    rows = []
+    for line in canvas.splitlines():
+        cut = min((k for k in (line.find("\u2502"), line.find("\u2524")) if k >= 0), default=-1)
+        if cut >= 0:
+            rows.append(line[cut + 1:])
+    return "\n".join(rows)
+
+
+def _draw(fig, report, sweep, drawn, combined, marks, floor, width: int) -> str:
+    """Draw the formulas in the order ``drawn`` ((formula, marker)), then ``combined`` ((points, marker):
+    cells two formulas share), then the marked steps; the plot area as text, to see which markers show."""
+    fig.clear()
+    all_y = []
+    for f, marker in drawn:
+        pts = _points(sweep, f, floor)
+        signal = fig.signal([p[0] for p in pts], [p[1] for p in pts], marker=marker)
+        signal.lines()
+        fig.draw(signal)
+        all_y += [p[1] for p in pts]
+    for pts, marker in combined:
+        fig.draw(fig.signal([p[0] for p in pts], [p[1] for p in pts], marker=marker))
+    for x, y, letter in marks:
+        fig.draw(fig.text(x, y, letter))
+    xs = [math.log10(h) for h in sweep.steps]
+    fig.ruler("x").ticks(*_labels(_decade_ticks(min(xs), max(xs), width)))
+    if all_y:
+        fig.ruler("y").ticks(*_labels(_decade_ticks(min(all_y), max(all_y), 20 * 4)))
+    fig.label("step h", axis="x")
+    fig.label("|error|", axis="y")
+    fig.plot_size(width, PLOT_HEIGHT)
+    return _inside(fig.build().string(colorless=True))
+
+
+def _visible_order(fig, report, sweep, shown, marks, floor, width):
+    """Formulas drawn later cover earlier ones where they share a cell (forward's errors are backward's
+    wherever truncation rules, and both have 1 point per step): draw the least visible last, until every
+    formula shows in a cell of its own or no order does better. Formulas that still show nowhere (the same
+    errors as another at every step) get a combined marker in the cells they share."""
+    order, best = list(shown), None
+    for _ in range(len(shown) + 1):
+        inside = _draw(fig, report, sweep, order, [], marks, floor, width)
+        counts = {f.name: inside.count(m) for f, m in order}
+        score = (sum(1 for c in counts.values() if c), min(counts.values()))
+        if best is None or score > best[2]:
+            best = (list(order), counts, score)
+        if min(counts.values()) > 0:
+            break
+        again = [fm for fm in order if counts[fm[0].name]] + [fm for fm in order if not counts[fm[0].name]]
+        if again == order:
+            break
+        order = again
+    order, counts, _ = best
+    ys = [y for f, _ in order for _, y in _points(sweep, f, floor)]
+    row = (max(ys) - min(ys)) / (PLOT_HEIGHT - 4)  # the plot area's rows, in decades (the frame and ticks: 4)
+    combined, labels = [], []
+    spare = iter(m for m in COMBINED_MARKERS if m not in {m for _, m in order})
+    for f, marker in order:
+        if counts[f.name]:
+            continue
+        mine = dict(_points(sweep, f, floor))
+        # the formula it hides under: the one sharing the most of its cells, and only there the combined mark
+        shared = []
+        for g, _ in order:
+            theirs = dict(_points(sweep, g, floor))
+            same = [(x, y) for x, y in mine.items() if g is not f and abs(theirs.get(x, math.inf) - y) <= row / 2]
+            shared.append((len(same), same, g))
+        count, same, under = max(shared, key=lambda t: t[0])
+        sign = next(spare, None)
+        if not count or sign is None:
+            continue
+        combined.append((same, sign))
+        labels.append((sign, f"{f.name} ({marker}) and {under.name} in the same cells"))
+    return order, combined, labels
+
+
 def _plot_one(report: StepsReport, sweep: DtypeSweep, *, file, width: int) -> None:
     import plotext as plt
 
@@ -152,34 +236,24 @@ def _plot_one(report: StepsReport, sweep: DtypeSweep, *, file, width: int) -> No
 
     floor = _floor(sweep)
     fig = plt.figure
-    fig.clear()
     markers = tp.markers(file, _MARKERS)
-    legend, all_y = [], []
-    for i, f in enumerate(sweep.formulas):
-        pts = [(math.log10(h), math.log10(max(e, floor))) for h, e in zip(sweep.steps, f.errors) if e is not None]
-        if not pts:
-            continue
-        marker = markers[i % len(markers)]
-        signal = fig.signal([p[0] for p in pts], [p[1] for p in pts], marker=marker)
-        signal.lines()
-        fig.draw(signal)
-        all_y += [p[1] for p in pts]
-        legend.append((marker, f"{f.name} (error ~ h^{f.accuracy})"))
+    # a formula keeps its marker whichever others are drawn (forward is always '+')
+    shown = [(f, markers[FORMULA_NAMES.index(f.name) % len(markers)]) for f in sweep.formulas
+             if _points(sweep, f, floor)]
+    marks, mark_legend = [], []
     marked = next((f for f in sweep.formulas if f.name == report.marked), None)
     for letter, kind in MARKS if marked else ():
         h, e = getattr(marked, f"{kind}_step"), getattr(marked, f"{kind}_error")
         if h is None or e is None or not sweep.steps[-1] <= h <= sweep.steps[0]:
             continue
-        fig.draw(fig.text(math.log10(h), math.log10(max(e, floor)), letter))
-        legend.append((letter, f"{kind} step of {marked.name}: h = {h:.2g}, error {_cell(e)}"))
-    xs = [math.log10(h) for h in sweep.steps]
-    fig.ruler("x").ticks(*_labels(_decade_ticks(min(xs), max(xs), width)))
-    if all_y:
-        fig.ruler("y").ticks(*_labels(_decade_ticks(min(all_y), max(all_y), 20 * 4)))
-    fig.label("step h", axis="x")
-    fig.label("|error|", axis="y")
+        marks.append((math.log10(h), math.log10(max(e, floor)), letter))
+        mark_legend.append((letter, f"{kind} step of {marked.name}: h = {h:.2g}, error {_cell(e)}"))
+    order, combined, combined_legend = _visible_order(fig, report, sweep, shown, marks, floor, width) \
+        if shown else ([], [], [])
+    _draw(fig, report, sweep, order, combined, marks, floor, width)
+    legend = [(m, f"{f.name} (error ~ h^{f.accuracy})") for f, m in shown] + combined_legend + mark_legend
     tp.print_title(_title(report, sweep) + " (log-log)", file=file, width=width)
-    tp.print_figure(fig, file=file, width=width, height=22)
+    tp.print_figure(fig, file=file, width=width, height=PLOT_HEIGHT)
     legend.append((" ", f"an error of exactly 0 is drawn at the bottom, 1e{math.floor(math.log10(floor))}"))
     tp.print_legend(legend, file=file, width=width)
 
