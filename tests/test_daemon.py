@@ -207,20 +207,34 @@ def test_two_concurrent_calls_each_get_their_own_output(running):
     assert (waiting.returncode, out, err) == (0, cold_first.stdout, cold_first.stderr)
 
 
-def test_a_piped_shell_runs_in_the_daemon_and_an_interactive_one_cold(running):
+def test_a_piped_shell_runs_in_the_daemon(running):
     script = b'grad "x**2" --at x=3\neval "x+" --at x=1\ngrad "sin(x)" --at x=1 -f json\n'
     cold = gradcli(running, "shell", daemon=False, input=script)
     warm = through_daemon(running, "shell", input=script)
     assert cold.returncode == 2, cold.stderr  # the last failure's code, as from a script
     assert (warm.returncode, warm.stdout, warm.stderr) == (cold.returncode, cold.stdout, cold.stderr)
-    # On a terminal the client does not even connect (a cold shell is not started here: it needs no test).
-    code = ("import os; master, slave = os.openpty(); os.dup2(slave, 0);"
-            "from gradcli.daemon.client import run_through_daemon; print(run_through_daemon(['shell']))")
-    before = served(running)
-    result = subprocess.run([sys.executable, "-c", code], env=_env(running, True), capture_output=True,
-                            text=True, timeout=30)
-    assert (result.returncode, result.stdout) == (0, "None\n"), result.stderr
-    assert served(running) in (before, None)  # None: a source edit stopped it meanwhile
+
+
+@pytest.mark.parametrize("argv, variables, terminal", [
+    (["shell"], {}, True),  # an interactive shell: the terminal and its job control are the caller's
+    ([], {"_GRADCLI_COMPLETE": "complete_zsh", "_TYPER_COMPLETE_ARGS": "gradcli gr"}, False),  # a TAB
+    (["--show-completion", "bash"], {}, False),
+], ids=["shell-on-a-terminal", "tab-completion", "show-completion"])
+def test_calls_the_client_leaves_to_a_cold_run(running, argv, variables, terminal):
+    """The client does not even connect (run_through_daemon gives None, nothing is served): a cold run of
+    these is not started here, it needs no test."""
+    code = ("import os, sys; master, slave = os.openpty(); os.dup2(slave, 0) if sys.argv[1] == 'tty' else None;"
+            "from gradcli.daemon.client import run_through_daemon; print(run_through_daemon(sys.argv[2:]))")
+    for _ in range(4):
+        ensure_running(running)
+        before = served(running)
+        result = subprocess.run([sys.executable, "-c", code, "tty" if terminal else "pipe", *argv],
+                                env={**_env(running, True), **variables}, capture_output=True, text=True,
+                                timeout=30, stdin=subprocess.DEVNULL)
+        assert (result.returncode, result.stdout) == (0, "None\n"), result.stderr
+        if before is not None and served(running) == before:
+            return
+    pytest.fail("the daemon kept stopping (source edits)")
 
 
 def test_without_a_daemon_the_call_runs_cold(tmp_path):

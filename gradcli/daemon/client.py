@@ -20,8 +20,11 @@ CONNECT_TIMEOUT_S = 0.5
 # The daemon answers a request in milliseconds; one busy beyond this is left alone (a cold run it is).
 READY_WITHIN_S = float(os.environ.get("GRADCLI_DAEMON_READY_S", "2.0"))
 RELAYED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1)
-# Subcommands that are not handed over: the daemon's own (it may be the one being stopped).
-NOT_HANDED = ("daemon",)
+# Not handed over: the daemon's own subcommands (it may be the one being stopped), and shell completion,
+# which reads variables the daemon does not pass (_GRADCLI_COMPLETE, COMP_LINE, ...) and looks for the
+# caller's shell among its parent processes; completion stays light run cold.
+NOT_HANDED = ("daemon", "--show-completion", "--install-completion")
+COMPLETION_VARIABLE = "_GRADCLI_COMPLETE"
 
 
 def connect(timeout: float = CONNECT_TIMEOUT_S) -> socket.socket | None:
@@ -56,7 +59,7 @@ def request(op: str, timeout: float = 5.0) -> dict | None:
 
 
 def run_through_daemon(argv: list[str]) -> int | None:
-    if argv[:1] and argv[0] in NOT_HANDED:
+    if argv[:1] and argv[0] in NOT_HANDED or COMPLETION_VARIABLE in os.environ:
         return None
     if argv[:1] == ["shell"] and _isatty(0):
         # An interactive shell owns the terminal: Ctrl-Z would stop this process and not the daemon's
