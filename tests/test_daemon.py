@@ -237,6 +237,23 @@ def test_calls_the_client_leaves_to_a_cold_run(running, argv, variables, termina
     pytest.fail("the daemon kept stopping (source edits)")
 
 
+def test_a_closed_stdout_is_left_to_a_cold_run(running):
+    """With descriptor 1 closed, the client's socket would have taken its number (and the daemon's child
+    would have written into the socket): the call runs cold, which says that stdout is closed."""
+    cmd = ["bash", "-c", 'exec "$0" "$@" >&-', GRADCLI, "eval", "x", "--at", "x=3"]
+    cold = subprocess.run(cmd, env=_env(running, False), capture_output=True, timeout=RUN_TIMEOUT_S)
+    closed = b"gradcli: error: cannot write the output: standard output is closed\n"
+    assert (cold.returncode, cold.stderr) == (1, closed)
+    for _ in range(4):
+        ensure_running(running)
+        before = served(running)
+        warm = subprocess.run(cmd, env=_env(running, True), capture_output=True, timeout=RUN_TIMEOUT_S)
+        assert (warm.returncode, warm.stderr) == (cold.returncode, cold.stderr)
+        if before is not None and served(running) == before:
+            return
+    pytest.fail("the daemon kept stopping (source edits)")
+
+
 def test_without_a_daemon_the_call_runs_cold(tmp_path):
     empty = tmp_path / "x"
     empty.mkdir(mode=0o700)

@@ -13,6 +13,7 @@ import os
 import select
 import signal
 import socket
+import sys
 
 from gradcli.daemon import protocol
 
@@ -61,6 +62,10 @@ def request(op: str, timeout: float = 5.0) -> dict | None:
 def run_through_daemon(argv: list[str]) -> int | None:
     if argv[:1] and argv[0] in NOT_HANDED or COMPLETION_VARIABLE in os.environ:
         return None
+    if sys.__stdin__ is None or sys.__stdout__ is None or sys.__stderr__ is None:
+        # A descriptor 0-2 closed when Python started: the next one opened (this socket) would take its
+        # number, and the daemon would get the socket itself as the caller's stdout. A cold run says so.
+        return None
     if argv[:1] == ["shell"] and _isatty(0):
         # An interactive shell owns the terminal: Ctrl-Z would stop this process and not the daemon's
         # child, which would go on reading the terminal beside the caller's shell. It runs cold.
@@ -75,7 +80,7 @@ def run_through_daemon(argv: list[str]) -> int | None:
                           fds=[0, 1, 2])
             sock.settimeout(READY_WITHIN_S)
             answer = protocol.receive(sock)
-        except (OSError, protocol.ProtocolError):  # a closed descriptor 0-2 among them: a cold run says so
+        except (OSError, protocol.ProtocolError):
             return None
         if answer.get("ready") is not True:
             return None
