@@ -24,7 +24,7 @@ sys.path.insert(1, str(Path(__file__).resolve().parent.parent / "tests"))
 import oracle  # noqa: E402
 
 from gradcli.compute.derivative import compute_derivatives  # noqa: E402
-from gradcli.compute.grad import compute_gradient  # noqa: E402
+import gradcli  # noqa: E402
 from gradcli.compute.hessian import compute_hessian  # noqa: E402
 
 UNARY = ["sin({})", "cos({})", "tanh({})", "atan({})", "sigmoid({})", "exp({}/2)", "sqrt(1 + ({})**2)",
@@ -83,12 +83,12 @@ def gradient_case(rng, tally: Tally, dtype: str) -> None:
         exact = {v: float(oracle.oracle_partial(expr, point, {v: 1})) for v in point}
     except (oracle.Undefined, oracle.Unsupported):
         return
-    r = compute_gradient([expr], at=",".join(f"{k}={v}" for k, v in point.items()), methods="symbolic,fd",
-                         dtype=dtype)
-    res = r.results[0]
+    r = gradcli.grad(expr, at=",".join(f"{k}={v}" for k, v in point.items()), method="symbolic,fd",
+                     dtype=dtype).to_dict()
+    res = r["results"][0]
     for v in point:
-        warned = any(f"/d{v}" in w and "fd" in w for w in r.warnings)
-        tally.add(res.gradient["fd"].get(v), exact[v], getattr(res, "fd_error_estimate", {}).get(v), warned, dtype)
+        warned = any(f"/d{v}" in w and "fd" in w for w in r["warnings"])
+        tally.add(res["gradient"]["fd"].get(v), exact[v], res.get("fd_error_estimate", {}).get(v), warned, dtype)
 
 
 def hessian_case(rng, tally: Tally, dtype: str) -> None:

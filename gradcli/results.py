@@ -7,7 +7,6 @@ Each report has ``to_dict()`` (the JSON document; non-finite floats become ``nul
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from typing import Any
 
 METHODS = ("symbolic", "tape", "fd")
@@ -65,87 +64,3 @@ def shortest(x: float | None, dtype: str) -> float | None:
     import numpy as np
 
     return float(repr(np.float32(x)).replace("np.float32(", "").rstrip(")"))
-
-
-@dataclass
-class ExpressionGradient:
-    """The gradient of one expression by each method that ran."""
-
-    expression: str
-    value: float | None
-    formula: dict[str, str] = field(default_factory=dict)
-    gradient: dict[str, dict[str, float | None]] = field(default_factory=dict)
-    error: dict[str, dict[str, float | None]] = field(default_factory=dict)
-    unconnected: list[str] = field(default_factory=list)
-    fd_error_estimate: dict[str, float | None] = field(default_factory=dict)  # fd's own error estimate
-    one_sided: dict[str, dict[str, float]] = field(default_factory=dict)  # kinks: {var: {"left", "right"}}
-    point_shift: dict[str, float] = field(default_factory=dict)  # exact derivative's move, typed -> dtype point
-    complex_error_estimate: dict[str, float | None] = field(default_factory=dict)  # the complex step's estimate
-    not_analytic: list[str] = field(default_factory=list)  # variables the complex step has no value for (a note)
-
-    def to_dict(self) -> dict:
-        doc = {
-            "expression": self.expression,
-            "value": self.value,
-            "formula": self.formula,
-            "gradient": self.gradient,
-            "error": self.error,
-            "unconnected": self.unconnected,
-        }
-        if "fd" in self.gradient:
-            doc["fd_error_estimate"] = self.fd_error_estimate
-        if self.one_sided:
-            doc["one_sided"] = self.one_sided
-        if "complex" in self.gradient:
-            doc["complex_error_estimate"] = self.complex_error_estimate
-        return doc
-
-
-@dataclass
-class GradientReport:
-    """``gradcli grad``: gradients of one or more expressions at one point."""
-
-    expressions: list[str]
-    point: dict[str, float]
-    dtype: str
-    wrt: list[str]
-    methods: list[str]
-    results: list[ExpressionGradient]
-    fd_scheme: str | None = None
-    fd_steps: dict[str, float] = field(default_factory=dict)
-    complex_step: float | None = None  # h in Im f(x + ih) / h, when the complex step ran
-    sum: dict[str, dict[str, float | None]] | None = None
-    warnings: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    failed: bool = False
-    command: str = "grad"
-    # --constants: variables entered on the tape as tf.constant (still rows: symbolic and fd differentiate by
-    # them); --watch: those of them tape.watch()ed. Both in wrt order.
-    constants: list[str] = field(default_factory=list)
-    watched: list[str] = field(default_factory=list)
-
-    @property
-    def unwatched(self) -> list[str]:
-        """The constants the tape did not watch: its gradient is None (JSON null) for them, by TF's design."""
-        return [v for v in self.constants if v not in self.watched]
-
-    def to_dict(self) -> dict:
-        doc: dict[str, Any] = {
-            "command": self.command,
-            "expressions": self.expressions,
-            "point": self.point,
-            "dtype": self.dtype,
-            "wrt": self.wrt,
-            "methods": self.methods,
-            "fd": None if self.fd_scheme is None else {"scheme": self.fd_scheme, "step": self.fd_steps},
-            **({} if self.complex_step is None else {"complex": {"step": self.complex_step}}),
-            "results": [r.to_dict() for r in self.results],
-        }
-        if self.constants:  # only with --constants: other documents keep their shape
-            doc["tape_sources"] = {"constants": self.constants, "watched": self.watched,
-                                   "unwatched": self.unwatched}
-        if self.sum is not None:
-            doc["sum"] = self.sum
-        doc["warnings"] = self.warnings
-        doc["notes"] = self.notes
-        return clean(doc)

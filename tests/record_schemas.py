@@ -1,6 +1,6 @@
 """The JSON Schemas of gradcli's documents and records (docs/schemas/): the requests whose output the tests
 validate against them, and a drafting tool that infers a schema from real output (run it only to start a
-new schema: ``python -m tests.record_schemas --draft``; the committed schemas are the contract).
+new schema: ``python -m tests.record_schemas --draft [NAME...]``; the committed schemas are the contract).
 
 A schema per shape: ``<command>.json`` the one-point ``-f json`` document, ``<command>-record.json`` one
 ``-f jsonl`` record (also each entry of ``points``/``starts`` in a many-point document), and
@@ -29,6 +29,10 @@ REQUESTS = [
     ("grad-record", ["grad", "3*x", "x**2", "--grid", "x=-1:5:3"], "jsonl"),
     ("grad-record", ["grad", "log(x)", "--grid", "x=-1:1:3", "-m", "symbolic,tape,fd,complex"], "jsonl"),
     ("grad-batch", ["grad", "x**2*y", "--grid", "x=-1:1:3,y=1:2:2"], "json"),
+    ("grad-batch", ["grad", "3*x", "x**2", "--grid", "x=-1:1:2", "-m", "tape,fd,complex"], "json"),
+    ("grad-record", ["grad", "abs(x)*y", "--at", "x=0,y=1", "-m", "tape,fd,complex"], "jsonl"),
+    ("grad-record", ["grad", "3*x", "x**2", "--at", "x=5", "-m", "symbolic,tape,fd,complex"], "jsonl"),
+    ("grad-record", ["grad", "(x1+5)*x2**2", "--at", "x1=2,x2=3", "--constants", "x1,x2", "--watch", "x2"], "jsonl"),
     ("hessian", ["hessian", "x1**2*x2 + x2**3", "--at", "x1=1,x2=2"], "json"),
     ("hessian", ["hessian", "abs(x)*y", "--at", "x=0,y=1", "--formulas"], "json"),
     ("hessian", ["hessian", "x**2.5 + y**2", "--at", "x=0,y=1", "-m", "symbolic,fd"], "json"),
@@ -112,8 +116,10 @@ def draft() -> None:
 
     runner = CliRunner()
     by_schema: dict[str, list] = {}
+    only = [a for a in sys.argv[1:] if not a.startswith("-")]  # schema names to redraft (default: all)
     for request in REQUESTS:
-        by_schema.setdefault(request[0], []).extend(outputs(runner, request))
+        if not only or request[0] in only:
+            by_schema.setdefault(request[0], []).extend(outputs(runner, request))
     for name, samples in by_schema.items():
         schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": f"{name}.json",
                   "title": f"gradcli {name}", **infer(samples)}

@@ -15,7 +15,7 @@ from gradcli.compute.batch.derivative import DerivativeBatch
 from gradcli.compute.batch.grad import GradBatch
 from gradcli.compute.complex_column import complex_cross_warnings, cross_check_complex
 from gradcli.compute.derivative import compute_derivatives
-from gradcli.compute.grad import compute_gradient
+import gradcli
 from gradcli.expression.sources.shapes import PointChunk
 
 
@@ -38,9 +38,9 @@ def test_batch_equals_single_points_digit_for_digit(text, pts, dtype, methods):
     grads = records(GradBatch([text], wrt="x,y", methods=methods, dtype=dtype), pts)
     derivs = records(DerivativeBatch(text, wrt="x", methods=methods, dtype=dtype), pts)
     for p, g, d in zip(pts, grads, derivs):
-        one = compute_gradient([text], at=at(p), wrt="x,y", methods=methods, dtype=dtype).results[0]
-        assert g["results"][0]["gradient"]["complex"] == one.gradient["complex"]
-        assert g["results"][0]["complex_error_estimate"] == one.complex_error_estimate
+        one = gradcli.grad(text, at=at(p), wrt="x,y", method=methods, dtype=dtype).to_dict()["results"][0]
+        assert g["results"][0]["gradient"]["complex"] == one["gradient"]["complex"]
+        assert g["results"][0]["complex_error_estimate"] == one["complex_error_estimate"]
         row = compute_derivatives(text, at=at(p), wrt="x", methods=methods, dtype=dtype).derivatives[0]
         assert d["derivatives"]["complex"] == [row.complex]
         assert d["complex_error_estimate"] == [row.complex_error_estimate]

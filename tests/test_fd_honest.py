@@ -18,7 +18,7 @@ import oracle
 from strategies import smooth_expressions
 from gradcli.compute.analysis import analyse_hessian
 from gradcli.compute.derivative import compute_derivatives
-from gradcli.compute.grad import cross_check
+from gradcli.compute.judge import cross_check
 from gradcli.compute.hessian import judge_hessian
 from gradcli.expression import parse
 from gradcli.methods.fd import fd_gradients
@@ -181,7 +181,7 @@ def test_fd_across_atan2s_branch_cut_is_flagged(invoke_json, invoke):
     sided = doc["results"][0]["one_sided"]["y"]  # both one-sided values: the right one is the derivative
     assert sided["right"] == pytest.approx(-1.0, abs=1e-6) and abs(sided["left"]) > 1e5
     result = invoke("grad", "atan2(y, x)", "--at", "x=-1,y=0", "-m", "symbolic,fd")
-    assert "d(atan2(y, x))/dy at x=-1, y=0 is at a kink or a jump" in result.stderr
+    assert "d(atan2(y, x))/dy is at a kink or a jump" in result.stderr
     assert "right -1" in result.stderr and result.exit_code == 0
 
 
@@ -224,7 +224,8 @@ def test_scale_aware_definiteness_from_entry_errors():
 def test_a_rounded_point_is_not_blamed_on_the_tape(invoke):
     result = invoke("grad", "1/(x-2)", "--at", "x=2.0000001", "-m", "symbolic,tape,fd")
     assert result.exit_code == 0
-    assert "disagree" not in result.stderr and "not exactly a float64 number" in result.stderr
+    # every method, the exact one too, is taken at the float64 point: no rounding between them to explain
+    assert "disagree" not in result.stderr and "warning" not in result.stderr
     result = invoke("derivative", "1/(x-2)", "--at", "x=2.0000001", "-n", "2", "-m", "symbolic,tape")
     assert result.exit_code == 0 and "disagree" not in result.stderr
 

@@ -39,3 +39,17 @@ def test_a_record_at_one_point_is_the_record_of_many(runner):
     (at,) = outputs(runner, ("", ["grad", "x**2*y", "--at", "x=2,y=3"], "jsonl"))
     (grid,) = outputs(runner, ("", ["grad", "x**2*y", "--grid", "x=2:2:1,y=3:3:1"], "jsonl"))
     assert at == grid
+
+
+@pytest.mark.parametrize("argv", [["grad", "(x1+5)*x2**2", "--at", "x1=2,x2=3"],
+                                  ["grad", "3*x", "x**2", "--at", "x=5", "-m", "tape,fd,complex"],
+                                  ["grad", "log(x)*y", "--at", "x=-1,y=2"],
+                                  ["grad", "(x1+5)*x2**2", "--at", "x1=2,x2=3", "--constants", "x1"]])
+def test_the_one_point_document_is_the_run_and_the_record(runner, argv):
+    """The one-point -f json document holds, key for key, the record -f jsonl (and --points) writes for the
+    point; what it adds are the run's keys, the ones a many-point document has above its points."""
+    (document,) = outputs(runner, ("", argv, "json"))
+    (record,) = outputs(runner, ("", argv, "jsonl"))
+    assert {k: document[k] for k in record} == record
+    many = json.loads((SCHEMAS / f"{argv[0]}-batch.json").read_text())["properties"]
+    assert set(document) - set(record) <= set(many) | {"tape_sources"}

@@ -158,11 +158,21 @@ def test_refusals_exit_2_with_one_line(args, words):
         assert words in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
 
-@pytest.mark.parametrize("many", [["--grid", "x1=0:1:2,x2=0:1:2"], ["--at", AT, "-f", "csv"]])
-def test_batches_refuse_constants(many):
-    result = invoke("grad", G, *many, "--constants", "x1")
+def test_many_points_refuse_constants():
+    result = invoke("grad", G, "--grid", "x1=0:1:2,x2=0:1:2", "--constants", "x1")
     assert result.exit_code == 2
     assert "--constants works at one point" in result.stderr
+
+
+def test_constants_at_one_point_in_csv_and_jsonl_too():
+    """The one point's record is the same in every format: the unwatched column is empty (null)."""
+    doc = grad_json(G, "--at", AT, "--constants", "x1")
+    line = json.loads(invoke("grad", G, "--at", AT, "--constants", "x1", "-f", "jsonl").stdout)
+    assert line == {k: doc[k] for k in line}
+    assert line["results"][0]["gradient"]["tape"] == {"x1": None, "x2": 42.0}
+    rows = invoke("grad", G, "--at", AT, "--constants", "x1", "-f", "csv").stdout.splitlines()
+    header, row = rows[0].split(","), rows[1].split(",")
+    assert row[header.index("tape_dx1")] == "" and row[header.index("tape_dx2")] == "42.0"
 
 
 # ------------------------------------------------------------------ descent as in the guide

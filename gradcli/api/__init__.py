@@ -92,28 +92,27 @@ def _command(module: str, function: str | None = None):
 @_command("grad")
 def grad(*expressions: str, at=None, points=None, grid: str | None = None, wrt: str | None = None,
          method: str = CLI_DEFAULT, scheme: str = CLI_DEFAULT, eps: float | None = None, dtype: str = CLI_DEFAULT,
-         symbolic_timeout: float = CLI_DEFAULT, batch_size: int = CLI_DEFAULT) -> Result:
+         symbolic_timeout: float = CLI_DEFAULT, batch_size: int = CLI_DEFAULT, constants: str | None = None,
+         watch: str | None = None) -> Result:
     """``gradcli grad EXPR...``: the gradient, SymPy's exact value beside GradientTape and finite differences
     (several expressions: the Jacobian and the tape's sum). ``at``: {"x1": 2, "x2": 3} or "x1=2,x2=3";
-    ``points``: a CSV/JSON Lines path, a mapping of columns or a DataFrame; ``grid``: "x=-1:1:5,y=0:1:3"."""
+    ``points``: a CSV/JSON Lines path, a mapping of columns or a DataFrame; ``grid``: "x=-1:1:5,y=0:1:3";
+    ``constants``/``watch`` (one point): "x1,x2" enter the tape as tf.constant / are tape.watch()ed."""
     expressions = _expression_list(expressions)
     _check_scheme(scheme)
+    if constants is not None or watch is not None:
+        from gradcli.compute.request import refuse_constants_for_many
+
+        refuse_constants_for_many(constants, watch, many=points is not None or grid is not None)
 
     def core():
         from gradcli.compute.batch.grad import GradBatch
 
         return GradBatch(expressions, wrt=wrt, methods=method, scheme=scheme, eps=eps, dtype=dtype,
-                         symbolic_time_limit=symbolic_timeout)
+                         symbolic_time_limit=symbolic_timeout, constants=constants, watch=watch)
 
     if points is None and grid is None:
-        from gradcli.compute.grad import compute_gradient
-        from gradcli.render import grad as render
-
-        with quiet() as captured:
-            report = compute_gradient(expressions, at=at_texts(at), wrt=wrt, methods=method, scheme=scheme,
-                                      eps=eps, dtype=dtype, symbolic_time_limit=symbolic_timeout)
-        return _one_point("grad", report, render.grad_json(report), lambda: render.grad_table(report), captured,
-                          records=_record_at("grad", core, at, batch_size))
+        return _batch_of_one("grad", core, at=at, batch_size=batch_size)
     return _many_points("grad", core, points=points, grid=grid, at=at, batch_size=batch_size)
 
 
@@ -278,6 +277,29 @@ def _one_point(command: str, report, document: str, render, captured, records=No
     out, err = captured
     return Result(command, document + "\n", warnings=report.warnings, notes=report.notes, failed=report.failed,
                   render=render, captured=out.getvalue() + err.getvalue(), records=records)
+
+
+def _batch_of_one(command: str, core, *, at, batch_size: int) -> Result:
+    """One point as the CLI computes it: the batch core on the --at point, its document and its table (the
+    command's view of that document) from gradcli.render.detail."""
+    from gradcli.compute.batch.engine import run_batch
+    from gradcli.compute.batch.points import point_chunks
+    from gradcli.render.batch import detail_view
+    from gradcli.render.common import to_json
+    from gradcli.render.detail import DetailSink
+
+    sink = DetailSink()
+    with quiet() as captured:
+        computation = core()
+        chunks = point_chunks(computation, points=None, grid=None, at=at_texts(at), batch_size=batch_size)
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            failed = run_batch(computation, chunks, sink).failed
+    document = sink.document
+    record = {k: document[k] for k in sink.records[0]}
+    out, err = captured
+    return Result(command, to_json(document) + "\n", warnings=document["warnings"], notes=document["notes"],
+                  failed=failed, render=lambda: detail_view(command)(document),
+                  captured=out.getvalue() + err.getvalue(), records=lambda: [record])
 
 
 def _record_at(command: str, core, at, batch_size: int):

@@ -119,15 +119,16 @@ def handle_errors(fn: Callable) -> Callable:
 
 def run_many(computation, *, points: str | None, grid: str | None, at: list[str] | None,
              output: OutputFormat, batch_size: int) -> None:
-    """``--points``/``--grid`` (or ``-f csv``/``-f jsonl`` at the --at point, a batch of one): compute
-    ``computation`` (a gradcli.compute.batch core) at every point, writing each batch's records as it
-    finishes; exit 1 when a point's value or derivative is undefined."""
+    """Compute ``computation`` (a gradcli.compute.batch core) at every point of ``--points``/``--grid``, or at
+    the ``--at`` point as a batch of one (its table and JSON: gradcli.render.detail), writing each batch's
+    records as it finishes; exit 1 when a point's value or derivative is undefined."""
     from gradcli.compute.batch.engine import run_batch
     from gradcli.compute.batch.points import point_chunks
     from gradcli.render.batch import sink_for
 
     chunks = point_chunks(computation, points=points, grid=grid, at=at, batch_size=batch_size)
-    summary = run_batch(computation, chunks, sink_for(computation.command, output.value))
+    one_point = points is None and grid is None
+    summary = run_batch(computation, chunks, sink_for(computation.command, output.value, one_point=one_point))
     finish(summary.failed)
 
 

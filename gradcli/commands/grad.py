@@ -8,7 +8,7 @@ import typer
 
 from gradcli.commands.common import (METHOD_HELP, AtOption, BatchSizeOption, DType, DTypeOption, FileOption,
                                      FormatOption, GridOption, OutputFormat, PointsOption, ShowCodeOption,
-                                     SymbolicTimeoutOption, as_batch, conclude, emit, handle_errors,
+                                     SymbolicTimeoutOption, handle_errors,
                                      refuse_show_code_for_many, run_many)
 from gradcli.commands.completion import complete_methods
 from gradcli.errors import UsageError
@@ -62,7 +62,7 @@ def grad(
       gradcli grad "3*x" "x**2" --at x=5 -m tape,fd
       gradcli grad "x**2*y" --grid x=-1:1:5,y=0:1:3 -f csv
     """
-    from gradcli.expression.rules import define_rules, numerics_notes
+    from gradcli.expression.rules import define_rules
 
     if rule and show_code:
         raise UsageError("--show-code does not write --rule's tf.custom_gradient yet")
@@ -75,30 +75,13 @@ def grad(
         print(grad_program(expressions, at=at, wrt=wrt, dtype=dtype.value, methods=method, scheme=scheme.value,
                            eps=eps, constants=constants, watch=watch), end="")
         return
-    many = as_batch(points=points, grid=grid, output=output)
     if constants is not None or watch is not None:
         from gradcli.compute.request import refuse_constants_for_many
 
-        refuse_constants_for_many(constants, watch, many=many)
-    if many:  # and CSV/JSONL at one point: its record
-        from gradcli.compute.batch.grad import GradBatch
+        refuse_constants_for_many(constants, watch, many=points is not None or grid is not None)
+    from gradcli.compute.batch.grad import GradBatch
 
-        run_many(GradBatch(expressions, wrt=wrt, methods=method, scheme=scheme.value, eps=eps, dtype=dtype.value,
-                           symbolic_time_limit=symbolic_timeout),
-                 points=points, grid=grid, at=at, output=output, batch_size=batch_size)
-        return
-    from gradcli.compute.grad import compute_gradient
-    from gradcli.render import grad as render  # loads rich now, while SymPy's worker is busy
-
-    report = compute_gradient(expressions, at=at, wrt=wrt, methods=method, scheme=scheme.value, eps=eps,
-                              dtype=dtype.value, symbolic_time_limit=symbolic_timeout, constants=constants,
-                              watch=watch)
-    if checked.rules and "tape" in report.methods:
-        from gradcli.expression import parse
-
-        report.notes += checked.notes + numerics_notes(
-            [parse(t).tree for t in report.expressions], report.expressions, report.point, report.wrt, report.dtype,
-            [r.gradient.get("tape", {}) for r in report.results])
-    emit(output, json=lambda: render.grad_json(report),
-         table=lambda: render.grad_table(report))
-    conclude(report)
+    core = GradBatch(expressions, wrt=wrt, methods=method, scheme=scheme.value, eps=eps, dtype=dtype.value,
+                     symbolic_time_limit=symbolic_timeout, constants=constants, watch=watch)
+    core.notes += checked.notes
+    run_many(core, points=points, grid=grid, at=at, output=output, batch_size=batch_size)

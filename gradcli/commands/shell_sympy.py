@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 
 # Imported by the fork server once, so that a worker starts with them loaded.
-PRELOAD = ["ctypes", "gradcli.methods.worker", "sympy", "gradcli.methods.symbolic", "gradcli.compute.grad",
+PRELOAD = ["ctypes", "gradcli.methods.worker", "sympy", "gradcli.methods.symbolic", "gradcli.compute.batch.grad",
            "gradcli.commands.shell_sympy_warm"]
 
 _context = None  # multiprocessing's "forkserver" context, once started

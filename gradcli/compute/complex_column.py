@@ -148,35 +148,6 @@ def complex_cross_warnings(cross: ComplexCross | None, index: tuple, what: str, 
 # one point: the reports
 # ---------------------------------------------------------------------------------------------
 
-def add_complex_gradient(report, exprs, point, variables: list[str], dtype: str) -> None:
-    """Fill ``report`` (a :class:`gradcli.results.GradientReport`) with the complex-step column and its notes;
-    :func:`gradcli.compute.judge.judge_gradients` judges it with the other columns afterwards."""
-    pt = point_text(point.values)
-    report.complex_step = COMPLEX_STEP[dtype]
-    c = complex_columns([e.tree for e in exprs], one_point(point.values), variables, dtype)
-    for i, (e, r) in enumerate(zip(exprs, report.results)):
-        finite = [math.isfinite(d) for d in c.values[i, 0].tolist()]
-        r.gradient["complex"] = {v: shortest(float(d), dtype) if ok else None
-                                 for v, d, ok in zip(variables, c.values[i, 0].tolist(), finite)}
-        r.complex_error_estimate = {v: float(s) if ok else None
-                                    for v, s, ok in zip(variables, c.estimates[i, 0].tolist(), finite)}
-        r.not_analytic = [v for v, bad in zip(variables, c.not_analytic[i, 0].tolist()) if bad]
-        report.notes += [not_analytic_note(e.text, v, pt, e.tree) for v in r.not_analytic]
-        if r.value is not None and math.isfinite(r.value):  # else: the value's own warning
-            for j, v in enumerate(variables):
-                if finite[j] and c.steps[i, 0, j] != COMPLEX_STEP[dtype]:
-                    report.notes.append(step_note(e.text, v, pt, float(c.steps[i, 0, j]), dtype))
-                report.warnings += c.warnings((i, 0, j), e.text, v, pt)
-    used = {float(h) for h, d in zip(c.steps.ravel().tolist(), c.values.ravel().tolist()) if math.isfinite(d)}
-    if len(used) == 1:  # the header names the step every value was taken with
-        report.complex_step = used.pop()
-    if len(exprs) > 1:
-        rows = [r.gradient["complex"] for r in report.results]
-        report.sum = report.sum or {}
-        report.sum["complex"] = {v: None if any(row[v] is None for row in rows) else sum(row[v] for row in rows)
-                                 for v in variables}
-
-
 def add_complex_derivative(report, tree, point, variable: str, dtype: str) -> None:
     """Fill the first row of ``report`` (a :class:`gradcli.compute.derivative.DerivativeReport`) with the
     complex-step derivative and judge it (against the exact value, or else the tape and fd); the other rows
@@ -222,5 +193,5 @@ def judge_complex_value(got: float, exact: float, estimate: float, shift: float)
     return abs(got - exact), float(fd_tolerance(estimate, exact)) + shift
 
 
-__all__ = ["ComplexColumns", "ComplexCross", "add_complex_derivative", "add_complex_gradient", "complex_columns",
+__all__ = ["ComplexColumns", "ComplexCross", "add_complex_derivative", "complex_columns",
            "complex_cross_warnings", "cross_check_complex", "judge_complex_value", "refuse_higher_orders"]

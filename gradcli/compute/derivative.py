@@ -29,7 +29,7 @@ from gradcli.expression import Expression, Node, parse
 from gradcli.methods.fd_engine import check_step
 from gradcli.methods.fd_schemes import ACCURACY_ORDERS, DEFAULT_ACCURACY
 from gradcli.methods.fd_notes import fd_line_notes
-from gradcli.compute.grad import rounded_point_note, rounding_matters
+from gradcli.compute.point_rounding import rounded_point_note, rounding_matters
 from gradcli.compute import request
 from gradcli.compute.request import check_dtype, check_eps, parse_methods
 # Seconds the nested tapes may take (each order re-records every lower one): see gradcli.methods.tape.
@@ -191,7 +191,7 @@ def start_symbolic_derivatives(tree: Node, point: Point, variable: str, order: i
                                parallel: bool = True, dtype: str | None = None) -> BoundedJob:
     """Start :func:`symbolic_derivatives_work` as a :class:`gradcli.methods.worker.BoundedJob` (with ``dtype``,
     also the point shifts)."""
-    from gradcli.compute.grad import dtype_point
+    from gradcli.compute.point_rounding import dtype_point
 
     rounded = None if dtype is None else dtype_point(point, dtype)
     return BoundedJob(symbolic_derivatives_work, (tree, dict(point.exact), list(point.names), variable, order,

@@ -229,7 +229,7 @@ def compute_hessian(expression: str, *, at: list[str] | str, wrt: str | None = N
 
 def _note_rounded_point(report: HessianReport, s: SymbolicHessian) -> None:
     """Where the point's rounding moves an exact entry by more than the dtype's roundings: a note."""
-    from gradcli.compute.grad import rounded_point_note, rounding_matters
+    from gradcli.compute.point_rounding import rounded_point_note, rounding_matters
 
     if s.shift is None:
         return

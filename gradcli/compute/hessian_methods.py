@@ -116,7 +116,7 @@ def start_symbolic_hessian(tree: Node, point: Point, wrt: list[str], *, time_lim
                            formulas: bool = True, parallel: bool = True, dtype: str | None = None) -> BoundedJob:
     """Start :func:`symbolic_hessian_work` as a :class:`gradcli.methods.worker.BoundedJob` (with ``dtype``,
     also each entry's shift between the typed point and the dtype's)."""
-    from gradcli.compute.grad import dtype_point
+    from gradcli.compute.point_rounding import dtype_point
 
     rounded = None if dtype is None else dtype_point(point, dtype)
     return BoundedJob(symbolic_hessian_work, (tree, dict(point.exact), list(point.names), list(wrt), formulas,

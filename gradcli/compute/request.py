@@ -156,9 +156,8 @@ def resolve_constants(constants_text: str | None, watch_text: str | None, point,
 
 
 def refuse_constants_for_many(constants_text: str | None, watch_text: str | None, *, many: bool) -> None:
-    """--constants/--watch are a one-point lesson: the batch paths (--points, --grid, and -f csv/jsonl,
-    which write a batch's rows) refuse them instead of silently watching every variable."""
+    """--constants/--watch are a one-point lesson: --points and --grid refuse them instead of silently
+    watching every variable."""
     if many and (constants_text is not None or watch_text is not None):
         option = "--constants" if constants_text is not None else "--watch"
-        raise UsageError(f"{option} works at one point with -f table or -f json: drop --points/--grid "
-                         f"(and -f csv/jsonl) and give --at")
+        raise UsageError(f"{option} works at one point: drop --points/--grid and give --at")

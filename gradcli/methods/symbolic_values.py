@@ -178,13 +178,52 @@ def _choosing(tree: Call, env, functions, sensitivity, np):
     return r, s, under
 
 
+def exact_value(expr, symbols: dict, point: Mapping[str, float]) -> float | None:
+    """``expr`` (SymPy, over ``symbols``) at the point's float64 coordinates taken exactly (the values every
+    method starts from), at 30 digits; None where undefined or not real."""
+    import sympy
+
+    from gradcli.methods.symbolic import value_at
+
+    subs = {symbols[n]: sympy.Rational(*float(point[n]).as_integer_ratio())
+            for n in point if symbols[n] in expr.free_symbols}
+    return value_at(expr, subs)
+
+
+def differentiate_at(trees: list[Node], names: list[str], wanted: list, points: list[dict[str, float]], *,
+                     cancel=None):
+    """SymPy's derivatives (:func:`gradcli.methods.symbolic.differentiate`), and each tree's and each
+    formula's exact value at ``points`` (one point, and its float32 rounding): {((i, key), coordinates):
+    value}. A :class:`gradcli.methods.worker.BoundedJob` work function, so that a value SymPy cannot finish
+    (exp(-x**x**x**x) at 10) is bounded by the symbolic time limit like the derivatives."""
+    from gradcli.methods.symbolic import differentiate, symbols_for, to_sympy
+
+    formulas = differentiate(trees, names, wanted, cancel=cancel)
+    known = {}
+    for point in points:
+        symbols = symbols_for(sorted(point))
+        coordinates = tuple(sorted(point.items()))
+        for i, tree in enumerate(trees):
+            for key, t in [("value", tree), *formulas[i].trees.items()]:
+                if cancel is not None:
+                    cancel.check()
+                try:
+                    known[((i, key), coordinates)] = exact_value(to_sympy(t, symbols), symbols, point)
+                except Exception:  # no exact value here: the column keeps float64, with the batch's note
+                    pass
+    return formulas, known
+
+
 class ExactValues:
     """One batch run's exact evaluations: the formulas as SymPy expressions (rebuilt once from their trees)
-    and what the run has spent, so that a long batch cannot spend unbounded time at 30 digits."""
+    and what the run has spent, so that a long batch cannot spend unbounded time at 30 digits. ``known``:
+    values evaluated ahead in a bounded job (:func:`differentiate_at`, one point); with it, nothing else is
+    evaluated here (a value that was not finished in time stays float64, noted)."""
 
-    def __init__(self, limit: int | None = None, seconds: float | None = None):
+    def __init__(self, limit: int | None = None, seconds: float | None = None, known: dict | None = None):
         self.limit = EXACT_LIMIT if limit is None else limit
         self.seconds = EXACT_SECONDS if seconds is None else seconds
+        self.known = known
         self.exact = 0  # values evaluated at 30 digits
         self.left = 0  # values that needed it and were left in float64 (past the limit, or SymPy failed)
         self.failed = 0  # of those, where SymPy's evaluation raised
@@ -218,9 +257,8 @@ class ExactValues:
         """Evaluate ``rows`` exactly into ``out`` while the run's budget lasts; returns how many were tried
         (in order; a failure keeps its float64 value and is counted)."""
         import numpy as np
-        import sympy
 
-        from gradcli.methods.symbolic import symbols_for, to_sympy, value_at
+        from gradcli.methods.symbolic import symbols_for, to_sympy
 
         names = sorted(env)
         cache_key = (key, tuple(names))
@@ -237,7 +275,6 @@ class ExactValues:
             return rows.size
         expr, symbols = self._exprs[cache_key]
         used = [n for n in names if symbols[n] in expr.free_symbols]
-        columns = {n: np.broadcast_to(env[n], (size,)) for n in used}
         start = time.monotonic()
         tried = 0
         try:
@@ -245,11 +282,13 @@ class ExactValues:
                 if self.exact >= self.limit or self.spent + (time.monotonic() - start) > self.seconds:
                     break
                 tried += 1
-                # the point's float64 coordinates, exactly (the values every method starts from)
-                subs = {symbols[n]: sympy.Rational(*float(columns[n][k]).as_integer_ratio()) for n in used}
+                point = {n: float(np.broadcast_to(env[n], (size,))[k]) for n in names}
                 try:
-                    v = value_at(expr, subs)
-                except Exception:  # SymPy's own failure at one point must not end the batch: counted, noted
+                    if self.known is not None:
+                        v = self.known[(key, tuple(sorted(point.items())))]
+                    else:
+                        v = exact_value(expr, symbols, {n: point[n] for n in used})
+                except Exception:  # SymPy's own failure (or no value in time) at one point: counted, noted
                     self.failed += 1
                     self._left_at(env, size, k)
                     continue
@@ -273,7 +312,8 @@ class ExactValues:
         where = ", ".join(f"{k}={v!r}" for k, v in (self.first_left or {}).items())
         why = [f"past {self.limit} exact evaluations or {self.seconds:g} s in a run"] if self.left > self.failed else []
         if self.failed:
-            why.append(f"SymPy's evaluation failed at {self.failed}")
+            why.append(f"SymPy's evaluation failed at {self.failed}" if self.known is None else
+                       f"SymPy did not finish it within --symbolic-timeout at {self.failed}")
         return (f"symbolic: {self.left} value{'s' if self.left != 1 else ''} could not be made exact "
                 f"({'; '.join(why)}) and are float64 evaluations of the formula, whose rounding bound does not "
                 f"vouch for them (the first at {where}); where another method disagrees there, the symbolic "

@@ -11,10 +11,7 @@ runnable on its own.
 from __future__ import annotations
 
 from gradcli.expression import Add, Call, Const, Mul, Neg, Node, Num, Pow, Var
-from gradcli.compute.grad import plan_gradient
-from gradcli.compute.request import parse_methods, resolve_constants
 from gradcli.programs.common import code_names, program_preamble, renamed_comment, target_code
-from gradcli.results import FIRST_ORDER_METHODS
 
 # The lesson of the guide's first tape, in its words: written into every tape program.
 _NON_PERSISTENT = [
@@ -198,11 +195,19 @@ def program_grad(expressions: list[str], *, at: list[str] | str, wrt: str | None
                  dtype: str = "float64", methods: str | None = None, scheme: str = "central",
                  eps: float | None = None, constants: str | None = None, watch: str | None = None) -> str:
     """``grad --show-code``: a program per chosen column (neither the tape nor SymPy runs)."""
-    exprs, point, variables, dtype = plan_gradient(expressions, at=at, wrt=wrt, dtype=dtype, methods=methods,
-                                                   scheme=scheme, eps=eps, constants=constants, watch=watch)
-    constant_names, watched = resolve_constants(constants, watch, point, variables)
-    chosen = parse_methods(methods, allowed=FIRST_ORDER_METHODS)
-    trees, texts = [e.tree for e in exprs], [e.text for e in exprs]
+    from gradcli.compute.batch.grad import GradBatch
+    from gradcli.compute.batch.points import point_chunks
+    from gradcli.expression.points import parse_point
+
+    # the request as the computation checks it (the batch core at the --at point), nothing computed
+    core = GradBatch(expressions, wrt=wrt, methods=methods, scheme=scheme, eps=eps, dtype=dtype,
+                     constants=constants, watch=watch)
+    (chunk,) = point_chunks(core, points=None, grid=None, at=at, batch_size=1)
+    core.check(chunk)
+    point = parse_point(at)  # with the exact values as typed, for SymPy's program
+    variables, dtype, chosen = core.wrt, core.dtype, core.methods
+    constant_names, watched = core.constants, core.watched
+    trees, texts = [e.tree for e in core.exprs], [e.text for e in core.exprs]
     programs = []
     # the tape first, as --show-code always began (`> tape.py`), then the columns in the table's order
     for m in sorted(chosen, key=lambda m: m != "tape"):
@@ -214,7 +219,7 @@ def program_grad(expressions: list[str], *, at: list[str] | str, wrt: str | None
         elif m == "tape":
             programs.append(show_code_grad(trees, texts, point.values, variables, dtype))
         elif m == "fd":
-            programs.append(_fd_program(exprs, point, variables, dtype, scheme, eps))
+            programs.append(_fd_program(core.exprs, point, variables, dtype, scheme, eps))
         else:
             programs.append("# gradcli: no program for the complex-step column (Im f(x + ih)/h needs gradcli's "
                             "complex forms of the functions); -f json shows its values and step.\n")

@@ -352,9 +352,14 @@ _KINDS = {
 }
 
 
-def sink_for(command: str, output: str):
-    """The writer for ``command`` in format ``output`` (table, json, jsonl, csv)."""
+def sink_for(command: str, output: str, *, one_point: bool = False):
+    """The writer for ``command`` in format ``output`` (table, json, jsonl, csv); ``one_point``: the --at
+    point alone, whose json and table are its document (gradcli.render.detail)."""
     csv_rows, table_row, title = _KINDS[command]
+    if one_point and output in ("json", "table"):
+        from gradcli.render.detail import DetailSink
+
+        return DetailSink(None if output == "json" else detail_view(command))
     if output == "jsonl":
         return JsonlSink()
     if output == "json":
@@ -362,3 +367,12 @@ def sink_for(command: str, output: str):
     if output == "csv":
         return CsvSink(csv_rows)
     return TableSink(table_row, title)
+
+
+def detail_view(command: str):
+    """The one-point table of ``command``: a renderer of its document."""
+    if command == "grad":
+        from gradcli.render.grad import grad_detail
+
+        return grad_detail
+    raise ValueError(f"no one-point view for {command}")

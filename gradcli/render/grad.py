@@ -1,8 +1,9 @@
-"""Rendering of :class:`gradcli.results.GradientReport`."""
+"""``grad`` at one point: the table of its document (gradcli.render.detail), a row per variable and a column
+per method, with each method's error against the exact value and fd's and the complex step's estimates."""
 
 from __future__ import annotations
 
-from gradcli.render.common import error, number, stdout_console, to_json
+from gradcli.render.common import error, number, stdout_console
 from gradcli.render.layout import (
     FORMULA,
     Column,
@@ -12,56 +13,60 @@ from gradcli.render.layout import (
     print_line,
     print_table,
 )
-from gradcli.results import GradientReport
 
 _LABEL = {"symbolic": "exact (SymPy)", "tape": "tape (TF)", "fd": "fd", "complex": "complex step"}
 
 
-def grad_json(report: GradientReport) -> str:
-    return to_json(report.to_dict())
-
-
-def grad_table(report: GradientReport) -> None:
+def grad_detail(doc: dict) -> None:
+    """Print the one-point table of a ``grad`` document."""
     console = stdout_console()
-    point = ", ".join(f"{k} = {number(v)}" for k, v in report.point.items())
-    print_line(console, f"[bold]point[/bold]  {point}    [bold]dtype[/bold]  {report.dtype}")
-    if report.fd_scheme:
-        steps = ", ".join(f"h({k}) = {v:.3g}" for k, v in report.fd_steps.items())
-        print_line(console, f"[bold]fd[/bold]     {report.fd_scheme} differences, {steps}")
-    if report.complex_step:
-        print_line(console, f"[bold]complex[/bold] step Im f(x + ih)/h, h = {report.complex_step:.2g}")
-    methods = [m for m in ("symbolic", "tape", "fd", "complex") if m in report.methods]
-    for r in report.results:
-        print_table(console, _gradient_table(report, r, methods))
-    if report.sum:
+    point = ", ".join(f"{k} = {number(v)}" for k, v in doc["point"].items())
+    print_line(console, f"[bold]point[/bold]  {point}    [bold]dtype[/bold]  {doc['dtype']}")
+    if doc.get("fd"):
+        steps = ", ".join(f"h({k}) = {v:.3g}" if v is not None else f"h({k}) = -"
+                          for k, v in doc.get("fd_step", {}).items())
+        print_line(console, f"[bold]fd[/bold]     {doc['fd']['scheme']} differences, {steps}")
+    if doc.get("complex"):
+        print_line(console, f"[bold]complex[/bold] step Im f(x + ih)/h, h = {doc['complex']['step']:.2g}")
+    methods = [m for m in _LABEL if m in doc["methods"]]
+    unwatched = doc.get("tape_sources", {}).get("unwatched", [])
+    formulas = doc.get("formulas") or [{} for _ in doc["results"]]
+    for r, formula in zip(doc["results"], formulas):
+        print_table(console, _gradient_table(doc["wrt"], r, formula, methods, unwatched))
+    if doc.get("sum"):
         table = FittedTable([Column("variable", "left", "bold")] + [Column(_LABEL[m]) for m in methods],
                             title="sum of all expressions (what tape.gradient([z1, z2, ...], x) returns)")
-        for v in report.wrt:
-            table.add_row(v, *[number(report.sum.get(m, {}).get(v)) for m in methods])
+        for v in doc["wrt"]:
+            table.add_row(v, *[_tape_cell(doc["sum"].get(m, {}).get(v), m, v, unwatched, []) for m in methods])
         print_table(console, table)
 
 
-def _gradient_table(report: GradientReport, r, methods: list[str]) -> FittedTable:
+def _tape_cell(x: float | None, method: str, variable: str, unwatched: list[str], unconnected: list[str]) -> str:
+    if method == "tape" and variable in unwatched:
+        return "None (not watched)"  # what tape.gradient returns for a tf.constant
+    cell = number(x)
+    if method == "tape" and variable in unconnected:
+        cell += " (unconnected)"
+    return cell
+
+
+def _gradient_table(wrt: list[str], r: dict, formula: dict, methods: list[str],
+                    unwatched: list[str]) -> FittedTable:
     """One expression's gradient: a row per variable, a column per method (errors against the exact one)."""
     columns = [Column("variable", "left", "bold")]
     if "symbolic" in methods:
         columns.append(Column("formula", "left", role=FORMULA))
     columns += method_columns(methods, _LABEL)
-    table = FittedTable(columns, title=f"gradient of {r.expression}   (value {number(r.value)})")
-    for v in report.wrt:
+    table = FittedTable(columns, title=f"gradient of {r['expression']}   (value {number(r['value'])})")
+    for v in wrt:
         row = [v]
         if "symbolic" in methods:
-            row.append(r.formula.get(v, ""))
+            row.append(formula.get(v) or "")
         for m in methods:
-            cell = number(r.gradient.get(m, {}).get(v))
-            if m == "tape" and v in report.unwatched:
-                cell = "None (not watched)"  # what tape.gradient returns for a tf.constant
-            elif m == "tape" and v in r.unconnected:
-                cell += " (unconnected)"
-            row.append(cell)
+            row.append(_tape_cell(r["gradient"].get(m, {}).get(v), m, v, unwatched, r["unconnected"]))
             if m != "symbolic" and "symbolic" in methods:
-                row.append(error(r.error.get(m, {}).get(v)))
+                row.append(error(r["error"].get(m, {}).get(v)))
             if m in ("fd", "complex"):
-                row.append(estimate(getattr(r, f"{m}_error_estimate").get(v)))
+                row.append(estimate(r.get(f"{m}_error_estimate", {}).get(v)))
         table.add_row(*row)
     return table

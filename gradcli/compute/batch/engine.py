@@ -183,6 +183,8 @@ class BatchCore:
         self._formulas: list | None = None
         self.largest_error: dict[str, float] = {}  # per method, over every point so far (the summary's)
         self.adapted: dict[int, int] = {}  # fd_error.SHRUNK / ONE_SIDED: points whose fd steps adapted to a domain
+        self.at_point = False  # the --at point alone (at_one_point), else False
+        self._known: dict | None = None  # at one point: exact values from SymPy's bounded job
 
     def wanted(self) -> list[tuple[int, tuple[str, ...]]]:
         raise NotImplementedError
@@ -204,20 +206,48 @@ class BatchCore:
             names, power = self.fd_steps_along()
             check_step(self.eps, chunk.values, names, self.dtype, power=power)
 
+    def at_one_point(self, point) -> None:
+        """Told before computing when the only point is the --at one (a batch of one): a core may then take
+        its variables from the point as typed, and say in its notes what a batch would only count. Its exact
+        values are then evaluated in SymPy's bounded job (:func:`gradcli.methods.symbolic_values.differentiate_at`)."""
+        self.at_point = point
+
     def chunk_size(self, requested: int) -> int:
         """Points per chunk for a requested --batch-size (a core whose memory grows faster may take fewer)."""
         return requested
 
     def start(self) -> None:
-        if "symbolic" in self.methods:
+        if self.at_point is not False:  # one point: its exact values too, within SymPy's time limit
+            from gradcli.methods.symbolic_values import differentiate_at
+
+            self._job = start_symbolic(differentiate_at, self.time_limit, self.trees, list(self.variables),
+                                       self.wanted() if "symbolic" in self.methods else [], self.exact_points())
+        elif "symbolic" in self.methods:
             from gradcli.methods.symbolic import differentiate
 
             self._job = start_symbolic(differentiate, self.time_limit, self.trees, list(self.variables),
                                        self.wanted())
 
+    def exact_points(self) -> list[dict[str, float]]:
+        """At one point, where the exact values are wanted: the point, and in float32 its rounding."""
+        import numpy as np
+
+        point = {v: float(self.at_point.values[v]) for v in self.variables}
+        if self.dtype == "float64":
+            return [point]
+        with np.errstate(over="ignore"):
+            return [point, {k: float(np.float64(x).astype(self.dtype)) for k, x in point.items()}]
+
     def header(self) -> dict:
         if self._job is not None:
-            self._formulas = collect_symbolic(self._job, self.notes, self.methods)
+            if self.at_point is not False:
+                had_symbolic = "symbolic" in self.methods
+                result = collect_symbolic(self._job, self.notes, self.methods, quiet=not had_symbolic)
+                self._formulas, self._known = (None, {}) if result is None else result
+                if not had_symbolic:
+                    self._formulas = None
+            else:
+                self._formulas = collect_symbolic(self._job, self.notes, self.methods)
             self._job = None
             for f in self._formulas or []:
                 for key, why in f.untranslatable.items():
@@ -242,7 +272,7 @@ class BatchCore:
         tree = self._formulas[i].trees.get(key) if self._formulas is not None else None
         if tree is None:
             return np.full(size, np.nan)
-        exact = self.__dict__.setdefault("_exact_values", ExactValues())  # one per run, made on first use
+        exact = self.__dict__.setdefault("_exact_values", ExactValues(known=self._known))  # one per run
         # where f itself is not finite the cores leave its derivatives out: no exact work there (kept for the
         # chunk's other columns, which come with the same points object)
         seen = self.__dict__.get("_f_undefined")
@@ -269,7 +299,7 @@ class BatchCore:
         import numpy as np
 
         plain = evaluate(self.trees[i], points, size)
-        exact = self.__dict__.setdefault("_exact_f_values", ExactValues())  # a budget of its own
+        exact = self.__dict__.setdefault("_exact_f_values", ExactValues(known=self._known))  # its own budget
         column = exact.column((i, "value"), self.trees[i], points, size, skip=np.isnan(plain))
         self.__dict__["_f_undefined"] = (points, i, ~np.isfinite(column))  # for the chunk's exact derivatives
         note = exact.note()
@@ -366,11 +396,14 @@ def start_symbolic(fn, time_limit: float, *args) -> BoundedJob:
     return BoundedJob(fn, args, time_limit, parallel=True, cancellable=True)
 
 
-def collect_symbolic(job: BoundedJob, notes: list[str], methods: list[str]):
-    """The job's result, or None with a note (the symbolic column is then left out)."""
+def collect_symbolic(job: BoundedJob, notes: list[str], methods: list[str], *, quiet: bool = False):
+    """The job's result, or None with a note (the symbolic column is then left out; ``quiet``: no column
+    was asked for, only exact values of the function)."""
     try:
         return job.result()
     except SymbolicTimeout as exc:
+        if quiet:
+            return None
         notes.append(f"symbolic column left out: {exc} (raise --symbolic-timeout to wait longer)")
         if "symbolic" in methods:
             methods.remove("symbolic")

@@ -12,6 +12,7 @@ from gradcli.errors import UsageError
 from gradcli.methods.fd import fd_gradients
 from gradcli.methods.fd_schemes import SCHEMES, STEP_POWER
 from gradcli.methods.fd_notes import fd_line_notes
+from gradcli.compute.batch.grad_lines import Parts, as_lists, json_lines
 from gradcli.results import FIRST_ORDER_METHODS, shortest
 
 
@@ -27,7 +28,7 @@ class GradBatch(engine.BatchCore):
 
     def __init__(self, expressions: list[str], *, wrt: str | None = None, methods: str | None = None,
                  scheme: str = "central", eps: float | None = None, dtype: str = "float64",
-                 symbolic_time_limit: float = 10.0):
+                 symbolic_time_limit: float = 10.0, constants: str | None = None, watch: str | None = None):
         super().__init__(methods=methods, dtype=dtype, eps=eps, symbolic_time_limit=symbolic_time_limit)
         self.exprs = parse_expressions(expressions)
         self.trees = [e.tree for e in self.exprs]
@@ -35,6 +36,34 @@ class GradBatch(engine.BatchCore):
         if scheme not in SCHEMES:
             raise UsageError(f"--scheme must be one of {', '.join(SCHEMES)}, not '{scheme}'")
         self.scheme = scheme
+        self.wrt_text = wrt
+        self.tape_sources = (constants, watch)  # --constants/--watch: resolved against the --at point
+        self.constants: list[str] = []
+        self.watched: list[str] = []
+        from gradcli.expression.functions import value_only, value_only_note
+
+        self.notes += [value_only_note(e.text) for e in self.exprs if value_only(e.tree)]
+
+    def at_one_point(self, point) -> None:
+        """At the --at point alone the variables are the point's, in the order typed (one given but not used
+        is the guide's unconnected source: a row of zeros, and a note), and --constants/--watch apply."""
+        from gradcli.compute.request import resolve_constants, resolve_wrt
+        from gradcli.expression.points import unused_variables_note
+
+        super().at_one_point(point)
+        used = [v for e in self.exprs for v in e.variables]
+        self.variables = list(point.names) + [v for v in dict.fromkeys(used) if v not in point.values]
+        self.wrt = resolve_wrt(self.wrt_text, point)
+        self.constants, self.watched = resolve_constants(*self.tape_sources, point, self.wrt)
+        if note := unused_variables_note(point, used):
+            self.notes.append(note)
+        if self.constants and "tape" in self.methods:
+            self.notes.append(constants_note(self.unwatched, self.watched))
+
+    @property
+    def unwatched(self) -> list[str]:
+        """The constants the tape does not watch: tape.gradient returns None for them, by TF's design."""
+        return [v for v in self.constants if v not in self.watched]
 
     def chunk_size(self, requested: int) -> int:
         """Points per chunk: memory follows points x n^2 (fd's stencil), so fewer at a time for many variables."""
@@ -60,6 +89,9 @@ class GradBatch(engine.BatchCore):
             from gradcli.methods.complex_step import COMPLEX_STEP
 
             doc["complex"] = {"step": COMPLEX_STEP[self.dtype]}
+        if self.constants:
+            doc["tape_sources"] = {"constants": self.constants, "watched": self.watched,
+                                   "unwatched": self.unwatched}
         return doc
 
     # -----------------------------------------------------------------------------------------
@@ -75,20 +107,29 @@ class GradBatch(engine.BatchCore):
         if "tape" in self.methods:
             from gradcli.methods.tape import tape_gradients
 
-            t = tape_gradients(self.trees, pts, self.wrt, dtype=self.dtype)
+            t = tape_gradients(self.trees, pts, self.wrt, dtype=self.dtype, constants=self.constants,
+                               watch=self.watched)
             columns["tape"], unconnected, tape_sum = t.gradients, t.unconnected, t.summed
+            unwatched = [j for j, v in enumerate(self.wrt) if v in self.unwatched]
+            columns["tape"][:, :, unwatched] = np.nan  # TF's None, not a number
+            tape_sum[:, unwatched] = np.nan
         if "fd" in self.methods:
             results = [fd_gradients(t, pts, self.wrt, scheme=self.scheme, dtype=self.dtype, eps=self.eps)
                        for t in self.trees]
             columns["fd"] = np.stack([r.values for r in results])
             steps = results[0].steps
             fd = _FdExtras(results)
-            self.count_adapted(np.stack([r.how for r in results], axis=1))  # [P, T, n]
+            if self.at_point is not False:  # which values, and with which step (a batch counts the points instead)
+                self._adapted_notes(results)
+            else:
+                self.count_adapted(np.stack([r.how for r in results], axis=1))  # [P, T, n]
         if "complex" in self.methods:  # NumPy only, every expression and point at once
             from gradcli.compute.complex_column import complex_columns
 
             cc = complex_columns(self.trees, pts, self.wrt, self.dtype)
             columns["complex"] = cc.values
+            if self.at_point is not False:
+                self._complex_step_notes(cc)
         if self._formulas is not None:
             columns["symbolic"] = np.stack([np.stack([self.exact_column(i, (v,), pts, size) for v in self.wrt],
                                                      axis=1) for i in range(len(self.exprs))])
@@ -98,9 +139,40 @@ class GradBatch(engine.BatchCore):
             c[undefined] = np.nan
         if "tape" in columns and len(self.exprs) > 1:  # what tape.gradient([z1, z2, ...]) returns
             tape_sum[undefined.any(axis=0)] = np.nan
-            self._tape_sum = _lists(tape_sum, self.dtype)
+            self._tape_sum = as_lists(tape_sum, self.dtype)
+        if self.at_point is not False and "tape" in columns:  # what a --rule does to the tape's numerics there
+            from gradcli.expression.rules import numerics_notes
+
+            self.notes += numerics_notes(self.trees, [e.text for e in self.exprs],
+                                         {v: float(pts[v][0]) for v in self.variables}, self.wrt, self.dtype,
+                                         [dict(zip(self.wrt, columns["tape"][i, 0].tolist()))
+                                          for i in range(len(self.trees))])
         judged = self._judge(values, columns, pts, steps, fd, cc)
         return self._records(chunk, values, columns, judged, undefined, unconnected, steps, fd, cc)
+
+    def _complex_step_notes(self, cc) -> None:
+        """At one point: a note for each complex-step value taken with another step than the default."""
+        import numpy as np
+
+        from gradcli.compute.complex_column import step_note
+        from gradcli.methods.complex_step import COMPLEX_STEP
+
+        for i, e in enumerate(self.exprs):
+            for j, v in enumerate(self.wrt):
+                if np.isfinite(cc.values[i, 0, j]) and cc.steps[i, 0, j] != COMPLEX_STEP[self.dtype]:
+                    self.notes.append(step_note(e.text, v, None, float(cc.steps[i, 0, j]), self.dtype))
+
+    def _adapted_notes(self, results) -> None:
+        """At one point: a note for each value whose fd stencil adapted to the domain, with its step."""
+        from gradcli.methods.fd_notes import fd_line_notes
+
+        for e, r in zip(self.exprs, results):
+            for j, v in enumerate(self.wrt):
+                if r.how[0, j]:
+                    _, notes, _ = fd_line_notes(f"d({e.text})/d{v}", "", dtype=self.dtype,
+                                                value=float(r.values[0, j]), estimate=float(r.estimates[0, j]),
+                                                step=float(r.steps[0, j]), how=int(r.how[0, j]))
+                    self.notes += notes
 
     def _judge(self, values, columns, pts, steps, fd, cc):
         """(error per method [T, P, n], where it exceeds its tolerance [T, P, n], the tolerances, the
@@ -151,8 +223,9 @@ class GradBatch(engine.BatchCore):
         import numpy as np
 
         errors, disagree, tols, cross, cross_complex = judged
-        flagged = undefined | np.any([~np.isfinite(c) for c in columns.values()], axis=(0, 3)) \
-            if columns else undefined
+        watched = [j for j, v in enumerate(self.wrt) if v not in self.unwatched]
+        flagged = undefined | np.any([(~np.isfinite(c if m != "tape" else c[:, :, watched])).any(axis=2)
+                                      for m, c in columns.items()], axis=0) if columns else undefined
         for d in disagree.values():
             flagged = flagged | d.any(axis=2)
         if cross is not None:
@@ -175,13 +248,14 @@ class GradBatch(engine.BatchCore):
             warnings: list[str] = []
             bad = self._warn(warnings, point, k, values, columns, judged, fd, cc)
             said[k] = (point, warnings, bad)
-        parts = _Parts(chunk, values, columns, errors, unconnected, steps, said, self.dtype,
-                       None if fd is None else fd.estimates, None if cc is None else cc.estimates)
+        parts = Parts(chunk, values, columns, errors, unconnected, steps, said, self.dtype,
+                       None if fd is None else fd.estimates, None if cc is None else cc.estimates, fd,
+                       None if cc is None else cc.steps)
         fast = len(self.exprs) == 1 and bool(self.wrt)
-        return engine.RecordBatch(size, list(said.values()), lambda: self._dicts(parts, range(size)),
-                                  (lambda: self._lines(parts)) if fast else None)
+        return engine.RecordBatch(size, list(said.values()), lambda: self.dicts(parts, range(size)),
+                                  (lambda: json_lines(self, parts)) if fast else None)
 
-    def _dicts(self, p: _Parts, indices) -> list[dict]:
+    def dicts(self, p: Parts, indices) -> list[dict]:
         """The records as dicts; per chunk, not per point: a dict per (method, expression, point), a result
         per (expression, point), then a record per point (C-level dict(zip(...)), no per-point frames)."""
         wrt, texts = self.wrt, [e.text for e in self.exprs]
@@ -205,6 +279,12 @@ class GradBatch(engine.BatchCore):
             if cests is not None:
                 for k, result in zip(indices, per_expression[-1]):
                     result["complex_error_estimate"] = dict(zip(wrt, cests[i][k]))
+                    result["complex_step"] = dict(zip(wrt, p.complex_steps[i][k].tolist()))
+            if p.fd is not None:  # fd's one-sided values where it found a kink (each such point has a warning)
+                for k, result in zip(indices, per_expression[-1]):
+                    sided = p.fd.one_sided(i, k, wrt, self.dtype)
+                    if sided:
+                        result["one_sided"] = sided
         results = list(zip(*per_expression))
         records = []
         for n, k in enumerate(indices):
@@ -220,50 +300,6 @@ class GradBatch(engine.BatchCore):
             records.append(engine.close_record(record, warnings, bad))
         return records
 
-    def _lines(self, p: _Parts) -> list[str]:
-        """The records as JSON lines, written from column fragments through one template per chunk: the
-        same text ``json_line`` gives for the dict record (a property test holds them equal byte for byte).
-        One expression only; points with warnings go through their dicts."""
-        import numpy as np
-        import orjson
-
-        size, wrt = p.values.shape[1], self.wrt
-        # float32 results with float32's shortest digits as float64 numbers, which orjson writes as the dict
-        # path does (orjson's own float32 text is positional: 0.0000017628644 against 1.7628644e-6)
-        typed = {m: (c[0].astype(np.float32).astype(str).astype(np.float64)
-                     if self.dtype == "float32" and m != "symbolic" else c[0]) for m, c in p.columns.items()}
-        columns = _text_columns(np.stack([p.chunk.values[v] for v in self.variables], axis=1))
-        columns.append([_line_and_fields(p.chunk, k) for k in range(size)])
-        columns += _text_columns(p.values[0][:, None])
-        for m in p.columns:
-            columns += _text_columns(typed[m])
-        for m in p.errors:
-            columns += _text_columns(p.errors[m][0])
-        if p.estimates is not None:
-            columns += _text_columns(p.estimates[0])
-        if p.complex_estimates is not None:
-            columns += _text_columns(p.complex_estimates[0])
-        if p.steps is not None:
-            columns += _text_columns(p.steps)
-
-        def obj(names: list[str]) -> str:
-            return "{" + ",".join(f'"{n}":%s' for n in names) + "}"
-
-        template = ('{"point":' + obj(self.variables) + '%s,"results":[{"expression":'
-                    + orjson.dumps(self.exprs[0].text).decode() + ',"value":%s,"gradient":{'
-                    + ",".join(f'"{m}":' + obj(wrt) for m in p.columns) + '},"error":{'
-                    + ",".join(f'"{m}":' + obj(wrt) for m in p.errors) + '},"unconnected":'
-                    + orjson.dumps(p.unconnected[0]).decode()
-                    + (',"fd_error_estimate":' + obj(wrt) if p.estimates is not None else "")
-                    + (',"complex_error_estimate":' + obj(wrt) if p.complex_estimates is not None else "") + "}]"
-                    + (',"fd_step":' + obj(wrt) if p.steps is not None else "") + ',"status":"ok","warnings":[]}')
-        lines = [template % row for row in zip(*columns)]
-        if p.said:  # points with warnings: their records, as the dict path writes them
-            slow = sorted(p.said)
-            for k, record in zip(slow, self._dicts(p, slow)):
-                lines[k] = engine.json_line(record)
-        return lines
-
     def _warn(self, warnings, point, k, values, columns, judged, fd, cc) -> bool:
         """The single-point warnings, for one point that has something to say; True when it has an
         undefined value or derivative. Where the expression is not analytic, the complex step's note is
@@ -278,7 +314,8 @@ class GradBatch(engine.BatchCore):
                 undefined = True
                 continue
             for j, v in enumerate(self.wrt):
-                bad = {m: c[i, k, j] for m, c in columns.items() if not math.isfinite(c[i, k, j])}
+                bad = {m: c[i, k, j] for m, c in columns.items() if not math.isfinite(c[i, k, j])
+                       and not (m == "tape" and v in self.unwatched)}  # an unwatched None is the lesson
                 if cc is not None and cc.not_analytic[i, k, j]:
                     bad.pop("complex", None)
                     warnings.append(not_analytic_note(text, v, None, self.trees[i]))
@@ -286,9 +323,11 @@ class GradBatch(engine.BatchCore):
                     said = ", ".join(f"{m}: {'undefined' if math.isnan(x) else x}" for m, x in bad.items())
                     warnings.append(f"d({text})/d{v} is not finite ({said})")
                     undefined = True
+                    self._where_note(i, v, bad, columns, k)
                     continue
+                kink = fd is not None and bool(fd.kinks[i, k, j])  # fd's own warning says why it is off
                 for m, d in disagree.items():
-                    if d[i, k, j]:
+                    if d[i, k, j] and not (m == "fd" and kink):
                         warnings.append(disagreement(m, text, v, float(errors[m][i, k, j]), dtype=self.dtype,
                                                      tol=float(tols[m][i, k, j])))
                 if cross is not None and cross[1][i, k, j]:
@@ -301,6 +340,31 @@ class GradBatch(engine.BatchCore):
         return undefined
 
 
+    def _where_note(self, i: int, v: str, bad: dict, columns, k: int) -> None:
+        """Once per run: why the tape's derivative through where is not finite where the exact one is."""
+        from gradcli.expression.functions import where_nan_note
+
+        exact = columns.get("symbolic")
+        if "tape" in bad and exact is not None and math.isfinite(exact[i, k, self.wrt.index(v)]):
+            note = where_nan_note(self.trees[i], self.exprs[i].text, v)
+            if note and note not in self.notes:
+                self.notes.append(note)
+
+
+def constants_note(unwatched: list[str], watched: list[str]) -> str:
+    """What --constants/--watch did to the tape column, in the guide's terms."""
+    words = []
+    if unwatched:
+        one = len(unwatched) == 1
+        words.append(f"{', '.join(unwatched)} entered the tape as tf.constant and "
+                     f"{'is' if one else 'are'} not watched, so tape.gradient returns None for "
+                     f"{'it' if one else 'them'} (symbolic and fd still differentiate by {'it' if one else 'them'}; "
+                     f"--watch {','.join(unwatched)} is the fix)")
+    if watched:
+        words.append(f"{', '.join(watched)} entered as tf.constant and tape.watch() made the tape record them")
+    return "; ".join(words)
+
+
 class _FdExtras:
     """fd's estimates, kinks and adapted steps for a chunk, stacked over the expressions: [T, P, n]."""
 
@@ -311,6 +375,12 @@ class _FdExtras:
         self.estimates = np.stack([r.estimates for r in results])
         self.kinks = np.stack([r.kinks for r in results])
         self.values = np.stack([r.values for r in results])
+
+    def one_sided(self, i: int, k: int, wrt: list[str], dtype: str) -> dict:
+        """{variable: {"left", "right"}}: the one-sided derivatives of expression i at point k where they differ."""
+        r = self.results[i]
+        return {v: {"left": shortest(float(r.left[k, j]), dtype), "right": shortest(float(r.right[k, j]), dtype)}
+                for j, v in enumerate(wrt) if r.kinks[k, j]}
 
     def remarkable(self, dtype: str, explicit_step: bool):
         """[P]: points with a kink or (adaptive steps only) a value no step resolves."""
@@ -329,75 +399,6 @@ class _FdExtras:
                                        kink=bool(r.kinks[k, j]), left=float(r.left[k, j]),
                                        right=float(r.right[k, j]), explicit_step=explicit_step)
         return warnings
-
-
-def _line_and_fields(chunk, k: int) -> str:
-    """The record keys between the point and its results, as JSON text (as base_record writes them)."""
-    text = "" if chunk.lines[k] is None else f',"line":{chunk.lines[k]}'
-    if chunk.fields and chunk.fields[k]:
-        import orjson
-
-        try:
-            text += ',"fields":' + orjson.dumps(chunk.fields[k]).decode()
-        except orjson.JSONEncodeError:  # as json_line does: the standard encoder for what orjson cannot
-            import json
-
-            text += ',"fields":' + json.dumps(chunk.fields[k], separators=(",", ":"), allow_nan=False)
-    return text
-
-
-class _Parts:
-    """One chunk's results (arrays), ready to become records: dicts, or JSON lines straight from the arrays."""
-
-    def __init__(self, chunk, values, columns, errors, unconnected, steps, said, dtype, estimates=None,
-                 complex_estimates=None):
-        self.chunk, self.values, self.columns, self.errors = chunk, values, columns, errors
-        self.unconnected, self.steps, self.said, self.dtype = unconnected, steps, said, dtype
-        self.estimates = estimates  # [T, P, n] fd's error estimates, or None
-        self.complex_estimates = complex_estimates  # [T, P, n] the complex step's, or None
-        self._lists = None
-
-    def lists(self):
-        """(columns, errors, values, steps, fd's and the complex step's estimates) as nested Python lists, None
-        where not finite (built once)."""
-        if self._lists is None:
-            self._lists = ({m: _lists(c, self.dtype if m != "symbolic" else "float64")
-                            for m, c in self.columns.items()},
-                           {m: _lists(e, "float64") for m, e in self.errors.items()},
-                           _lists(self.values, "float64"),
-                           self.steps.tolist() if self.steps is not None else None,
-                           _lists(self.estimates, "float64") if self.estimates is not None else None,
-                           _lists(self.complex_estimates, "float64") if self.complex_estimates is not None
-                           else None)
-        return self._lists
-
-
-def _text_columns(array) -> list[list[str]]:
-    """A [P, w] float array as w columns of JSON number texts (null where not finite): one orjson call."""
-    import numpy as np
-    import orjson
-
-    size, width = array.shape
-    if not size or not width:
-        return [[] for _ in range(width)] if not size else []
-    flat = orjson.dumps(np.ascontiguousarray(array), option=orjson.OPT_SERIALIZE_NUMPY).decode()
-    cells = flat[2:-2].replace("],[", ",").split(",")
-    return [cells[j::width] for j in range(width)]
-
-
-def _lists(a, dtype: str) -> list:
-    """A float array as nested lists, None where it is not finite (strict JSON), float32 values with the
-    digits float32 needs."""
-    import numpy as np
-
-    if dtype == "float64" and np.isfinite(a).all():
-        return a.tolist()  # the common case, and ~10x faster than through an object array
-    obj = a.astype(object)
-    obj[~np.isfinite(a)] = None
-    if dtype != "float64":
-        finite = np.isfinite(a)
-        obj[finite] = [shortest(float(x), dtype) for x in a[finite]]
-    return obj.tolist()
 
 
 def _sum_rows(rows: list[list]) -> list:

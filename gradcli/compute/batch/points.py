@@ -24,6 +24,11 @@ def point_chunks(computation, *, points: str | None, grid: str | None, at, batch
         return _noting_no_points(open_points(points, **options), computation.notes)
     if grid is not None:
         return grid_points(grid, **options).chunks()
+    from gradcli.expression.points import check_covers, check_point_fits
+
+    check_covers(fixed, computation.variables)  # with its hints (sinx: did you mean sin(x)?)
+    check_point_fits(fixed, computation.dtype)
+    computation.at_one_point(fixed)
     return [one_point_chunk(fixed, computation.variables)]
 
 

@@ -1,0 +1,45 @@
+"""One point (``--at``) as a person or a script reads it: the batch core computes it as a batch of one, and
+this writer turns the run's header, that point's record and the run's notes into one document.
+
+``-f json`` prints the document: the header's run-level keys (command, expressions, dtype, methods, the fd
+scheme, SymPy's formulas), then the record's keys exactly as ``--points`` writes them, then the notes. The
+table is a view of the same document (each command's ``detail`` renderer), so the two cannot disagree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from gradcli.render.common import print_diagnostics, to_json
+
+
+def one_point_document(header: dict, record: dict, notes: list[str]) -> dict:
+    """The one-point ``-f json`` document: run-level keys, the point's record, the notes."""
+    return {**header, **record, "notes": list(notes)}
+
+
+class DetailSink:
+    """The writer of a batch of one: ``view`` (a renderer of the document) for the table, else JSON."""
+
+    def __init__(self, view: Callable[[dict], None] | None = None):
+        self.view = view
+        self.header: dict = {}
+        self.records: list[dict] = []
+
+    def start(self, header: dict) -> None:
+        self.header = header
+
+    def write(self, batch) -> None:
+        self.records += batch if isinstance(batch, list) else batch.records()
+
+    def finish(self, summary: dict, summary_text: str, warnings: list[str], notes: list[str]) -> None:
+        import sys
+
+        (record,) = self.records  # one point, one record
+        document = self.document = one_point_document(self.header, record, notes)
+        if self.view is None:
+            print(to_json(document))
+        else:
+            self.view(document)
+        sys.stdout.flush()  # a write failure shows now, before the diagnostics and the exit code
+        print_diagnostics(record["warnings"], notes)
