@@ -319,3 +319,14 @@ def test_log_with_a_variable_base_at_one_is_undefined_not_an_internal_error(invo
     assert result.exit_code == 1 and "internal error" not in result.stderr
     doc = json.loads(result.stdout)
     assert doc["results"][0]["value"] is None and doc["results"][0]["gradient"]["symbolic"]["x"] is None
+
+
+def test_a_wrong_tape_value_at_one_point_names_the_node_it_came_from(invoke):
+    # the guide's custom-gradient example: exp(100) overflows float32, and the tape's derivative is NaN
+    result = invoke("grad", "log(1 + exp(x))", "--at", "x=100", "--dtype", "float32", "-m", "symbolic,tape")
+    assert result.exit_code == 1
+    assert "log(1 + exp(x)): the tape first goes wrong at exp(x)" in result.stderr
+    assert "overflows float32" in result.stderr
+    # cancellation: the tape is finite and wrong; the pointer names the subtraction
+    result = invoke("grad", "(exp(x) - 1)/x", "--at", "x=1e-20")
+    assert "the tape first goes wrong at exp(x) - 1" in result.stderr

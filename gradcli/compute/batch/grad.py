@@ -330,6 +330,8 @@ class GradBatch(engine.BatchCore):
                     if d[i, k, j] and not (m == "fd" and kink):
                         warnings.append(disagreement(m, text, v, float(errors[m][i, k, j]), dtype=self.dtype,
                                                      tol=float(tols[m][i, k, j])))
+                        if m == "tape":
+                            self._origin_note(i)
                 if cross is not None and cross[1][i, k, j]:
                     warnings.append(cross_disagreement(text, v, float(cross[0][i, k, j]), float(cross[2][i, k, j]),
                                                        bool(cross[3][i, k, j]), dtype=self.dtype))
@@ -349,6 +351,20 @@ class GradBatch(engine.BatchCore):
             note = where_nan_note(self.trees[i], self.exprs[i].text, v)
             if note and note not in self.notes:
                 self.notes.append(note)
+            self._origin_note(i)
+
+    def _origin_note(self, i: int) -> None:
+        """At one point, once per expression: the first node of the tape whose value or adjoint went wrong,
+        and why (gradcli trace shows them all). A batch leaves it to trace: it retraces per point."""
+        if self.at_point is False or i in self.__dict__.setdefault("_origins_noted", set()):
+            return
+        self._origins_noted.add(i)
+        from gradcli.compute.nan_origin import first_bad_node
+
+        point = {v: float(self.at_point.values[v]) for v in self.variables}
+        bad = first_bad_node(self.trees[i], point, self.dtype, symbolic_time_limit=self.time_limit)
+        if bad is not None:
+            self.notes.append(f"{self.exprs[i].text}: {bad.pointer}")
 
 
 def constants_note(unwatched: list[str], watched: list[str]) -> str:
