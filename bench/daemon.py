@@ -130,7 +130,7 @@ def main() -> None:
         (f"the client alone, no daemon to reach (median of {n})", statistics.median(client),
          f"+{(statistics.median(client) - statistics.median(python)) * 1000:.0f} ms over `python -c pass`"),
     ]
-    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     print(f"`python bench/daemon.py --calls {n}` on {when}: {os.cpu_count()} CPUs, {platform.machine()}, "
           f"Python {platform.python_version()}; load average {load_before} before, {load()} after")
     print()

@@ -166,7 +166,7 @@ def test_a_killed_caller_or_daemon_ends_the_call_and_leaves_nothing(xdg):
         try:
             helpers = descendants(pid)
             os.kill(pid, signal.SIGKILL)
-            out, err = caller.communicate(timeout=30)
+            _, err = caller.communicate(timeout=30)
         finally:
             caller.kill()
         break
@@ -197,7 +197,7 @@ def test_an_idle_daemon_exits_by_itself_and_starts_over_a_stale_socket(xdg):
         assert status(xdg).get("requests served") == "0"
         call = gradcli(xdg, "eval", "x**2", "--at", "x=3")
         assert call.returncode == 0, call.stderr
-        assert wait_for(lambda: not alive(pid), 60), "the daemon is still running"
+        assert wait_for(lambda pid=pid: not alive(pid), 60), "the daemon is still running"
         if not any(f"pid {pid} stopping: {reason}" in log(xdg) for reason in STALE):
             break
     else:
