@@ -6,6 +6,7 @@ import math
 import warnings as python_warnings
 
 from gradcli.compute.batch import engine
+from gradcli.compute.batch import grad_point_notes as point_notes
 from gradcli.compute.request import needed_variables, parse_expressions
 from gradcli.compute.judge import cross_check, cross_disagreement, disagreement, judge_gradients
 from gradcli.errors import UsageError
@@ -40,6 +41,7 @@ class GradBatch(engine.BatchCore):
         self.tape_sources = (constants, watch)  # --constants/--watch: resolved against the --at point
         self.constants: list[str] = []
         self.watched: list[str] = []
+        self.origins_noted: set[int] = set()  # expressions whose tape was traced (one point)
         from gradcli.expression.functions import value_only, value_only_note
 
         self.notes += [value_only_note(e.text) for e in self.exprs if value_only(e.tree)]
@@ -58,7 +60,7 @@ class GradBatch(engine.BatchCore):
         if note := unused_variables_note(point, used):
             self.notes.append(note)
         if self.constants and "tape" in self.methods:
-            self.notes.append(constants_note(self.unwatched, self.watched))
+            self.notes.append(point_notes.constants_note(self.unwatched, self.watched))
 
     @property
     def unwatched(self) -> list[str]:
@@ -120,7 +122,7 @@ class GradBatch(engine.BatchCore):
             steps = results[0].steps
             fd = _FdExtras(results)
             if self.at_point is not False:  # which values, and with which step (a batch counts the points instead)
-                self._adapted_notes(results)
+                point_notes.adapted_notes(self, results)
             else:
                 self.count_adapted(np.stack([r.how for r in results], axis=1))  # [P, T, n]
         if "complex" in self.methods:  # NumPy only, every expression and point at once
@@ -129,7 +131,7 @@ class GradBatch(engine.BatchCore):
             cc = complex_columns(self.trees, pts, self.wrt, self.dtype)
             columns["complex"] = cc.values
             if self.at_point is not False:
-                self._complex_step_notes(cc)
+                point_notes.complex_step_notes(self, cc)
         if self._formulas is not None:
             columns["symbolic"] = np.stack([np.stack([self.exact_column(i, (v,), pts, size) for v in self.wrt],
                                                      axis=1) for i in range(len(self.exprs))])
@@ -149,30 +151,6 @@ class GradBatch(engine.BatchCore):
                                           for i in range(len(self.trees))])
         judged = self._judge(values, columns, pts, steps, fd, cc)
         return self._records(chunk, values, columns, judged, undefined, unconnected, steps, fd, cc)
-
-    def _complex_step_notes(self, cc) -> None:
-        """At one point: a note for each complex-step value taken with another step than the default."""
-        import numpy as np
-
-        from gradcli.compute.complex_column import step_note
-        from gradcli.methods.complex_step import COMPLEX_STEP
-
-        for i, e in enumerate(self.exprs):
-            for j, v in enumerate(self.wrt):
-                if np.isfinite(cc.values[i, 0, j]) and cc.steps[i, 0, j] != COMPLEX_STEP[self.dtype]:
-                    self.notes.append(step_note(e.text, v, None, float(cc.steps[i, 0, j]), self.dtype))
-
-    def _adapted_notes(self, results) -> None:
-        """At one point: a note for each value whose fd stencil adapted to the domain, with its step."""
-        from gradcli.methods.fd_notes import fd_line_notes
-
-        for e, r in zip(self.exprs, results):
-            for j, v in enumerate(self.wrt):
-                if r.how[0, j]:
-                    _, notes, _ = fd_line_notes(f"d({e.text})/d{v}", "", dtype=self.dtype,
-                                                value=float(r.values[0, j]), estimate=float(r.estimates[0, j]),
-                                                step=float(r.steps[0, j]), how=int(r.how[0, j]))
-                    self.notes += notes
 
     def _judge(self, values, columns, pts, steps, fd, cc):
         """(error per method [T, P, n], where it exceeds its tolerance [T, P, n], the tolerances, the
@@ -313,6 +291,7 @@ class GradBatch(engine.BatchCore):
             if engine.undefined_value(warnings, text, float(values[i, k])):
                 undefined = True
                 continue
+            before = len(warnings)
             for j, v in enumerate(self.wrt):
                 bad = {m: c[i, k, j] for m, c in columns.items() if not math.isfinite(c[i, k, j])
                        and not (m == "tape" and v in self.unwatched)}  # an unwatched None is the lesson
@@ -323,7 +302,7 @@ class GradBatch(engine.BatchCore):
                     said = ", ".join(f"{m}: {'undefined' if math.isnan(x) else x}" for m, x in bad.items())
                     warnings.append(f"d({text})/d{v} is not finite ({said})")
                     undefined = True
-                    self._where_note(i, v, bad, columns, k)
+                    point_notes.where_note(self, i, v, bad, columns, k)
                     continue
                 kink = fd is not None and bool(fd.kinks[i, k, j])  # fd's own warning says why it is off
                 for m, d in disagree.items():
@@ -331,7 +310,7 @@ class GradBatch(engine.BatchCore):
                         warnings.append(disagreement(m, text, v, float(errors[m][i, k, j]), dtype=self.dtype,
                                                      tol=float(tols[m][i, k, j])))
                         if m == "tape":
-                            self._origin_note(i)
+                            point_notes.origin_note(self, i)
                 if cross is not None and cross[1][i, k, j]:
                     warnings.append(cross_disagreement(text, v, float(cross[0][i, k, j]), float(cross[2][i, k, j]),
                                                        bool(cross[3][i, k, j]), dtype=self.dtype))
@@ -339,46 +318,10 @@ class GradBatch(engine.BatchCore):
                 warnings += cc.warnings((i, k, j), text, v, None) if cc is not None else []
                 if fd is not None:
                     warnings += fd.warnings(i, k, j, f"d({text})/d{v}", self.dtype, self.eps is not None)
+            if len(warnings) > before and "symbolic" not in columns and "tape" in columns:
+                # no exact column to judge the tape by: where its own computation went wrong is the evidence
+                point_notes.origin_note(self, i, into=warnings)
         return undefined
-
-
-    def _where_note(self, i: int, v: str, bad: dict, columns, k: int) -> None:
-        """Once per run: why the tape's derivative through where is not finite where the exact one is."""
-        from gradcli.expression.functions import where_nan_note
-
-        exact = columns.get("symbolic")
-        if "tape" in bad and exact is not None and math.isfinite(exact[i, k, self.wrt.index(v)]):
-            note = where_nan_note(self.trees[i], self.exprs[i].text, v)
-            if note and note not in self.notes:
-                self.notes.append(note)
-            self._origin_note(i)
-
-    def _origin_note(self, i: int) -> None:
-        """At one point, once per expression: the first node of the tape whose value or adjoint went wrong,
-        and why (gradcli trace shows them all). A batch leaves it to trace: it retraces per point."""
-        if self.at_point is False or i in self.__dict__.setdefault("_origins_noted", set()):
-            return
-        self._origins_noted.add(i)
-        from gradcli.compute.nan_origin import first_bad_node
-
-        point = {v: float(self.at_point.values[v]) for v in self.variables}
-        bad = first_bad_node(self.trees[i], point, self.dtype, symbolic_time_limit=self.time_limit)
-        if bad is not None:
-            self.notes.append(f"{self.exprs[i].text}: {bad.pointer}")
-
-
-def constants_note(unwatched: list[str], watched: list[str]) -> str:
-    """What --constants/--watch did to the tape column, in the guide's terms."""
-    words = []
-    if unwatched:
-        one = len(unwatched) == 1
-        words.append(f"{', '.join(unwatched)} entered the tape as tf.constant and "
-                     f"{'is' if one else 'are'} not watched, so tape.gradient returns None for "
-                     f"{'it' if one else 'them'} (symbolic and fd still differentiate by {'it' if one else 'them'}; "
-                     f"--watch {','.join(unwatched)} is the fix)")
-    if watched:
-        words.append(f"{', '.join(watched)} entered as tf.constant and tape.watch() made the tape record them")
-    return "; ".join(words)
 
 
 class _FdExtras:

@@ -1,0 +1,75 @@
+"""What grad says at one point that a batch only counts or leaves to ``gradcli trace``: each adapted fd
+step and complex step with its value, why the tape's derivative through ``where`` is not finite, the first
+node of the tape that went wrong, and what ``--constants``/``--watch`` did. Functions of the batch core
+(gradcli.compute.batch.grad.GradBatch), which calls them when its only point is the --at one."""
+
+from __future__ import annotations
+
+import math
+
+
+def complex_step_notes(core, cc) -> None:
+    """A note for each complex-step value taken with another step than the default."""
+    import numpy as np
+
+    from gradcli.compute.complex_column import step_note
+    from gradcli.methods.complex_step import COMPLEX_STEP
+
+    for i, e in enumerate(core.exprs):
+        for j, v in enumerate(core.wrt):
+            if np.isfinite(cc.values[i, 0, j]) and cc.steps[i, 0, j] != COMPLEX_STEP[core.dtype]:
+                core.notes.append(step_note(e.text, v, None, float(cc.steps[i, 0, j]), core.dtype))
+
+
+def adapted_notes(core, results) -> None:
+    """A note for each value whose fd stencil adapted to the domain, with its step."""
+    from gradcli.methods.fd_notes import fd_line_notes
+
+    for e, r in zip(core.exprs, results):
+        for j, v in enumerate(core.wrt):
+            if r.how[0, j]:
+                _, notes, _ = fd_line_notes(f"d({e.text})/d{v}", "", dtype=core.dtype,
+                                            value=float(r.values[0, j]), estimate=float(r.estimates[0, j]),
+                                            step=float(r.steps[0, j]), how=int(r.how[0, j]))
+                core.notes += notes
+
+
+def where_note(core, i: int, v: str, bad: dict, columns, k: int) -> None:
+    """Once per run: why the tape's derivative through where is not finite where the exact one is."""
+    from gradcli.expression.functions import where_nan_note
+
+    exact = columns.get("symbolic")
+    if "tape" in bad and exact is not None and math.isfinite(exact[i, k, core.wrt.index(v)]):
+        note = where_nan_note(core.trees[i], core.exprs[i].text, v)
+        if note and note not in core.notes:
+            core.notes.append(note)
+        origin_note(core, i)
+
+
+def origin_note(core, i: int, into: list[str] | None = None) -> None:
+    """At one point, once per expression: the first node of the tape whose value or adjoint went wrong,
+    and why (gradcli trace shows them all), as a note (``into``: as a warning there, where no exact
+    column warns about the tape). A batch leaves it to trace: it retraces per point."""
+    if core.at_point is False or i in core.origins_noted:
+        return
+    core.origins_noted.add(i)
+    from gradcli.compute.nan_origin import first_bad_node
+
+    point = {v: float(core.at_point.values[v]) for v in core.variables}
+    bad = first_bad_node(core.trees[i], point, core.dtype, symbolic_time_limit=core.time_limit)
+    if bad is not None:
+        (core.notes if into is None else into).append(f"{core.exprs[i].text}: {bad.pointer}")
+
+
+def constants_note(unwatched: list[str], watched: list[str]) -> str:
+    """What --constants/--watch did to the tape column, in the guide's terms."""
+    words = []
+    if unwatched:
+        one = len(unwatched) == 1
+        words.append(f"{', '.join(unwatched)} entered the tape as tf.constant and "
+                     f"{'is' if one else 'are'} not watched, so tape.gradient returns None for "
+                     f"{'it' if one else 'them'} (symbolic and fd still differentiate by {'it' if one else 'them'}; "
+                     f"--watch {','.join(unwatched)} is the fix)")
+    if watched:
+        words.append(f"{', '.join(watched)} entered as tf.constant and tape.watch() made the tape record them")
+    return "; ".join(words)
