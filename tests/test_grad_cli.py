@@ -338,3 +338,16 @@ def test_without_sympy_a_tape_wrong_by_cancellation_is_named(invoke):
     result = invoke("grad", "(x - sin(x))/x**3", "--at", "x=1e-5", "-m", "tape,fd")
     warnings = [w for w in result.stderr.splitlines() if w.startswith("gradcli: warning")]
     assert any("the tape first goes wrong at x - sin(x)" in w and "loses its digits" in w for w in warnings)
+
+
+def test_a_tape_inside_a_large_tolerance_is_still_judged_by_its_value(invoke):
+    # x**2 overflows at 1e200: the tape says 0.0 where the derivative is 0.7071, inside a tolerance scaled
+    # by the point (~3e187); the trace finds the overflow, so the tape is warned about, for each variable
+    result = invoke("grad", "sqrt(x**2 + y**2)", "--at", "x=1e200,y=1e200")
+    for v in ("x", "y"):
+        assert f"tape and symbolic disagree on d(sqrt(x**2 + y**2))/d{v}: error 0.707" in result.stderr
+    assert "v3 = v1 + v2 overflowed float64" in result.stderr
+    # at 1e-200 the tape is inf, and fd's finite 0.0 beside it is judged too
+    result = invoke("grad", "sqrt(x**2 + y**2)", "--at", "x=1e-200,y=1e-200")
+    assert "fd and symbolic disagree on d(sqrt(x**2 + y**2))/dx: error 0.707" in result.stderr
+    assert result.exit_code == 1

@@ -41,7 +41,7 @@ class GradBatch(engine.BatchCore):
         self.tape_sources = (constants, watch)  # --constants/--watch: resolved against the --at point
         self.constants: list[str] = []
         self.watched: list[str] = []
-        self.origins_noted: set[int] = set()  # expressions whose tape was traced (one point)
+        self.origins: dict = {}  # one point: expression -> the tape's first wrong node (None: none), traced once
         from gradcli.expression.functions import value_only, value_only_note
 
         self.notes += [value_only_note(e.text) for e in self.exprs if value_only(e.tree)]
@@ -303,14 +303,19 @@ class GradBatch(engine.BatchCore):
                     warnings.append(f"d({text})/d{v} is not finite ({said})")
                     undefined = True
                     point_notes.where_note(self, i, v, bad, columns, k)
-                    continue
                 kink = fd is not None and bool(fd.kinks[i, k, j])  # fd's own warning says why it is off
-                for m, d in disagree.items():
-                    if d[i, k, j] and not (m == "fd" and kink):
+                for m, d in disagree.items():  # the finite ones are judged too (tape 0.0 beside fd's inf)
+                    if d[i, k, j] and m not in bad and not (m == "fd" and kink):
                         warnings.append(disagreement(m, text, v, float(errors[m][i, k, j]), dtype=self.dtype,
                                                      tol=float(tols[m][i, k, j])))
                         if m == "tape":
                             point_notes.origin_note(self, i)
+                if "tape" in errors and "tape" not in bad and not disagree["tape"][i, k, j]:
+                    point_notes.doubtful_tape(self, i, v, float(errors["tape"][i, k, j]),
+                                              float(columns["symbolic"][i, k, j]), float(tols["tape"][i, k, j]),
+                                              warnings)
+                if bad:
+                    continue
                 if cross is not None and cross[1][i, k, j]:
                     warnings.append(cross_disagreement(text, v, float(cross[0][i, k, j]), float(cross[2][i, k, j]),
                                                        bool(cross[3][i, k, j]), dtype=self.dtype))

@@ -46,19 +46,36 @@ def where_note(core, i: int, v: str, bad: dict, columns, k: int) -> None:
         origin_note(core, i)
 
 
-def origin_note(core, i: int, into: list[str] | None = None) -> None:
+def origin_note(core, i: int, into: list[str] | None = None) -> bool:
     """At one point, once per expression: the first node of the tape whose value or adjoint went wrong,
     and why (gradcli trace shows them all), as a note (``into``: as a warning there, where no exact
-    column warns about the tape). A batch leaves it to trace: it retraces per point."""
-    if core.at_point is False or i in core.origins_noted:
-        return
-    core.origins_noted.add(i)
-    from gradcli.compute.nan_origin import first_bad_node
+    column warns about the tape). True when there is such a node. A batch leaves it to trace: it retraces
+    per point."""
+    if core.at_point is False:
+        return False
+    if i not in core.origins:
+        from gradcli.compute.nan_origin import first_bad_node
 
-    point = {v: float(core.at_point.values[v]) for v in core.variables}
-    bad = first_bad_node(core.trees[i], point, core.dtype, symbolic_time_limit=core.time_limit)
-    if bad is not None:
-        (core.notes if into is None else into).append(f"{core.exprs[i].text}: {bad.pointer}")
+        point = {v: float(core.at_point.values[v]) for v in core.variables}
+        bad = first_bad_node(core.trees[i], point, core.dtype, symbolic_time_limit=core.time_limit)
+        core.origins[i] = bad
+        if bad is not None:
+            (core.notes if into is None else into).append(f"{core.exprs[i].text}: {bad.pointer}")
+    return core.origins[i] is not None
+
+
+def doubtful_tape(core, i: int, v: str, error: float, exact: float, tol: float, warnings: list[str]) -> None:
+    """At one point: a tape value within its tolerance only because the tolerance is large. The tape's
+    tolerance follows the scale of the point and of f (the roundings of intermediates that large), which can
+    be far above the derivative itself (sqrt(x**2 + y**2) at 1e200: x**2 overflows, the tape says 0.0 beside
+    0.7071, inside a tolerance of 3e188). There the trace settles it: a node that went wrong is a warning."""
+    if core.at_point is False or not math.isfinite(error) or error <= 1e-6 * abs(exact) or tol <= 1e6 * abs(exact):
+        return
+    said = f"tape and symbolic disagree on d({core.exprs[i].text})/d{v}: error {error:.3g}, within the " \
+        f"tolerance of the point's scale (~{tol:.1g}) but not of the value {exact:.6g}"
+    at = len(warnings)
+    if origin_note(core, i, into=warnings):  # the trace found where: the tape is off by more than its digits
+        warnings.insert(at, said)
 
 
 def constants_note(unwatched: list[str], watched: list[str]) -> str:
