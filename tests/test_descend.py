@@ -13,6 +13,8 @@ import sys
 
 import pytest
 
+from generated_programs import run_generated
+
 from gradcli.compute.descend import OPTIMIZERS, STATUSES, compute_descent
 
 GUIDE = "3*x**2+2*x-1"
@@ -343,22 +345,12 @@ def test_show_code_is_a_runnable_program(invoke, tmp_path):
     assert "x.assign_sub(learning_rate * grads[0])" in program
     assert "optimizer.apply_gradients(zip(grads, [x]))" in program
     assert "@tf.function" in program
-    path = tmp_path / "descend.py"
-    path.write_text(program)
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    done = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=300)
-    assert done.returncode == 0, done.stderr
-    printed = [line for line in done.stdout.splitlines() if line.startswith("steps:")]
+    printed = [line for line in run_generated(program).splitlines() if line.startswith("steps:")]
     assert printed == ["steps: 100 x = -0.3333333333333333 f = -1.3333333333333333"] * 2
 
 
 def run_program(program: str, tmp_path) -> list[str]:
-    path = tmp_path / "descend.py"
-    path.write_text(program)
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    done = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=300)
-    assert done.returncode == 0, done.stderr
-    return [line for line in done.stdout.splitlines() if line.startswith("steps:")]
+    return [line for line in run_generated(program).splitlines() if line.startswith("steps:")]
 
 
 def test_show_code_renames_variables_that_clash_with_the_program(invoke, invoke_json, tmp_path):

@@ -3,14 +3,14 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import sys
 import time
 from pathlib import Path
 
 import pytest
+
+from generated_programs import run_generated
 from typer.testing import CliRunner
 
 from gradcli.cli import app
@@ -26,10 +26,7 @@ def run_json(*args):
 
 
 def exec_program(text: str) -> list[str]:
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(compile(text, "<program>", "exec"), {"__name__": "__main__"})
-    return out.getvalue().splitlines()
+    return run_generated(text).splitlines()
 
 
 def test_jvp_of_g_along_1_2_is_93_every_way():

@@ -3,12 +3,12 @@ program of --show-code run in process."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import re
 
 import pytest
+
+from generated_programs import run_generated
 from typer.testing import CliRunner
 
 from gradcli.cli import app
@@ -102,10 +102,7 @@ def test_the_nan_pointer_names_exp_and_the_adjoint():
 def test_show_code_runs_and_prints_the_same_numbers():
     result = run("trace", "(x1+5)*x2**2", "--at", "x1=2,x2=3", "--along", "x1=1,x2=2", "--show-code")
     assert result.exit_code == 0, result.output
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(compile(result.stdout, "<trace program>", "exec"), {"__name__": "__main__"})
-    lines = out.getvalue().splitlines()
+    lines = run_generated(result.stdout).splitlines()
     assert "x1 value 2.0 adjoint 9.0 tangent 1.0" in lines
     assert "x2 value 3.0 adjoint 42.0 tangent 2.0" in lines
     assert "v3 value 63.0 adjoint 1.0 tangent 93.0" in lines

@@ -4,12 +4,12 @@ and its fix in the table and the JSON; the descent example in descend's help end
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 
 import pytest
+
+from generated_programs import run_generated
 from typer.testing import CliRunner
 
 from gradcli.cli import app
@@ -32,10 +32,7 @@ def program(*args) -> str:
 
 def run_program(source: str) -> str:
     """Run a printed program in this process, as a student would paste it: its stdout."""
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(compile(source, "<show-code>", "exec"), {"__name__": "__main__"})
-    return out.getvalue()
+    return run_generated(source)
 
 
 def grad_json(*args) -> dict:
