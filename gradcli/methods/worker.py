@@ -18,6 +18,9 @@ from gradcli import interrupts
 
 # A worker ends itself this long after its job's deadline, should the parent's timer not have killed it.
 SELF_DEADLINE_GRACE_S = 1.0
+# A job's time limit counts from when SymPy is imported and ready (its import alone takes 1-2 s, more under
+# load: a 2 s limit would otherwise be spent before any work); the import itself may take this long.
+IMPORT_ALLOWANCE_S = 30.0
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
@@ -74,10 +77,20 @@ def _start_forked(ctx, target, args: tuple):
 
 
 def _run_job(conn, parent: int, fn: Callable, args: tuple, kwargs: dict, seconds: float) -> None:
-    """A forked job's process: enter, set its own deadline, work, answer."""
+    """A forked job's process: enter, import SymPy, say so (the time limit starts now), set its own
+    deadline, work, answer."""
     _enter_worker(parent)
-    _end_by_deadline(seconds)
+    _end_by_deadline(IMPORT_ALLOWANCE_S)
+    import sympy  # noqa: F401  (the work's own import, outside its time limit)
+
+    _ready(conn, seconds)
     _reply(conn, fn, args, kwargs)
+
+
+def _ready(conn, seconds: float) -> None:
+    """Tell the parent that SymPy is imported (its clock for the job starts there), and start ours."""
+    conn.send(("ready", time.monotonic()))  # CLOCK_MONOTONIC: one clock for parent and child
+    _end_by_deadline(seconds)
 
 
 def _reply(conn, fn: Callable, args: tuple, kwargs: dict) -> None:
@@ -102,7 +115,7 @@ def serve_one_job(conn, parent: int) -> None:
         fn, args, kwargs, seconds = conn.recv()
     except (EOFError, OSError):  # the parent did not need us
         return
-    _end_by_deadline(seconds)
+    _ready(conn, seconds)
     _reply(conn, fn, args, kwargs)
 
 
@@ -196,7 +209,12 @@ class BoundedJob:
                  parallel: bool = False, cancellable: bool = False):
         global _worker
         self.seconds = seconds
-        self.deadline = time.monotonic() + seconds
+        self.started = time.monotonic()
+        # the limit counts from SymPy's readiness (told by the worker, or the thread's import); until
+        # then, the latest moment it may start
+        self.deadline = self.started + seconds + IMPORT_ALLOWANCE_S
+        self._ready_at: float | None = None
+        self._timer: threading.Timer | None = None
         self.flag = CancelFlag()
         self.process = None  # a multiprocessing.Process, or None for a thread
         self.thread: threading.Thread | None = None
@@ -219,17 +237,31 @@ class BoundedJob:
                 self._start_process(fn, args, kwargs)
             else:
                 self._start_thread(fn, args, kwargs)
-        self._timer = None
-        if math.isfinite(seconds):
-            self._timer = threading.Timer(max(0.0, seconds), self._expire)
-            self._timer.daemon = True
-            self._timer.start()
+        if math.isfinite(seconds) and self.process is not None:
+            # a worker ends itself at its own deadline (SIGALRM, counted from its readiness); this timer
+            # is the backstop for a worker whose SymPy import never finished
+            self._start_timer(seconds + IMPORT_ALLOWANCE_S)
+
+    def _start_timer(self, seconds: float) -> None:
+        self._timer = threading.Timer(max(0.0, seconds), self._expire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _became_ready(self, at: float) -> None:
+        self._ready_at = max(at, self.started)
+        self.deadline = self._ready_at + self.seconds
 
     def _start_thread(self, fn, args, kwargs) -> None:
         self._box: dict[str, Any] = {}
 
         def target():
             try:
+                import sympy  # noqa: F401  (outside the time limit, as in a worker process)
+
+                with self._lock:
+                    self._became_ready(time.monotonic())
+                    if math.isfinite(self.seconds) and not self._finished:
+                        self._start_timer(self.seconds)  # sets the cancel flag at the deadline
                 self._box["value"] = fn(*args, **kwargs)
             except BaseException as exc:  # re-raised in the caller's thread
                 self._box["error"] = exc
@@ -272,9 +304,9 @@ class BoundedJob:
         return value
 
     def _wait(self) -> tuple[str, Any]:
-        remaining = max(0.0, self.deadline - time.monotonic())
         if self.thread is not None:
-            self.thread.join(remaining)
+            while self.thread.is_alive() and time.monotonic() < self.deadline:  # the deadline moves once ready
+                self.thread.join(min(0.05, max(0.0, self.deadline - time.monotonic())))
             if self.thread.is_alive():
                 return self._timed_out()
             if "error" in self._box:
@@ -282,13 +314,18 @@ class BoundedJob:
                     return self._timed_out()  # it stopped at its cancel flag, set at the deadline
                 return "error", self._box["error"]
             return "value", self._box["value"]
-        if not self.conn.poll(remaining):
-            return self._timed_out()
         try:
-            return self.conn.recv()
+            while True:
+                if not self.conn.poll(max(0.0, self.deadline - time.monotonic())):
+                    return self._timed_out()
+                kind, value = self.conn.recv()
+                if kind != "ready":
+                    return kind, value
+                self._became_ready(value)
         except (EOFError, OSError):  # killed at the deadline (a reset on the pre-started worker's socket),
-            # or it died without a word (out of memory)
-            if self._killed:
+            # ended by its own deadline (SIGALRM), or it died without a word (out of memory)
+            self.process.join(1.0)
+            if self._killed or self.process.exitcode == -signal.SIGALRM:
                 return self._timed_out()
             return "error", SymbolicTimeout("the SymPy worker stopped without an answer")
 
