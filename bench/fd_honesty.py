@@ -23,7 +23,6 @@ sys.path.insert(1, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import oracle  # noqa: E402
 
-from gradcli.compute.derivative import compute_derivatives  # noqa: E402
 import gradcli  # noqa: E402
 from gradcli.compute.hessian import compute_hessian  # noqa: E402
 
@@ -70,10 +69,10 @@ def derivative_case(rng, tally: Tally, dtype: str) -> None:
         exact = [float(oracle.oracle_derivative(expr, "x", {"x": x}, k)) for k in range(1, order + 1)]
     except (oracle.Undefined, oracle.Unsupported):
         return
-    r = compute_derivatives(expr, at=f"x={x}", order=order, methods="symbolic,fd", dtype=dtype)
-    for row, want in zip(r.derivatives, exact):
-        warned = any(f"derivative {row.order}" in w and "fd" in w for w in r.warnings)
-        tally.add(row.fd, want, getattr(row, "fd_error_estimate", None), warned, dtype)
+    r = gradcli.derivative(expr, at=f"x={x}", order=order, method="symbolic,fd", dtype=dtype).to_dict()
+    for k, (fd, estimate, want) in enumerate(zip(r["derivatives"]["fd"], r["fd_error_estimate"], exact), start=1):
+        warned = any(f"derivative {k}" in w and "fd" in w for w in r["warnings"])
+        tally.add(fd, want, estimate, warned, dtype)
 
 
 def gradient_case(rng, tally: Tally, dtype: str) -> None:

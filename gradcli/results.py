@@ -48,15 +48,6 @@ def value_warning(expression: str, value: float | None, point: dict[str, float])
     return f"{expression} {why} at {point_text(point)}; its derivatives there mean nothing"
 
 
-def flag_undefined_value(report) -> None:
-    """On a report with expression/value/point/warnings/failed: warn, null the value, mark it failed."""
-    warning = value_warning(report.expression, report.value, report.point)
-    if warning:
-        report.warnings.append(warning)
-        report.value = None
-        report.failed = True
-
-
 def shortest(x: float | None, dtype: str) -> float | None:
     """A float32 result written with the digits float32 needs (9.0, -0.33333334), not float64's."""
     if x is None or not math.isfinite(x) or dtype == "float64":

@@ -179,10 +179,7 @@ def test_derivative_batch_matches_single_points(runner):
     assert result.exit_code == 0, result.stderr
     for r in records(result):
         one = single(runner, "derivative", "sin(x)*exp(x)", f"x={r['point']['x']!r}", "-n", "4")
-        assert [d["fd"] for d in one["derivatives"]] == r["derivatives"]["fd"]
-        assert [d["tape"] for d in one["derivatives"]] == r["derivatives"]["tape"]
-        assert r["derivatives"]["symbolic"] == pytest.approx([d["symbolic"] for d in one["derivatives"]],
-                                                             rel=1e-13)
+        assert {k: one[k] for k in r} == r  # one point is a batch of one: the same record
 
 
 def test_several_expressions_sum_in_a_batch(runner):

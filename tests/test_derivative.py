@@ -12,8 +12,10 @@ from fractions import Fraction
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from gradcli.compute.derivative import compute_derivatives, symbolic_derivatives, tape_derivatives
+import gradcli
+from gradcli.methods import symbolic
 from gradcli.methods.fd_stencils import central_coefficients
+from gradcli.methods.tape import tape_derivatives
 from gradcli.expression import parse
 from gradcli.dtypes import MACHINE_EPSILON
 from gradcli.expression.points import parse_point
@@ -24,26 +26,39 @@ SIN_DERIVATIVES = [math.cos, lambda x: -math.sin(x), lambda x: -math.cos(x), mat
 def test_sin_order_4(invoke_json):
     doc = invoke_json("derivative", "sin(x)", "--at", "x=1", "--order", "4")
     assert doc["command"] == "derivative" and doc["variable"] == "x" and doc["point"] == {"x": 1.0}
-    assert [d["order"] for d in doc["derivatives"]] == [1, 2, 3, 4]
-    for d, exact in zip(doc["derivatives"], SIN_DERIVATIVES):
-        assert d["symbolic"] == pytest.approx(exact(1.0), abs=1e-15)
-        assert d["tape"] == pytest.approx(exact(1.0), abs=1e-15)
-        assert d["fd"] == pytest.approx(exact(1.0), abs=1e-9)
-        assert d["structural_zero"] is False
+    assert doc["order"] == 4 and doc["status"] == "ok"
+    ds = doc["derivatives"]
+    for k, exact in enumerate(SIN_DERIVATIVES):
+        assert ds["symbolic"][k] == pytest.approx(exact(1.0), abs=1e-15)
+        assert ds["tape"][k] == pytest.approx(exact(1.0), abs=1e-15)
+        assert ds["fd"][k] == pytest.approx(exact(1.0), abs=1e-9)
+    assert doc["structural_zero"] == [False] * 4
+    # the stencil each order used: accuracy 8, 9 points for orders 1-2 and 11 for 3-4
+    assert doc["fd_accuracy"] == [8] * 4 and doc["fd_points"] == [9, 9, 11, 11]
     assert doc["warnings"] == []
 
 
+def test_formulas_are_the_runs_and_the_table_shows_them(invoke_json, invoke):
+    doc = invoke_json("derivative", "sin(x)", "--at", "x=1", "--order", "2", "--formulas")
+    assert doc["formulas"] == ["cos(x)", "-sin(x)"]
+    assert "formulas" not in invoke_json("derivative", "sin(x)", "--at", "x=1", "--order", "2")
+    table = invoke("derivative", "sin(x)", "--at", "x=1", "--order", "2", "--formulas").stdout
+    assert "-sin(x)" in table and "0.0272 (9)" in table
+
+
+def _fd_errors(**options) -> list[float]:
+    return gradcli.derivative("sin(x)", at="x=1", method="symbolic,fd", **options).to_dict()["error"]["fd"]
+
+
 def test_fd_accuracy_up_to_order_8_float64():
-    report = compute_derivatives("sin(x)", at="x=1", order=8, methods="symbolic,fd")
-    errors = [r.error["fd"] for r in report.derivatives]
+    doc = gradcli.derivative("sin(x)", at="x=1", order=8, method="symbolic,fd").to_dict()
+    errors = doc["error"]["fd"]
     assert errors[0] < 1e-12 and errors[1] < 1e-11 and errors[3] < 1e-8 and errors[7] < 1e-4
-    assert report.warnings == []
+    assert doc["warnings"] == []
 
 
 def test_fd_float32_vs_float64():
-    e64 = [r.error["fd"] for r in compute_derivatives("sin(x)", at="x=1", order=2, methods="symbolic,fd").derivatives]
-    e32 = [r.error["fd"] for r in compute_derivatives("sin(x)", at="x=1", order=2, methods="symbolic,fd",
-                                                      dtype="float32").derivatives]
+    e64, e32 = _fd_errors(order=2), _fd_errors(order=2, dtype="float32")
     assert max(e64) < 1e-11
     # float32's own error: a few of its roundings, not float64's
     assert 1e-9 < max(e32) < 1e-4
@@ -51,14 +66,14 @@ def test_fd_float32_vs_float64():
 
 def test_structural_zero_above_a_constant_derivative(invoke_json):
     doc = invoke_json("derivative", "x*x", "--at", "x=3", "--order", "4")
-    tape = [(d["tape"], d["structural_zero"]) for d in doc["derivatives"]]
+    tape = list(zip(doc["derivatives"]["tape"], doc["structural_zero"]))
     assert tape == [(6.0, False), (2.0, False), (0.0, True), (0.0, True)]
-    assert [d["symbolic"] for d in doc["derivatives"]] == [6.0, 2.0, 0.0, 0.0]
+    assert doc["derivatives"]["symbolic"] == [6.0, 2.0, 0.0, 0.0]
 
 
 def test_wrt_with_several_variables(invoke_json, invoke):
     doc = invoke_json("derivative", "x**3*y", "--at", "x=2,y=5", "--wrt", "x", "--order", "3")
-    assert [d["symbolic"] for d in doc["derivatives"]] == [60.0, 60.0, 30.0]
+    assert doc["derivatives"]["symbolic"] == [60.0, 60.0, 30.0]
     result = invoke("derivative", "x**3*y", "--at", "x=2,y=5")
     assert result.exit_code == 2 and "--wrt" in result.stderr
 
@@ -109,13 +124,13 @@ def test_show_code_renames_clashing_variables(invoke):
 
 
 def test_show_code_computes_nothing(invoke, monkeypatch):
-    import gradcli.compute.derivative as core
+    from gradcli.compute.batch.derivative import DerivativeBatch
 
     def boom(*args, **kwargs):
         raise AssertionError("--show-code computed something")
 
-    for name in ("compute_derivatives", "tape_derivatives", "fd_derivatives", "start_symbolic_derivatives"):
-        monkeypatch.setattr(core, name, boom)
+    for name in ("start", "compute"):
+        monkeypatch.setattr(DerivativeBatch, name, boom)
     # log(x) at 0 could not be computed (exit 1); its program is still printed, exit 0
     result = invoke("derivative", "log(x)", "--at", "x=0", "--order", "2", "--show-code")
     assert result.exit_code == 0 and result.stderr == ""
@@ -130,18 +145,18 @@ def test_x_squared_at_zero_order_3(invoke_json):
     # TF's pow gradient would compute 0 * x**-1 = NaN at 0; a small integer power is a product instead,
     # so the third derivative is a structural zero
     doc = invoke_json("derivative", "x**2", "--at", "x=0", "--order", "3")
-    assert [d["tape"] for d in doc["derivatives"]] == [0.0, 2.0, 0.0]
-    assert [d["symbolic"] for d in doc["derivatives"]] == [0.0, 2.0, 0.0]
-    assert [d["structural_zero"] for d in doc["derivatives"]] == [False, False, True]
+    assert doc["derivatives"]["tape"] == [0.0, 2.0, 0.0]
+    assert doc["derivatives"]["symbolic"] == [0.0, 2.0, 0.0]
+    assert doc["structural_zero"] == [False, False, True]
     assert doc["warnings"] == []
 
 
 def test_symbolic_timeout_kills_the_worker_process():
     # SymPy's big-integer work holds the GIL: the deadline must stop a process, not abandon a thread.
     code = ("import sys, multiprocessing\n"
-            "from gradcli.compute.derivative import compute_derivatives\n"
-            "r = compute_derivatives('x**x**x**x', at='x=10', methods='symbolic,fd', symbolic_time_limit=0.5)\n"
-            "assert r.methods == ['fd'] and any('symbolic column left out' in n for n in r.notes), r.notes\n"
+            "import gradcli\n"
+            "r = gradcli.derivative('x**x**x**x', at='x=10', method='symbolic,fd', symbolic_timeout=0.5).to_dict()\n"
+            "assert r['methods'] == ['fd'] and any('symbolic column left out' in n for n in r['notes']), r['notes']\n"
             "assert multiprocessing.active_children() == []\n"
             "assert 'tensorflow' not in sys.modules\n")
     # the timeout only guards against a hang (the bug this test is about); it asserts nothing about speed
@@ -180,11 +195,22 @@ def _smooth(depth: int):
 def test_property_tape_matches_symbolic(expr, x):
     point = parse_point(f"x={x!r}")
     tree = parse(expr).tree
-    _, exact, _ = symbolic_derivatives(tree, point, "x", 3, time_limit=30)
-    tape = tape_derivatives(tree, point.values, "x", 3)
-    for k, (e, t) in enumerate(zip(exact, tape), start=1):
+    tape = _tape(tree, point.values, 3)
+    syms = symbolic.symbols_for(["x"])
+    d, subs = symbolic.to_sympy(tree, syms), symbolic.exact_point(dict(point.exact), syms)
+    for k, t in enumerate(tape, start=1):
+        d = symbolic.diff(d, syms["x"])
+        e = symbolic.value_at(d, subs)
         t = 0.0 if t is None else t
         assert abs(t - e) <= 1e3 * 4 ** k * MACHINE_EPSILON["float64"] * max(1.0, abs(e)), (expr, k)
+
+
+def _tape(tree, values: dict[str, float], order: int, **options) -> list[float | None]:
+    """The nested tapes at one point: None where the tape reported the order as unconnected."""
+    import numpy as np
+
+    t = tape_derivatives(tree, {k: np.array([v]) for k, v in values.items()}, "x", order, **options)
+    return [None if structural else float(v) for v, structural in zip(t.values[0], t.structural)]
 
 
 def test_nested_tapes_stop_at_their_time_budget():
@@ -192,10 +218,10 @@ def test_nested_tapes_stop_at_their_time_budget():
     # out with a note instead of running for minutes
     notes: list[str] = []
     tree = parse("sin(x)").tree
-    got = tape_derivatives(tree, {"x": 1.0}, "x", 4, time_budget=0.0, notes=notes)
+    got = _tape(tree, {"x": 1.0}, 4, time_budget=0.0, notes=notes)
     assert got == [pytest.approx(math.cos(1.0))]
     assert notes and "tape column stops at order 1" in notes[0]
-    assert len(tape_derivatives(tree, {"x": 1.0}, "x", 4)) == 4  # the default budget is ample here
+    assert len(_tape(tree, {"x": 1.0}, 4)) == 4  # the default budget is ample here
 
 
 def test_grossly_wrong_fd_is_flagged_even_when_the_bound_is_loose(invoke):
@@ -211,10 +237,9 @@ def test_grossly_wrong_fd_is_flagged_even_when_the_bound_is_loose(invoke):
 
 def test_default_and_all_methods_are_the_standard_three_at_high_order():
     """The complex step (first derivatives only) runs only when named: no -m, or -m all, at --order 6 works."""
-    from gradcli.compute.derivative import compute_derivatives
     from gradcli.compute.request import parse_methods
 
     assert parse_methods(None, allowed=("symbolic", "tape", "fd", "complex")) == ["symbolic", "tape", "fd"]
     assert parse_methods("ALL", allowed=("symbolic", "tape", "fd", "complex")) == ["symbolic", "tape", "fd"]
-    report = compute_derivatives("sin(x)", at="x=1", order=6, methods=None)
-    assert report.methods == ["symbolic", "tape", "fd"]
+    doc = gradcli.derivative("sin(x)", at="x=1", order=6, method=None).to_dict()
+    assert doc["methods"] == ["symbolic", "tape", "fd"]

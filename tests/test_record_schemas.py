@@ -44,7 +44,11 @@ def test_a_record_at_one_point_is_the_record_of_many(runner):
 @pytest.mark.parametrize("argv", [["grad", "(x1+5)*x2**2", "--at", "x1=2,x2=3"],
                                   ["grad", "3*x", "x**2", "--at", "x=5", "-m", "tape,fd,complex"],
                                   ["grad", "log(x)*y", "--at", "x=-1,y=2"],
-                                  ["grad", "(x1+5)*x2**2", "--at", "x1=2,x2=3", "--constants", "x1"]])
+                                  ["grad", "(x1+5)*x2**2", "--at", "x1=2,x2=3", "--constants", "x1"],
+                                  ["derivative", "sin(x)", "--at", "x=1", "-n", "3", "--formulas"],
+                                  ["derivative", "abs(x)", "--at", "x=0", "-m", "symbolic,tape,fd,complex"],
+                                  ["derivative", "x**3*y", "--at", "x=2,y=5", "--wrt", "x", "-n", "4"],
+                                  ["derivative", "log(x)", "--at", "x=-1", "-n", "2"]])
 def test_the_one_point_document_is_the_run_and_the_record(runner, argv):
     """The one-point -f json document holds, key for key, the record -f jsonl (and --points) writes for the
     point; what it adds are the run's keys, the ones a many-point document has above its points."""

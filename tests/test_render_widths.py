@@ -128,8 +128,8 @@ def reports(invoke):
             invoke, grad, "grad_detail", "grad", "x*sin(y)", "--at", "x=0.5,y=2", "-m", "symbolic,fd,complex")),
         "hessian": (hessian.hessian_table, hessian.hessian_json, capture(
             invoke, hessian, "hessian_table", "hessian", "(x1+5)*x2**2", "--at", "x1=2,x2=3", "-m", "symbolic,fd")),
-        "derivative": (derivative.derivative_table, derivative.derivative_json, capture(
-            invoke, derivative, "derivative_table", "derivative", "sin(x)*exp(x)", "--at", "x=1", "--order", "3",
+        "derivative": (derivative.derivative_detail, _grad_document, capture(
+            invoke, derivative, "derivative_detail", "derivative", "sin(x)*exp(x)", "--at", "x=1", "--order", "3",
             "-m", "symbolic,fd")),
         "descend race": (descend.descend_table, descend.descend_json, capture(
             invoke, descend, "descend_table", "descend", "x**2 + 3*y**2", "--from", "x=3,y=1",

@@ -154,16 +154,7 @@ def derivative(expression: str, *, at=None, points=None, grid: str | None = None
                                accuracy=accuracy, formulas=formulas, symbolic_time_limit=symbolic_timeout)
 
     if points is None and grid is None:
-        from gradcli.compute.derivative import compute_derivatives
-        from gradcli.render import derivative as render
-
-        with quiet() as captured:
-            report = compute_derivatives(expression, at=at_texts(at), order=order, wrt=wrt, methods=method,
-                                         eps=eps, dtype=dtype, accuracy=accuracy, formulas=formulas,
-                                         symbolic_time_limit=symbolic_timeout)
-        return _one_point("derivative", report, render.derivative_json(report),
-                          lambda: render.derivative_table(report), captured,
-                          records=_record_at("derivative", core, at, batch_size))
+        return _batch_of_one("derivative", core, at=at, batch_size=batch_size)
     return _many_points("derivative", core, points=points, grid=grid, at=at, batch_size=batch_size)
 
 

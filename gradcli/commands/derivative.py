@@ -8,8 +8,8 @@ import typer
 
 from gradcli.commands.common import (METHOD_HELP, AtOption, BatchSizeOption, DType, DTypeOption, FileOption,
                                      FormatOption, GridOption, OutputFormat, PointsOption, ShowCodeOption,
-                                     SymbolicTimeoutOption, as_batch, conclude, emit, handle_errors,
-                                     refuse_show_code_for_many, run_many)
+                                     SymbolicTimeoutOption, handle_errors, refuse_show_code_for_many,
+                                     run_many)
 from gradcli.commands.completion import complete_methods
 from gradcli.commands.expression_file import expression_text
 
@@ -50,31 +50,14 @@ def derivative(
       gradcli derivative "x**3" --grid x=-1:1:5 -f csv
     """
     expression = expression_text(expression, file)
+    from gradcli.compute.batch.derivative import DerivativeBatch
+
+    core = DerivativeBatch(expression, order=order, wrt=wrt, methods=method, eps=eps, dtype=dtype.value,
+                           accuracy=accuracy, formulas=formulas, symbolic_time_limit=symbolic_timeout)
     if show_code:  # the program only: checked like a computation, but nothing is computed
         refuse_show_code_for_many(points, grid)
-        from gradcli.compute.derivative import prepare_derivatives
-        from gradcli.programs.derivative import show_code_derivative
+        from gradcli.programs.derivative import program_derivative
 
-        setup = prepare_derivatives(expression, at=at, order=order, wrt=wrt, methods=method, eps=eps,
-                                    dtype=dtype.value, accuracy=accuracy, formulas=formulas)
-        print(show_code_derivative(setup.expr.tree, setup.expr.text, setup.point.values, setup.variable,
-                                   setup.order, setup.dtype), end="")
+        print(program_derivative(core, at), end="")
         return
-
-    if as_batch(points=points, grid=grid, output=output):  # and CSV/JSONL at one point: its record
-        from gradcli.compute.batch.derivative import DerivativeBatch
-
-        run_many(DerivativeBatch(expression, order=order, wrt=wrt, methods=method, eps=eps, dtype=dtype.value,
-                                 accuracy=accuracy, formulas=formulas, symbolic_time_limit=symbolic_timeout),
-                 points=points, grid=grid, at=at, output=output, batch_size=batch_size)
-        return
-    from gradcli.compute.derivative import compute_derivatives
-
-    report = compute_derivatives(expression, at=at, order=order, wrt=wrt, methods=method, eps=eps,
-                                 dtype=dtype.value, accuracy=accuracy, formulas=formulas,
-                                 symbolic_time_limit=symbolic_timeout)
-    from gradcli.render import derivative as render
-
-    emit(output, json=lambda: render.derivative_json(report),
-         table=lambda: render.derivative_table(report))
-    conclude(report)
+    run_many(core, points=points, grid=grid, at=at, output=output, batch_size=batch_size)

@@ -228,7 +228,7 @@ def check_derivatives(expression: str, *, expect: list[str], order: int = 1, at:
                       samples: int = DEFAULT_SAMPLES, seed: int = 0, symbolic_time_limit: float = 10.0,
                       chunk_size: int = 4096, rtol: float = RTOL, atol: float = ATOL) -> CheckReport:
     """Everything ``gradcli check`` says, as a :class:`CheckReport` (``failed``: exit 1)."""
-    from gradcli.compute.derivative import check_order
+    from gradcli.compute.batch.derivative import check_order
     from gradcli.errors import ComputeError
     from gradcli.methods.symbolic import differentiate
     from gradcli.methods.worker import BoundedJob, SymbolicTimeout

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 
 from gradcli.compute.judge import (
     cross_pair,
-    disagreement,
     fd_is_suspect,
     fd_tolerance,
     unsettled,
@@ -28,10 +27,7 @@ from gradcli.errors import UsageError
 from gradcli.methods.complex_step import (
     COMPLEX_STEP,
     complex_gradients,
-    not_analytic_note,
 )
-from gradcli.methods.fd_engine import one_point
-from gradcli.results import point_text, shortest
 
 
 def refuse_higher_orders(methods: list[str], order: int) -> None:
@@ -144,54 +140,10 @@ def complex_cross_warnings(cross: ComplexCross | None, index: tuple, what: str, 
     return out
 
 
-# ---------------------------------------------------------------------------------------------
-# one point: the reports
-# ---------------------------------------------------------------------------------------------
-
-def add_complex_derivative(report, tree, point, variable: str, dtype: str) -> None:
-    """Fill the first row of ``report`` (a :class:`gradcli.compute.derivative.DerivativeReport`) with the
-    complex-step derivative and judge it (against the exact value, or else the tape and fd); the other rows
-    (orders above 1) get none."""
-    import numpy as np
-
-    report.methods = [*report.methods, "complex"]
-    row = report.derivatives[0]
-    c = complex_columns([tree], one_point(point.values), [variable], dtype)
-    d, est = float(c.values[0, 0, 0]), float(c.estimates[0, 0, 0])
-    row.complex, row.complex_error_estimate = (shortest(d, dtype), est) if math.isfinite(d) else (None, None)
-    if report.value is None:
-        row.complex = row.complex_error_estimate = None
-        return
-    pt = point_text(point.values)
-    if c.not_analytic[0, 0, 0]:
-        report.notes.append(not_analytic_note(report.expression, variable, pt, tree))
-        return
-    if row.complex is None:
-        report.warnings.append(f"derivative of order 1 is not finite at {pt} (complex)")
-        report.failed = True
-        return
-    if c.steps[0, 0, 0] != COMPLEX_STEP[dtype]:
-        report.notes.append(step_note(report.expression, variable, pt, float(c.steps[0, 0, 0]), dtype))
-    report.warnings += c.warnings((0, 0, 0), report.expression, variable, pt)
-    if "symbolic" in report.methods and row.symbolic is not None and math.isfinite(row.symbolic):
-        err, tol = judge_complex_value(row.complex, row.symbolic, est, row.point_shift)
-        row.error["complex"] = err
-        if err > tol:
-            report.warnings.append(disagreement("complex", report.expression, variable, err, dtype=dtype, tol=tol))
-        return
-    columns = {m: np.array([[[np.nan if getattr(row, m) is None else getattr(row, m)]]])
-               for m in ("tape", "fd", "complex") if m in report.methods}
-    estimates = {"complex": np.array([[[est]]]),
-                 "fd": np.array([[[np.nan if row.fd_error_estimate is None else row.fd_error_estimate]]])}
-    cross = cross_check_complex(np.array([[report.value]]), columns, np.array([[point.values[variable]]]),
-                                estimates, dtype=dtype)
-    report.warnings += complex_cross_warnings(cross, (0, 0, 0), "derivative 1", dtype=dtype)
-
-
 def judge_complex_value(got: float, exact: float, estimate: float, shift: float) -> tuple[float, float]:
     """(error, tolerance) of one complex-step value against the exact one: judge_gradients' rule, one value."""
     return abs(got - exact), float(fd_tolerance(estimate, exact)) + shift
 
 
-__all__ = ["ComplexColumns", "ComplexCross", "add_complex_derivative", "complex_columns",
+__all__ = ["ComplexColumns", "ComplexCross", "complex_columns",
            "complex_cross_warnings", "cross_check_complex", "judge_complex_value", "refuse_higher_orders"]

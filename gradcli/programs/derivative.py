@@ -11,6 +11,18 @@ _DERIVATIVE_CODE_NAMES = ("contextlib", "math", "tf", "DTYPE", "ORDER", "stack",
                           "derivatives", "k")
 
 
+def program_derivative(core, at: list[str] | str) -> str:
+    """``derivative --show-code``: the request checked as the computation checks it (the batch core at the
+    --at point, ``core`` a :class:`gradcli.compute.batch.derivative.DerivativeBatch`), nothing computed."""
+    from gradcli.compute.batch.points import point_chunks
+    from gradcli.expression.points import parse_point
+
+    (chunk,) = point_chunks(core, points=None, grid=None, at=at, batch_size=1)
+    core.check(chunk)
+    return show_code_derivative(core.expr.tree, core.expr.text, parse_point(at).values, core.variable, core.order,
+                                core.dtype)
+
+
 def show_code_derivative(tree: Node, text: str, values: dict[str, float], variable: str, order: int,
                          dtype: str) -> str:
     """A runnable program reproducing the tape column: one GradientTape per order, nested."""

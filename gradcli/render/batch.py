@@ -375,4 +375,8 @@ def detail_view(command: str):
         from gradcli.render.grad import grad_detail
 
         return grad_detail
+    if command == "derivative":
+        from gradcli.render.derivative import derivative_detail
+
+        return derivative_detail
     raise ValueError(f"no one-point view for {command}")

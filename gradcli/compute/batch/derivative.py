@@ -7,7 +7,7 @@ from gradcli.compute.request import derivative_variable
 from gradcli.compute.complex_column import (complex_columns, complex_cross_warnings, cross_check_complex,
                                             judge_complex_value, refuse_higher_orders)
 from gradcli.compute.judge import disagreement
-from gradcli.compute.derivative import check_order, cross_derivative, judge_derivative
+from gradcli.compute.derivative_judge import cross_derivative, judge_derivative
 from gradcli.methods.fd_schemes import ACCURACY_ORDERS, DEFAULT_ACCURACY
 from gradcli.errors import UsageError
 from gradcli.expression import parse
@@ -16,6 +16,15 @@ from gradcli.methods.fd_stencils import fd_derivatives, sided_kinks
 from gradcli.methods.complex_step import COMPLEX_STEP, not_analytic_note
 from gradcli.methods.fd_notes import fd_line_notes
 from gradcli.results import FIRST_ORDER_METHODS, shortest
+
+MAX_ORDER = 10
+
+
+def check_order(order: int) -> int:
+    """--order: derivatives 1..N, N up to MAX_ORDER (each order nests one more tape)."""
+    from gradcli.compute.request import check_order as within
+
+    return within(order, MAX_ORDER)
 
 
 class DerivativeBatch(engine.BatchCore):
@@ -29,14 +38,32 @@ class DerivativeBatch(engine.BatchCore):
                          formulas=formulas)
         self.expr = parse(expression)
         self.trees = [self.expr.tree]
-        self.variable = derivative_variable(wrt, self.expr.variables)
-        self.variables = list(self.expr.variables) + \
-            ([self.variable] if self.variable not in self.expr.variables else [])
+        self.wrt_text = wrt
+        if wrt is None and not self.expr.variables:  # a constant: by the --at point's one variable (at_one_point)
+            self.variable, self.variables = None, []
+        else:
+            self.variable = derivative_variable(wrt, self.expr.variables)
+            self.variables = list(self.expr.variables) + \
+                ([self.variable] if self.variable not in self.expr.variables else [])
         self.order = check_order(order)
         refuse_higher_orders(self.methods, self.order)
         if accuracy not in ACCURACY_ORDERS:
             raise UsageError(f"--accuracy must be one of {', '.join(map(str, ACCURACY_ORDERS))}, not {accuracy}")
         self.accuracy = accuracy
+
+    def at_one_point(self, point) -> None:
+        """At the --at point alone its variables are the point's, in the order typed, and --wrt must name one
+        of them or one of the expression's (as the one-point command always checked)."""
+        super().at_one_point(point)
+        self.variable = derivative_variable(self.wrt_text, self.expr.variables, list(point.names))
+        if self.variable not in point.values:
+            raise UsageError(f"--wrt: '{self.variable}' has no value in --at")
+        self.variables = list(point.names) + [v for v in self.variables if v not in point.values]
+
+    def start(self) -> None:
+        if self.variable is None:  # a constant at many points: which variable is not known
+            derivative_variable(None, [])
+        super().start()
 
     def wanted(self):
         return [(0, (self.variable,) * k) for k in range(1, self.order + 1)]
@@ -69,7 +96,10 @@ class DerivativeBatch(engine.BatchCore):
             f = fd_derivatives(self.expr.tree, pts, self.variable, self.order, dtype=self.dtype, eps=self.eps,
                                accuracy=self.accuracy)
             cols["fd"], steps = f.values, f
-            self.count_adapted(f.how)
+            if self.at_point is not False:  # which orders, with which step (a batch counts the points instead)
+                self._adapted_notes(f)
+            else:
+                self.count_adapted(f.how)
             # order 1's one-sided derivatives, as grad's central fd sees them: kinks
             f.kinks = fd_gradients(self.expr.tree, pts, [self.variable], dtype=self.dtype, eps=self.eps)
             f.sided = sided_kinks(self.expr.tree, pts, self.variable, self.order, dtype=self.dtype)  # orders 2+
@@ -77,6 +107,8 @@ class DerivativeBatch(engine.BatchCore):
         if "complex" in self.methods:  # order 1 only: [P, 1]
             cc = complex_columns([self.expr.tree], pts, [self.variable], self.dtype)
             cols["complex"] = cc.values[0]
+            if self.at_point is not False:
+                self._complex_step_note(cc)
         if self._formulas is not None:
             cols["symbolic"] = np.stack([self.exact_column(0, (self.variable,) * k, pts, size)
                                          for k in range(1, self.order + 1)], axis=1)
@@ -94,6 +126,8 @@ class DerivativeBatch(engine.BatchCore):
                 record["structural_zero"] = structural
             if steps is not None:
                 record["fd_step"] = steps.steps[p].tolist()
+                record["fd_accuracy"] = steps.accuracy[p].tolist()  # the stencil each order used (narrower
+                record["fd_points"] = steps.points[p].tolist()  # where the wide one leaves the domain)
                 record["fd_error_estimate"] = steps.estimates[p].tolist()
             if cc is not None:
                 record["complex_error_estimate"] = cc.estimates[0, p].tolist()
@@ -104,6 +138,24 @@ class DerivativeBatch(engine.BatchCore):
             record.pop("not_analytic")
             records.append(engine.close_record(engine.json_safe(record), warnings, undefined))  # null: not finite
         return engine.RecordBatch.of(records)
+
+    def _adapted_notes(self, fd) -> None:
+        """At one point: a note for each order whose stencil adapted to the domain, with its step."""
+        for k in range(self.order):
+            if fd.how[0, k]:
+                _, notes, _ = fd_line_notes(f"derivative {k + 1}", "", dtype=self.dtype, value=float(fd.values[0, k]),
+                                            estimate=float(fd.estimates[0, k]), step=float(fd.steps[0, k]),
+                                            how=int(fd.how[0, k]), explicit_step=self.eps is not None, order=k + 1)
+                self.notes += notes
+
+    def _complex_step_note(self, cc) -> None:
+        """At one point: a note when the complex step is taken with another step than the default."""
+        import numpy as np
+
+        from gradcli.compute.complex_column import step_note
+
+        if np.isfinite(cc.values[0, 0, 0]) and cc.steps[0, 0, 0] != COMPLEX_STEP[self.dtype]:
+            self.notes.append(step_note(self.expr.text, self.variable, None, float(cc.steps[0, 0, 0]), self.dtype))
 
     def _judge(self, record: dict, point: dict, fd, p: int, shift) -> None:
         text, value, ds = self.expr.text, record["value"], record["derivatives"]
@@ -146,14 +198,15 @@ class DerivativeBatch(engine.BatchCore):
             record["error"][m] = errors
 
     def _fd_warnings(self, record: dict, fd, p: int) -> None:
-        """A kink at order 1 (both one-sided values in the record), values no step resolves (adaptive steps)."""
+        """Kinks (both one-sided values in the record, per order: order 1 as grad's central fd sees it, orders
+        2 and up by one-sided stencils), values no step resolves (adaptive steps)."""
         g = fd.kinks
         warnings, _, sided = fd_line_notes("derivative 1", "", dtype=self.dtype, value=float(g.values[p, 0]),
                                            estimate=float(g.estimates[p, 0]), step=float(g.steps[p, 0]), how=0,
                                            kink=bool(g.kinks[p, 0]), left=float(g.left[p, 0]),
                                            right=float(g.right[p, 0]), explicit_step=True)
+        sides = [sided or None] + [None] * (self.order - 1)  # per order: both one-sided values at a kink, else null
         if sided:
-            record["one_sided"] = sided
             record["warnings"] += warnings
         kinks, left, right = fd.sided
         for k in range(self.order):
@@ -162,9 +215,11 @@ class DerivativeBatch(engine.BatchCore):
                                                step=float(fd.steps[p, k]), how=0, explicit_step=self.eps is not None,
                                                order=k + 1, kink=k > 0 and bool(kinks[p, k]),
                                                left=float(left[p, k]), right=float(right[p, k]))
-            if sided and "one_sided" not in record:  # the record's field is the lowest order's kink
-                record["one_sided"] = sided
+            if sided and k > 0:
+                sides[k] = sided
             record["warnings"] += warnings
+        if any(sides):
+            record["one_sided"] = sides
 
     def _point_shift(self, pts, size: int, cols):
         """[P, order]: how far each exact derivative moves from the point as read to the dtype's (float32):
