@@ -435,3 +435,12 @@ def test_infinite_start_value_is_said_plainly(invoke):
     assert result.exit_code == 1
     doc = json.loads(result.stdout)
     assert doc["runs"][0]["message"] == "f is infinite at the start point: choose another --from"
+
+
+def test_setup_is_shown_once_and_not_billed_to_the_first_run(invoke_json):
+    """TensorFlow's one-time start (import, the loop's first tracing, Keras' first optimizer) is done before
+    the race and reported once: the runs' seconds are their own (the first optimizer raced was billed ~2 s)."""
+    doc = invoke_json("descend", "x**2", "--from", "x=1", "-o", "manual,sgd", "--steps", "5",
+                      "--stationary-timeout", "0")
+    assert doc["setup_seconds"] > 0
+    assert all(run["seconds"] > 0 for run in doc["runs"])

@@ -95,3 +95,4 @@ def tf_backend(dtype: str) -> Backend:
     )
     _TF_BACKENDS[dtype] = backend
     return backend
+

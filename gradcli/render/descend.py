@@ -46,8 +46,10 @@ def descend_table(report: DescentReport) -> None:
                         f"[bold]dtype[/bold]  {report.dtype}")
     rates = {run.learning_rate for run in report.runs}
     lr = f"{report.learning_rate:g}" if rates <= {report.learning_rate} else "per optimizer"
+    # each run's time is its own; TensorFlow's one-time start is shown once, here
     print_line(console, f"[bold]lr[/bold]  {lr}    [bold]steps[/bold]  at most "
-                        f"{report.max_steps}    [bold]tol[/bold]  |grad| < {report.tol:g}")
+                        f"{report.max_steps}    [bold]tol[/bold]  |grad| < {report.tol:g}    "
+                        f"[bold]setup[/bold]  {report.setup_seconds:.2f} s")
     print_table(console, _race_table(report))
     if report.every is not None:
         for run in report.runs:

@@ -92,6 +92,7 @@ class DescentReport:
     notes: list[str] = field(default_factory=list)
     failed: bool = False
     command: str = "descend"
+    setup_seconds: float = 0.0  # TensorFlow's one-time start, before the first run (not billed to it)
 
     def to_dict(self) -> dict:
         return clean({
@@ -105,6 +106,7 @@ class DescentReport:
             "tol": self.tol,
             "momentum": self.momentum,
             "every": self.every,
+            "setup_seconds": self.setup_seconds,
             "runs": [r.to_dict(self.every is not None) for r in self.runs],
             "stationary_points": None if self.stationary_points is None
             else [s.to_dict() for s in self.stationary_points],
