@@ -340,3 +340,10 @@ def test_a_tape_inside_a_large_tolerance_is_still_judged_by_its_value(invoke):
     result = invoke("grad", "sqrt(x**2 + y**2)", "--at", "x=1e-200,y=1e-200")
     assert "fd and symbolic disagree on d(sqrt(x**2 + y**2))/dx: error 0.707" in result.stderr
     assert result.exit_code == 1
+
+
+def test_strict_makes_any_warning_exit_1(invoke):
+    assert invoke("grad", "abs(x)", "--at", "x=0").exit_code == 0  # a kink: warned, computed
+    assert invoke("grad", "abs(x)", "--at", "x=0", "--strict").exit_code == 1
+    assert invoke("grad", "abs(x)", "--grid", "x=-1:1:3", "--strict", "-f", "jsonl").exit_code == 1
+    assert invoke("grad", "x**2", "--grid", "x=-1:1:3", "--strict", "-f", "jsonl").exit_code == 0

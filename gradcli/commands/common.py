@@ -71,6 +71,10 @@ SymbolicTimeoutOption = Annotated[
 ]
 
 
+StrictOption = Annotated[bool, typer.Option(
+    "--strict", help="Exit 1 on any warning too (for CI and scripts).")]
+
+
 def report_error(exc: GradcliError) -> None:
     from gradcli.commands.expression_file import file_error_lines
 
@@ -118,10 +122,11 @@ def handle_errors(fn: Callable) -> Callable:
 
 
 def run_many(computation, *, points: str | None, grid: str | None, at: list[str] | None,
-             output: OutputFormat, batch_size: int) -> None:
+             output: OutputFormat, batch_size: int, strict: bool = False) -> None:
     """Compute ``computation`` (a gradcli.compute.batch core) at every point of ``--points``/``--grid``, or at
     the ``--at`` point as a batch of one (its table and JSON: gradcli.render.detail), writing each batch's
-    records as it finishes; exit 1 when a point's value or derivative is undefined."""
+    records as it finishes; exit 1 when a point's value or derivative is undefined (``strict``: when any
+    point has a warning)."""
     from gradcli.compute.batch.engine import run_batch
     from gradcli.compute.batch.points import point_chunks
     from gradcli.render.batch import sink_for
@@ -129,7 +134,7 @@ def run_many(computation, *, points: str | None, grid: str | None, at: list[str]
     chunks = point_chunks(computation, points=points, grid=grid, at=at, batch_size=batch_size)
     one_point = points is None and grid is None
     summary = run_batch(computation, chunks, sink_for(computation.command, output.value, one_point=one_point))
-    finish(summary.failed)
+    finish(summary.failed or (strict and summary.with_warnings > 0))
 
 
 def as_batch(*, points: str | None, grid: str | None, output: OutputFormat) -> bool:

@@ -8,7 +8,7 @@ import typer
 
 from gradcli.commands.common import (METHOD_HELP, AtOption, BatchSizeOption, DType, DTypeOption, FileOption,
                                      FormatOption, GridOption, OutputFormat, PointsOption, ShowCodeOption,
-                                     SymbolicTimeoutOption, handle_errors,
+                                     StrictOption, SymbolicTimeoutOption, handle_errors,
                                      refuse_show_code_for_many, run_many)
 from gradcli.commands.completion import complete_methods
 from gradcli.errors import UsageError
@@ -51,6 +51,7 @@ def grad(
     rule: Annotated[Optional[list[str]], typer.Option(
         "--rule", metavar="RULE", help="\"NAME(u, ...) = BODY; d/du = FORMULA; ...\": a function with its own "
         "derivative, checked first (repeatable).", show_default=False)] = None,
+    strict: StrictOption = False,
 ) -> None:
     """The gradient at a point: SymPy's exact value, TensorFlow's GradientTape and finite differences;
     of several expressions, the Jacobian and the sum the tape returns. --show-code: a program per column.
@@ -84,4 +85,4 @@ def grad(
     core = GradBatch(expressions, wrt=wrt, methods=method, scheme=scheme.value, eps=eps, dtype=dtype.value,
                      symbolic_time_limit=symbolic_timeout, constants=constants, watch=watch)
     core.notes += checked.notes
-    run_many(core, points=points, grid=grid, at=at, output=output, batch_size=batch_size)
+    run_many(core, points=points, grid=grid, at=at, output=output, batch_size=batch_size, strict=strict)
