@@ -132,3 +132,25 @@ def test_rules_are_read_by_gradcli_s_parser_only():
     set_active_rules([])
     with pytest.raises(ParseError, match="unknown function 'log1pexp'"):
         parse("log1pexp(x)")
+
+
+def test_show_code_writes_the_rule_as_tf_custom_gradient_and_prints_the_tape_column():
+    from generated_programs import run_generated
+    from gradcli.cli import app
+    from typer.testing import CliRunner
+
+    args = ["grad", "log1pexp(x)*y", "--at", "x=100,y=2", "--dtype", "float32", "--rule", LOG1PEXP,
+            "--rule", "h(u, v) = u*v; d/du = v; d/dv = u"]
+    program = CliRunner().invoke(app, [*args, "--show-code"])
+    assert program.exit_code == 0, program.stderr
+    assert "@tf.custom_gradient\ndef rule_log1pexp(x):" in program.stdout
+    printed = run_generated(program.stdout)
+    # the tape column: the rule's gradient 1.0 * y (TF's own is NaN here), the body's value inf in float32
+    assert "dz/dx = 2.0" in printed and "dz/dy = inf" in printed
+    assert "dz/dx = y*exp(x)/(exp(x) + 1) = 2.0" in printed  # SymPy's program differentiates the body
+    set_active_rules([])
+    two = CliRunner().invoke(app, ["grad", "h(x, log1pexp(y))", "--at", "x=2,y=0", "--rule", LOG1PEXP, "--rule",
+                                   "h(u, v) = u*v; d/du = v; d/dv = u", "--show-code", "-m", "tape"])
+    assert two.exit_code == 0, two.stderr
+    printed = run_generated(two.stdout)
+    assert "dz/dx = 0.6931471805599453" in printed and "dz/dy = 1.0" in printed  # log(2); 2 * 1/2

@@ -11,7 +11,6 @@ from gradcli.commands.common import (METHOD_HELP, AtOption, BatchSizeOption, DTy
                                      StrictOption, SymbolicTimeoutOption, handle_errors,
                                      refuse_show_code_for_many, run_many)
 from gradcli.commands.completion import complete_methods
-from gradcli.errors import UsageError
 from gradcli.commands.expression_file import expressions_from
 from gradcli.methods.fd_schemes import Scheme
 
@@ -65,8 +64,6 @@ def grad(
     """
     from gradcli.expression.rules import define_rules
 
-    if rule and show_code:
-        raise UsageError("--show-code does not write --rule's tf.custom_gradient yet")
     checked = define_rules(rule, time_limit=symbolic_timeout)  # a wrong rule: exit 1, with a counterexample
     expressions = expressions_from(expressions, file)
     if show_code:  # the programs only: neither tape nor SymPy runs

@@ -9,6 +9,7 @@ import re
 from gradcli.expression.evaluate import PYTHON_FLOAT64, evaluate
 from gradcli.expression import Add, Call, Mul, Neg, Node, Pow, Var, is_constant
 from gradcli.expression.functions import tf_code_templates
+from gradcli.expression.tree import Rule, RuleCall
 
 _TF_FUNCTION_CODE = tf_code_templates()
 
@@ -37,6 +38,11 @@ def code_names(variables, *, taken=()) -> dict[str, str]:
         used.add(new)
         chosen[name] = new
     return chosen
+
+
+def rule_function(rule: Rule) -> str:
+    """The program's name for a --rule's tf.custom_gradient function (rule_ keeps it apart from variables)."""
+    return f"rule_{rule.name}"
 
 
 def renamed_comment(names: dict[str, str]) -> list[str]:
@@ -87,6 +93,9 @@ def tf_code(tree: Node, names: dict[str, str] | None = None) -> str:
                     # turns into 0 * x**-1 = NaN at x = 0 in the higher derivatives.
                     return "(" + " * ".join([base] * int(n)) + ")", True
             return f"{base} ** {operand(node.exponent)}", False
+        if isinstance(node, RuleCall):  # tensors, not tf.Variables, go in, as on gradcli's tape
+            args = ", ".join(f"tf.convert_to_tensor({tensor(a)})" for a in node.args)
+            return f"{rule_function(node.rule)}({args})", True
         if isinstance(node, Call):
             if node.func == "log" and len(node.args) == 2:
                 x, b = node.args
