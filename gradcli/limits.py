@@ -10,6 +10,9 @@ TRAJECTORY_MAX_ROWS = 100_000
 # (a binary file, endless zeros) costs 100 kB of memory per line, not all of it. Larger expressions go
 # in --file.
 SHELL_MAX_LINE_BYTES = 100_000
+# An over-long shell line is read past (and refused) up to this many bytes; past that the input has no
+# lines at all (/dev/zero, /dev/full, a binary file) and the shell ends with a usage error.
+SHELL_MAX_SKIP_BYTES = 64 * 1024 * 1024
 
 # The most row text (bytes of input lines) one --points chunk holds, besides its row count: 4,096 rows of
 # 1 MiB each would be 4 GiB in memory at once; at 64 MiB a chunk of wide rows stays near a few hundred MB

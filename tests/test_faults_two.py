@@ -414,3 +414,23 @@ def test_comments_in_a_file_do_not_count_toward_the_expression_limit(tmp_path, i
     path.write_text("x" * (MAX_LENGTH + 1) + "  # the expression itself is too long\n")
     result = invoke("eval", "--file", str(path), "--at", "x=0")
     assert result.exit_code == 2 and "longer than" in result.stderr
+
+
+def test_a_shell_reading_endless_zeros_stops_with_one_line():
+    """`gradcli shell < /dev/full` (or /dev/zero) read past its one endless line forever; it stops once the
+    line passes SHELL_MAX_SKIP_BYTES, with a usage error."""
+    import io
+
+    from gradcli.commands.shell_loop import run_shell
+    from gradcli.errors import UsageError
+
+    class Zeros(io.RawIOBase):
+        def readable(self):
+            return True
+
+        def readinto(self, buffer):
+            buffer[:] = bytes(len(buffer))
+            return len(buffer)
+
+    with pytest.raises(UsageError, match="not a file of command lines"):
+        run_shell(io.TextIOWrapper(io.BufferedReader(Zeros())), interactive=False)

@@ -15,7 +15,8 @@ import sys
 from typing import Callable, Iterator, TextIO
 
 from gradcli import streams
-from gradcli.limits import SHELL_MAX_LINE_BYTES
+from gradcli.errors import UsageError
+from gradcli.limits import SHELL_MAX_LINE_BYTES, SHELL_MAX_SKIP_BYTES
 
 PROMPT = "gradcli> "
 # The shell's exit code is the worst of its commands' codes, in this order (an unknown code counts as 1).
@@ -37,8 +38,6 @@ def run_shell(stdin: TextIO, *, interactive: bool) -> int:
     """Read and run command lines until ``exit``/``quit``/end of input; return the worst exit code."""
     global _active
     if _active:
-        from gradcli.errors import UsageError
-
         raise UsageError("already in gradcli shell: type the command itself (exit or quit leaves the shell)")
     _active = True
     streams.reserve_stdin()  # a line's --points /dev/stdin would read the session's own lines
@@ -320,8 +319,13 @@ def bounded_lines(raw) -> Iterator[bytes | TooLong]:
         if len(line) < limit or line.endswith(b"\n"):
             yield line
             continue
+        skipped = len(line)
         while line and not line.endswith(b"\n"):
             line = raw.readline(limit)
+            skipped += len(line)
+            if skipped > SHELL_MAX_SKIP_BYTES:  # /dev/zero, /dev/full, a binary file: no end of line comes
+                raise UsageError(f"standard input has a line of more than {SHELL_MAX_SKIP_BYTES:,} bytes: it is "
+                                 "not a file of command lines")
         yield TooLong()
 
 
