@@ -10,7 +10,7 @@ traced functions are cleared before each call, so every call is a cold start lik
 Each round runs every contender once, in turn (alternating, so drifting machine load hits all alike); the
 tables show medians.
 
-The tape table: `gradcli tape` is `compute_hessian(..., methods="tape")` in its default mode (the guide's
+The tape table: `gradcli tape` is `gradcli.hessian(..., method="tape")` in its default mode (the guide's
 rows up to 10 variables, else all rows stacked in one outer gradient); then each mode of
 `gradcli.methods.tape.tape_hessians` on its own, and the jacobian mode once more with its traced function
 reused ("warm", what a batch runner's second chunk costs). The second table (fd, symbolic) is left out with
@@ -60,7 +60,8 @@ def main() -> None:
     import numpy as np
 
     from gradcli.expression import parse
-    from gradcli.compute.hessian import _TAPE_MODE_TEXT, compute_hessian
+    import gradcli
+    from gradcli.compute.batch.hessian import TAPE_MODE_TEXT
     from gradcli.methods.tape import clear_caches, tape_hessians
     from gradcli.methods.tf_runtime import load_tensorflow
 
@@ -79,23 +80,24 @@ def main() -> None:
                 return fn()
             return run
 
+        def hessian(**options):
+            return lambda: gradcli.hessian(expr, at=at, **options).to_dict()
+
         def mode(m):
             return lambda: tape_hessians(parse(expr).tree, point, names, mode=m).matrices[0]
 
         contenders = {
             "bare tape.jacobian": lambda: bare_tape_jacobian(n),
-            "gradcli tape": cold(lambda: compute_hessian(expr, at=at, methods="tape")),
+            "gradcli tape": cold(hessian(method="tape")),
             "stacked": cold(mode("stacked")),
             "jacobian": cold(mode("jacobian")),
             "jacobian, warm": mode("jacobian"),
         }
         if not args.tape_only:
             contenders.update({
-                "gradcli fd": lambda: compute_hessian(expr, at=at, methods="fd"),
-                "gradcli symbolic": lambda: compute_hessian(expr, at=at, methods="symbolic",
-                                                            symbolic_time_limit=args.symbolic_timeout),
-                "gradcli all three": cold(lambda: compute_hessian(expr, at=at,
-                                                                  symbolic_time_limit=args.symbolic_timeout)),
+                "gradcli fd": hessian(method="fd"),
+                "gradcli symbolic": hessian(method="symbolic", symbolic_timeout=args.symbolic_timeout),
+                "gradcli all three": cold(hessian(symbolic_timeout=args.symbolic_timeout)),
             })
         times: dict[str, list[float]] = {k: [] for k in contenders}
         results = {}
@@ -108,11 +110,11 @@ def main() -> None:
         ref = results["bare tape.jacobian"]
         scale = max(1.0, np.max(np.abs(ref)))
         for name in ("gradcli tape", "stacked", "jacobian", "jacobian, warm"):
-            m = results[name].hessian["tape"] if name == "gradcli tape" else results[name]
+            m = results[name]["hessian"]["tape"] if name == "gradcli tape" else results[name]
             assert np.max(np.abs(np.array(m) - ref)) <= 1e-9 * scale, (n, name)
-        mode_used = {text: m for m, text in _TAPE_MODE_TEXT.items()}[results["gradcli tape"].tape_mode]
-        sym_ok = "symbolic" in results["gradcli symbolic"].hessian if not args.tape_only else None
-        fd_err = results["gradcli all three"].error.get("fd") if not args.tape_only else None
+        mode_used = {text: m for m, text in TAPE_MODE_TEXT.items()}[results["gradcli tape"]["tape"]["mode"]]
+        sym_ok = "symbolic" in results["gradcli symbolic"]["hessian"] if not args.tape_only else None
+        fd_err = results["gradcli all three"]["error"].get("fd") if not args.tape_only else None
         med = {k: statistics.median(v) for k, v in times.items()}
         rows.append((n, med, sym_ok, fd_err, mode_used))
 

@@ -39,6 +39,8 @@ REQUESTS = [
     ("hessian-record", ["hessian", "x**2*y", "--grid", "x=-1:1:3,y=1:1:1"], "jsonl"),
     ("hessian-record", ["hessian", "log(x)*y", "--grid", "x=-1:1:2,y=1:1:1"], "jsonl"),
     ("hessian-batch", ["hessian", "x**2*y", "--grid", "x=-1:1:2,y=1:1:1"], "json"),
+    ("hessian-batch", ["hessian", "x**2*y", "--grid", "x=-1:1:2,y=1:1:1", "--formulas", "-m", "symbolic,fd"], "json"),
+    ("hessian-record", ["hessian", "x**2*y", "--at", "x=1,y=2", "-m", "symbolic,fd"], "jsonl"),
     ("derivative", ["derivative", "sin(x)", "--at", "x=1", "--order", "3"], "json"),
     ("derivative", ["derivative", "abs(x-1)", "--at", "x=1"], "json"),
     ("derivative", ["derivative", "sqrt(x)", "--at", "x=0", "-m", "symbolic,fd"], "json"),

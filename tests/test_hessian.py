@@ -12,10 +12,14 @@ import sys
 import pytest
 from hypothesis import given, settings, strategies as st
 
+import numpy as np
+
+import gradcli
 from gradcli.dtypes import MACHINE_EPSILON
-from gradcli.compute.hessian import compute_hessian, fd_hessian, symbolic_hessian, tape_hessian
 from gradcli.expression import parse
 from gradcli.expression.points import parse_point
+from gradcli.methods.fd_hessian import fd_hessians
+from gradcli.methods.tape import tape_hessians
 
 GUIDE = ("(x1+5)*x2**2", "--at", "x1=2,x2=3")
 
@@ -23,7 +27,7 @@ GUIDE = ("(x1+5)*x2**2", "--at", "x1=2,x2=3")
 def test_guide_matrix_three_ways(invoke_json):
     doc = invoke_json("hessian", *GUIDE)
     assert doc["command"] == "hessian"
-    assert doc["variables"] == ["x1", "x2"]
+    assert doc["variables"] == doc["wrt"] == ["x1", "x2"]
     assert doc["value"] == 63.0
     assert doc["gradient"]["symbolic"] == {"x1": 9.0, "x2": 42.0}
     assert doc["hessian"]["symbolic"] == [[0.0, 6.0], [6.0, 14.0]]
@@ -40,8 +44,9 @@ def test_guide_matrix_three_ways(invoke_json):
     assert doc["max_stable_learning_rate"] == pytest.approx(2 / (7 + math.sqrt(85)))
     assert doc["error"]["tape"] == 0.0 and doc["error"]["fd"] <= 1e-5
     assert doc["symmetry"]["tape"] == 0.0
-    assert set(doc["fd"]["step"]) == {"x1", "x2"}
-    assert doc["warnings"] == []
+    assert set(doc["fd_step"]) == {"x1", "x2"} and doc["fd"]["scheme"] == "central second differences"
+    assert doc["tape"]["mode"].startswith("per-row")
+    assert doc["warnings"] == [] and doc["notes"] == [] and doc["status"] == "ok"
 
 
 def test_guide_table_and_csv(invoke):
@@ -63,9 +68,9 @@ def test_guide_table_and_csv(invoke):
 ])
 @pytest.mark.parametrize("methods", ["symbolic,tape,fd", "fd"])
 def test_critical_points(expr, kind, definiteness, methods):
-    report = compute_hessian(expr, at="x=0,y=0", methods=methods)
-    assert report.analysis.critical_point == kind
-    assert report.analysis.definiteness == definiteness
+    doc = gradcli.hessian(expr, at="x=0,y=0", method=methods).to_dict()
+    assert doc["critical_point"] == kind
+    assert doc["definiteness"] == definiteness
 
 
 def test_minimum_learning_rate_and_condition(invoke_json):
@@ -78,20 +83,20 @@ def test_minimum_learning_rate_and_condition(invoke_json):
 
 def test_fd_error_float64_vs_float32():
     expr, at = "exp(x1)*sin(x2) + x1**3*x2", "x1=0.5,x2=1.2"
-    e64 = compute_hessian(expr, at=at, methods="symbolic,fd", dtype="float64").error["fd"]
-    e32 = compute_hessian(expr, at=at, methods="symbolic,fd", dtype="float32").error["fd"]
+    e64 = gradcli.hessian(expr, at=at, method="symbolic,fd", dtype="float64").to_dict()["error"]["fd"]
+    e32 = gradcli.hessian(expr, at=at, method="symbolic,fd", dtype="float32").to_dict()["error"]["fd"]
     # second differences: ~sqrt(eps) relative, i.e. ~1e-8 in float64 and ~1e-3 in float32
     assert e64 < 1e-6
     assert 1e-5 < e32 < 1e-2
     # A step that ignores float32 (1e-4) is far worse: the error must be float32's own.
-    bad = compute_hessian("(x1+5)*x2**2", at="x1=2,x2=3", methods="symbolic,fd", dtype="float32", eps=1e-4)
-    assert bad.error["fd"] > 1.0
+    bad = gradcli.hessian("(x1+5)*x2**2", at="x1=2,x2=3", method="symbolic,fd", dtype="float32", eps=1e-4)
+    assert bad.to_dict()["error"]["fd"] > 1.0
 
 
 def test_fd_step_follows_dtype():
-    values = {"x": 3.0}
-    h64 = fd_hessian(parse("x**3").tree, values, ["x"], dtype="float64").steps[0]
-    h32 = fd_hessian(parse("x**3").tree, values, ["x"], dtype="float32").steps[0]
+    values = {"x": np.array([3.0])}
+    h64 = fd_hessians(parse("x**3").tree, values, ["x"], dtype="float64").steps[0, 0]
+    h32 = fd_hessians(parse("x**3").tree, values, ["x"], dtype="float32").steps[0, 0]
     assert h64 == pytest.approx(MACHINE_EPSILON["float64"] ** 0.25 * 3, rel=0.5)
     assert h32 == pytest.approx(MACHINE_EPSILON["float32"] ** 0.25 * 3, rel=0.5)
 
@@ -110,6 +115,7 @@ def test_sixty_variables_tape_and_fd(invoke_json):
     assert doc["eigenvalues"][0] == pytest.approx(-1)
     assert doc["definiteness"] == "indefinite"
     assert "jacobian" in doc["tape"]["mode"]
+    assert any("which single entries were unconnected" in n for n in doc["notes"])
 
 
 def test_symbolic_timeout_leaves_column_out(invoke):
@@ -157,19 +163,22 @@ def test_show_code_renames_clashing_variables(invoke):
 
 
 def test_show_code_computes_nothing(invoke, monkeypatch):
-    import gradcli.compute.hessian as core
+    import gradcli.methods.tape as tape
+    from gradcli.compute.batch import engine, hessian as core
 
     def boom(*args, **kwargs):
         raise AssertionError("--show-code computed something")
 
-    for name in ("compute_hessian", "tape_hessian", "fd_hessian", "start_symbolic_hessian"):
-        monkeypatch.setattr(core, name, boom)
+    for module, name in ((core, "fd_hessians"), (tape, "tape_hessians"), (engine, "start_symbolic"),
+                         (engine.BatchCore, "start"), (core.HessianBatch, "compute")):
+        monkeypatch.setattr(module, name, boom)
     # sqrt(x) at 0 could not be computed (exit 1); its program is still printed, exit 0
     result = invoke("hessian", "sqrt(x)*y", "--at", "x=0,y=1", "--show-code")
     assert result.exit_code == 0 and result.stderr == ""
     assert "tf.sqrt(x)" in result.stdout
     # the options are still checked
-    for bad in (("--method", "nope"), ("--method", "tape", "--formulas"), ("--eps", "0"), ("--wrt", "w")):
+    for bad in (("--method", "nope"), ("--method", "tape", "--formulas"), ("--eps", "0"), ("--wrt", "w"),
+                ("--eps", "1e-17"), ("--dtype", "float16")):
         result = invoke("hessian", "x*y", "--at", "x=1,y=2", "--show-code", *bad)
         assert result.exit_code == 2 and result.stdout == "" and "Traceback" not in result.stderr
 
@@ -178,10 +187,12 @@ def test_symbolic_timeout_kills_the_worker_process():
     # SymPy's big-integer work holds the GIL: the deadline must stop a process, not abandon a thread.
     code = ("import sys, multiprocessing\n"
             "from gradcli.methods.worker import SymbolicTimeout\n"
-            "from gradcli.compute.hessian import compute_hessian, start_symbolic_hessian\n"
+            "import gradcli\n"
+            "from gradcli.compute.batch.engine import start_symbolic\n"
             "from gradcli.expression import parse\n"
-            "from gradcli.expression.points import parse_point\n"
-            "job = start_symbolic_hessian(parse('x**x**x**x').tree, parse_point('x=10'), ['x'], time_limit=0.5)\n"
+            "from gradcli.methods.symbolic_values import differentiate_at\n"
+            "job = start_symbolic(differentiate_at, 0.5, [parse('x**x**x**x').tree], ['x'], [(0, ('x', 'x'))],\n"
+            "                     [{'x': 10.0}])\n"
             "assert job.process is not None, 'not a process'\n"
             "try:\n"
             "    job.result()\n"
@@ -190,8 +201,9 @@ def test_symbolic_timeout_kills_the_worker_process():
             "else:\n"
             "    raise AssertionError('no timeout')\n"
             "job.process.join()\n"
-            "r = compute_hessian('x**x**x**x*y', at='x=10,y=1', methods='symbolic,fd', symbolic_time_limit=0.5)\n"
-            "assert r.methods == ['fd'] and any('symbolic column left out' in n for n in r.notes), r.notes\n"
+            "r = gradcli.hessian('x**x**x**x*y', at='x=10,y=1', method='symbolic,fd', symbolic_timeout=0.5)\n"
+            "d = r.to_dict()\n"
+            "assert d['methods'] == ['fd'] and any('symbolic column left out' in n for n in d['notes']), d\n"
             "assert multiprocessing.active_children() == []\n"
             "assert 'tensorflow' not in sys.modules\n")
     # the timeout only guards against a hang (the bug this test is about); it asserts nothing about speed
@@ -200,7 +212,7 @@ def test_symbolic_timeout_kills_the_worker_process():
 
 def test_wrt_subset_holds_others_fixed(invoke_json):
     doc = invoke_json("hessian", *GUIDE, "--wrt", "x2")
-    assert doc["variables"] == ["x2"]
+    assert doc["wrt"] == ["x2"] and doc["variables"] == ["x1", "x2"]
     assert doc["hessian"]["symbolic"] == [[14.0]] and doc["hessian"]["tape"] == [[14.0]]
 
 
@@ -225,9 +237,9 @@ def test_usage_errors_exit_2(invoke, args):
 
 
 def test_fd_and_symbolic_paths_do_not_import_tensorflow():
-    code = ("import sys; from gradcli.compute.hessian import compute_hessian; "
-            "r = compute_hessian('x*y', at='x=1,y=2', methods='symbolic,fd'); "
-            "assert r.hessian['symbolic'] == [[0.0, 1.0], [1.0, 0.0]]; "
+    code = ("import sys, gradcli; "
+            "r = gradcli.hessian('x*y', at='x=1,y=2', method='symbolic,fd').to_dict(); "
+            "assert r['hessian']['symbolic'] == [[0.0, 1.0], [1.0, 0.0]]; "
             "import gradcli.commands.hessian, gradcli.commands.derivative; "
             "assert 'tensorflow' not in sys.modules, 'tensorflow imported'")
     subprocess.run([sys.executable, "-c", code], check=True)
@@ -252,6 +264,16 @@ def _smooth(depth: int):
     )
 
 
+def _exact_hessian(tree, point, wrt: list[str]) -> list[list[float]]:
+    """SymPy's Hessian at the point as typed (the reference, computed here without gradcli's worker)."""
+    from gradcli.methods import symbolic
+
+    syms = symbolic.symbols_for(list(point.names))
+    subs = symbolic.exact_point(dict(point.exact), syms)
+    f = symbolic.to_sympy(tree, syms)
+    return [[symbolic.value_at(symbolic.diff(symbolic.diff(f, syms[a]), syms[b]), subs) for b in wrt] for a in wrt]
+
+
 @settings(max_examples=25, deadline=None)
 @given(expr=_smooth(3), xs=st.tuples(*[st.floats(-1.5, 1.5, allow_nan=False, allow_subnormal=False)] * 3))
 def test_property_tape_matches_symbolic(expr, xs):
@@ -259,9 +281,10 @@ def test_property_tape_matches_symbolic(expr, xs):
     point = parse_point(",".join(f"{k}={v!r}" for k, v in values.items()))
     wrt = list(point.names)
     tree = parse(expr).tree
-    exact = symbolic_hessian(tree, point, wrt, time_limit=30, formulas=False).matrix
-    rows = tape_hessian(tree, point.values, wrt, mode="rows").matrix
-    jac = tape_hessian(tree, point.values, wrt, mode="jacobian").matrix
+    exact = _exact_hessian(tree, point, wrt)
+    batch = {k: np.array([v]) for k, v in point.values.items()}
+    rows = tape_hessians(tree, batch, wrt, mode="rows").matrices[0].tolist()
+    jac = tape_hessians(tree, batch, wrt, mode="jacobian").matrices[0].tolist()
     scale = max([1.0] + [abs(v) for r in exact for v in r])
     for i in range(3):
         for j in range(3):
@@ -279,3 +302,21 @@ def test_a_vanishing_step_is_refused_in_every_command(invoke, args, fragment):
     result = invoke(*args)
     assert result.exit_code == 2, (result.stdout, result.stderr)
     assert fragment in result.stderr and "internal error" not in result.stderr
+
+
+def test_one_point_notes_what_a_batch_counts(invoke_json):
+    # a variable given but not used: its row and column are zeros (structural for the tape), and a note
+    doc = invoke_json("hessian", "x*y", "--at", "x=1,y=2,z=3")
+    assert doc["variables"] == doc["wrt"] == ["x", "y", "z"]
+    assert doc["hessian"]["symbolic"] == [[0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 0.0]]
+    assert ["z", "z"] in doc["structural_zeros"] and any("z" in n for n in doc["notes"])
+    # fd one-sided at a domain edge: spelled out with its steps, where a batch counts the points
+    doc = invoke_json("hessian", "x**2.5 + y**2", "--at", "x=0,y=1", "-m", "symbolic,fd")
+    assert doc["fd_sides"]["x"] != "central"
+    assert any("one-sided differences" in n and "h(x)" in n for n in doc["notes"])
+    # the analysis of the fd matrix says how it judged zero
+    doc = invoke_json("hessian", "x**2 + y**2", "--at", "x=0,y=0", "-m", "fd")
+    assert doc["analysis_source"] == "fd" and any("analysis uses the fd Hessian" in n for n in doc["notes"])
+    # an expression without variables: the Hessian over the point's, all zeros
+    doc = invoke_json("hessian", "7", "--at", "x=1")
+    assert doc["hessian"]["symbolic"] == [[0.0]] and doc["critical_point"] == "degenerate"

@@ -48,7 +48,11 @@ def test_a_record_at_one_point_is_the_record_of_many(runner):
                                   ["derivative", "sin(x)", "--at", "x=1", "-n", "3", "--formulas"],
                                   ["derivative", "abs(x)", "--at", "x=0", "-m", "symbolic,tape,fd,complex"],
                                   ["derivative", "x**3*y", "--at", "x=2,y=5", "--wrt", "x", "-n", "4"],
-                                  ["derivative", "log(x)", "--at", "x=-1", "-n", "2"]])
+                                  ["derivative", "log(x)", "--at", "x=-1", "-n", "2"],
+                                  ["hessian", "x1**2*x2 + x2**3", "--at", "x1=1,x2=2"],
+                                  ["hessian", "abs(x)*y", "--at", "x=0,y=1", "--formulas"],
+                                  ["hessian", "x**2.5 + y**2", "--at", "x=0,y=1", "-m", "symbolic,fd"],
+                                  ["hessian", "sqrt(x)*y", "--at", "x=0,y=1", "-m", "tape,fd"]])
 def test_the_one_point_document_is_the_run_and_the_record(runner, argv):
     """The one-point -f json document holds, key for key, the record -f jsonl (and --points) writes for the
     point; what it adds are the run's keys, the ones a many-point document has above its points."""

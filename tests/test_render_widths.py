@@ -109,8 +109,8 @@ def assert_fits(text: str, width: int) -> None:
 # one point: grad, hessian, derivative, descend
 # ---------------------------------------------------------------------------------------------
 def _grad_document(doc: dict) -> str:
-    """grad's one-point document (its table is a view of it) without its status: at one point the status
-    is what stderr's warnings say, not a table cell."""
+    """A one-point document (grad's, hessian's: the table is a view of it) without its status: at one point
+    the status is what stderr's warnings say, not a table cell."""
     return json.dumps({k: v for k, v in doc.items() if k != "status"})
 
 
@@ -126,8 +126,8 @@ def reports(invoke):
             invoke, grad, "grad_detail", "grad", "x*y*z - cos(x)", "--at", "x=0.7,y=-1.3,z=2", "-m", "symbolic,fd")),
         "grad complex": (grad.grad_detail, _grad_document, capture(
             invoke, grad, "grad_detail", "grad", "x*sin(y)", "--at", "x=0.5,y=2", "-m", "symbolic,fd,complex")),
-        "hessian": (hessian.hessian_table, hessian.hessian_json, capture(
-            invoke, hessian, "hessian_table", "hessian", "(x1+5)*x2**2", "--at", "x1=2,x2=3", "-m", "symbolic,fd")),
+        "hessian": (hessian.hessian_detail, _grad_document, capture(
+            invoke, hessian, "hessian_detail", "hessian", "(x1+5)*x2**2", "--at", "x1=2,x2=3", "-m", "symbolic,fd")),
         "derivative": (derivative.derivative_detail, _grad_document, capture(
             invoke, derivative, "derivative_detail", "derivative", "sin(x)*exp(x)", "--at", "x=1", "--order", "3",
             "-m", "symbolic,fd")),

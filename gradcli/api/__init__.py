@@ -130,14 +130,7 @@ def hessian(expression: str, *, at=None, points=None, grid: str | None = None, w
                             symbolic_time_limit=symbolic_timeout)
 
     if points is None and grid is None:
-        from gradcli.compute.hessian import compute_hessian
-        from gradcli.render import hessian as render
-
-        with quiet() as captured:
-            report = compute_hessian(expression, at=at_texts(at), wrt=wrt, methods=method, eps=eps, dtype=dtype,
-                                     formulas=formulas, symbolic_time_limit=symbolic_timeout)
-        return _one_point("hessian", report, render.hessian_json(report), lambda: render.hessian_table(report),
-                          captured, records=_record_at("hessian", core, at, batch_size))
+        return _batch_of_one("hessian", core, at=at, batch_size=batch_size)
     return _many_points("hessian", core, points=points, grid=grid, at=at, batch_size=batch_size)
 
 

@@ -8,8 +8,8 @@ import typer
 
 from gradcli.commands.common import (METHOD_HELP, AtOption, BatchSizeOption, DType, DTypeOption, FileOption,
                                      FormatOption, GridOption, OutputFormat, PointsOption, ShowCodeOption,
-                                     SymbolicTimeoutOption, as_batch, conclude, emit, handle_errors,
-                                     refuse_show_code_for_many, run_many)
+                                     SymbolicTimeoutOption, handle_errors, refuse_show_code_for_many,
+                                     run_many)
 from gradcli.commands.completion import complete_methods
 from gradcli.commands.expression_file import expression_text
 
@@ -50,28 +50,13 @@ def hessian(
     expression = expression_text(expression, file)
     if show_code:  # the program only: checked like a computation, but nothing is computed
         refuse_show_code_for_many(points, grid)
-        from gradcli.compute.hessian import prepare_hessian
-        from gradcli.programs.hessian import show_code_hessian
+        from gradcli.programs.hessian import program_hessian
 
-        setup = prepare_hessian(expression, at=at, wrt=wrt, methods=method, eps=eps, dtype=dtype.value,
-                                formulas=formulas)
-        print(show_code_hessian(setup.expr.tree, setup.expr.text, setup.point.values, setup.variables,
-                                setup.dtype), end="")
+        print(program_hessian(expression, at=at, wrt=wrt, methods=method, eps=eps, dtype=dtype.value,
+                              formulas=formulas), end="")
         return
+    from gradcli.compute.batch.hessian import HessianBatch
 
-    if as_batch(points=points, grid=grid, output=output):  # and CSV/JSONL at one point: its record
-        from gradcli.compute.batch.hessian import HessianBatch
-
-        run_many(HessianBatch(expression, wrt=wrt, methods=method, eps=eps, dtype=dtype.value, formulas=formulas,
-                              symbolic_time_limit=symbolic_timeout),
-                 points=points, grid=grid, at=at, output=output, batch_size=batch_size)
-        return
-    from gradcli.compute.hessian import compute_hessian
-
-    report = compute_hessian(expression, at=at, wrt=wrt, methods=method, eps=eps, dtype=dtype.value,
-                             formulas=formulas, symbolic_time_limit=symbolic_timeout)
-    from gradcli.render import hessian as render
-
-    emit(output, json=lambda: render.hessian_json(report),
-         table=lambda: render.hessian_table(report))
-    conclude(report)
+    run_many(HessianBatch(expression, wrt=wrt, methods=method, eps=eps, dtype=dtype.value, formulas=formulas,
+                          symbolic_time_limit=symbolic_timeout),
+             points=points, grid=grid, at=at, output=output, batch_size=batch_size)

@@ -1,6 +1,6 @@
 """Judging Hessians: each entry against the exact one on its own scale (fd within
 its own error estimate), tape against fd when there is no exact matrix, and the scale-aware analysis of the
-most trustworthy matrix. For one point and for a batch alike; :mod:`gradcli.compute.hessian` re-exports them.
+most trustworthy matrix, for one point and for a batch alike (:mod:`gradcli.compute.batch.hessian`).
 """
 
 from __future__ import annotations

@@ -40,3 +40,16 @@ def show_code_hessian(tree: Node, text: str, values: dict[str, float], wrt: list
         "del outer  # a persistent tape holds its resources until deleted",
     ]
     return "\n".join(lines) + "\n"
+
+
+def program_hessian(expression: str, *, at: list[str] | str, wrt: str | None = None, methods: str | None = None,
+                    eps: float | None = None, dtype: str = "float64", formulas: bool = False) -> str:
+    """``hessian --show-code``: the request checked as the computation checks it (the batch core at the --at
+    point), then the tape's program; nothing is computed."""
+    from gradcli.compute.batch.hessian import HessianBatch
+    from gradcli.compute.batch.points import point_chunks
+
+    core = HessianBatch(expression, wrt=wrt, methods=methods, eps=eps, dtype=dtype, formulas=formulas)
+    (chunk,) = point_chunks(core, points=None, grid=None, at=at, batch_size=1)
+    core.check(chunk)
+    return show_code_hessian(core.expr.tree, core.expr.text, core.at_point.values, core.wrt, core.dtype)

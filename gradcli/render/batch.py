@@ -379,4 +379,8 @@ def detail_view(command: str):
         from gradcli.render.derivative import derivative_detail
 
         return derivative_detail
+    if command == "hessian":
+        from gradcli.render.hessian import hessian_detail
+
+        return hessian_detail
     raise ValueError(f"no one-point view for {command}")

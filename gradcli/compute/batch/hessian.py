@@ -1,13 +1,25 @@
-"""``hessian --points/--grid``: the Hessian, and what it says, at every point of a batch."""
+"""``hessian``: the Hessian, and what it says, at every point of a batch, and at the ``--at`` point as a
+batch of one (its document: gradcli.render.detail).
+
+- tape: nested ``GradientTape``s, the outer one over the inner one's gradient, as the TF guide does
+  (:func:`gradcli.methods.tape.tape_hessians`: per row up to ROWS_MAX variables, which shows every entry
+  the tape reports as unconnected, else all rows at once).
+- fd: central second differences (one-sided at a domain edge), every stencil point at once.
+- symbolic: SymPy's exact Hessian, differentiated once in a bounded job, evaluated at every point.
+
+The analysis (eigenvalues, definiteness, critical point, ...) is of the most trustworthy matrix at each
+point: exact, else tape, else fd (:func:`gradcli.compute.hessian_judge.best_analysis`).
+"""
 
 from __future__ import annotations
 
 
 from gradcli.compute.batch import engine
 from gradcli.compute.request import needed_variables
+from gradcli.errors import UsageError
 from gradcli.expression import parse
 from gradcli.expression.points import check_hessian_size
-from gradcli.compute.hessian import best_analysis, cross_check_hessian, judge_hessian
+from gradcli.compute.hessian_judge import best_analysis, cross_check_hessian, hessian_tolerance, judge_hessian
 from gradcli.methods.fd_hessian import fd_hessians
 from gradcli.methods.fd_notes import SIDE_NAMES, unresolved_hessian_warning
 from gradcli.results import shortest
@@ -17,6 +29,23 @@ from gradcli.results import shortest
 # 4,096 points over 100 variables went past 24 GB (killed); 4 points took 0.66 GB. points x n^3 stays under
 # this bound, which changes nothing up to 9 variables at the default --batch-size.
 HESSIAN_CHUNK_CUBE = 4_000_000
+
+# The header's words for the tape's way (gradcli.methods.tape.tape_hessians' modes).
+TAPE_MODE_TEXT = {
+    "rows": "per-row outer.gradient (the guide's loop)",
+    "stacked": "the jacobian of the inner gradient as one outer.gradient over n stacked copies of the point "
+               "(vectorised, no pfor)",
+    "jacobian": "outer.jacobian of the inner gradient (vectorised, in one tf.function)",
+}
+# What the vectorised modes cannot say, at one point (where the table marks each structural zero).
+_VECTORISED_NOTE = {
+    "jacobian": "tape.jacobian (vectorised) does not say which single entries were unconnected; only variables "
+                "the expression lacks are marked structural",
+    "stacked": "the stacked tape (all rows in one outer gradient) does not say which single entries were "
+               "unconnected; only variables the expression lacks are marked structural",
+}
+FD_ANALYSIS_NOTE = ("the analysis uses the fd Hessian: an eigenvalue within its entries' error estimates (each "
+                    "entry on its own scale) is taken as zero")
 
 
 class HessianBatch(engine.BatchCore):
@@ -29,12 +58,49 @@ class HessianBatch(engine.BatchCore):
                          formulas=formulas)
         self.expr = parse(expression)
         self.trees = [self.expr.tree]
-        self.variables, self.wrt = needed_variables([self.expr], wrt)
+        self.wrt_text = wrt
+        self._refused = None  # a refusal that only many points raise (one point takes its variables)
+        if wrt is None and not self.expr.variables:  # at the --at point the Hessian is over the point's names
+            self.variables, self.wrt = [], []
+            self._refused = UsageError("the expression has no variables, so nothing to differentiate at each "
+                                       "point (name the variables with --wrt)")
+        else:
+            self.variables, self.wrt = needed_variables([self.expr], wrt)
         check_hessian_size(self.wrt, wrt_given=bool(wrt and wrt.strip()))
+
+    def check(self, chunk) -> None:
+        if self._refused is not None and self.at_point is False:
+            raise self._refused
+        super().check(chunk)
+
+    def at_one_point(self, point) -> None:
+        """At the --at point alone the variables are the point's, in the order typed (one given but not used
+        is a row and column of zeros, and a note)."""
+        from gradcli.compute.request import resolve_wrt
+        from gradcli.expression.points import unused_variables_note
+
+        super().at_one_point(point)
+        used = self.expr.variables
+        self.variables = list(point.names) + [v for v in used if v not in point.values]
+        self.wrt = resolve_wrt(self.wrt_text, point)
+        check_hessian_size(self.wrt, wrt_given=bool(self.wrt_text and self.wrt_text.strip()))
+        if note := unused_variables_note(point, used):
+            self.notes.append(note)
+
+    @property
+    def tape_mode(self) -> str:
+        from gradcli.methods.tape import default_hessian_mode
+
+        return default_hessian_mode(len(self.wrt))
+
+    def start(self) -> None:
+        super().start()
+        if self.at_point is not False and "tape" in self.methods and self.tape_mode in _VECTORISED_NOTE:
+            self.notes.append(_VECTORISED_NOTE[self.tape_mode])
 
     def chunk_size(self, requested: int) -> int:
         """Points per chunk: memory follows points x n^3 (fd's stencil), so fewer at a time for many variables."""
-        fitting = max(1, HESSIAN_CHUNK_CUBE // len(self.wrt) ** 3)
+        fitting = max(1, HESSIAN_CHUNK_CUBE // max(1, len(self.wrt)) ** 3)
         if fitting < requested:
             self.notes.append(f"a Hessian over {len(self.wrt)} variables is computed {fitting} points at a time "
                               f"(--batch-size {requested} would not fit in memory)")
@@ -50,6 +116,7 @@ class HessianBatch(engine.BatchCore):
 
     def describe(self) -> dict:
         doc = {"expression": self.expr.text, "wrt": self.wrt,
+               "tape": {"mode": TAPE_MODE_TEXT[self.tape_mode]} if "tape" in self.methods else None,
                "fd": self.fd_header("central second differences", "eps**0.25 * max(1, |x|), the step x + h takes")}
         if self._formulas is not None and self.formulas:
             texts = self._formulas[0].texts
@@ -65,13 +132,19 @@ class HessianBatch(engine.BatchCore):
         if "tape" in self.methods:
             from gradcli.methods.tape import tape_hessians
 
-            t = tape_hessians(self.expr.tree, pts, self.wrt, dtype=self.dtype)
+            t = tape_hessians(self.expr.tree, pts, self.wrt, dtype=self.dtype, mode=self.tape_mode)
             mats["tape"], grads["tape"], structural = t.matrices, t.gradients, t.structural
         if "fd" in self.methods:
             f = fd_hessians(self.expr.tree, pts, self.wrt, dtype=self.dtype, eps=self.eps)
             mats["fd"], grads["fd"], steps, estimates = f.matrices, f.gradients, f.steps, f.estimates
             sides, unresolved = f.sides, f.unresolved
-            self.count_adapted(f.how)
+            if self.at_point is not False:  # with its steps (a batch counts the points instead)
+                from gradcli.methods.fd_notes import fd_hessian_note
+
+                if note := fd_hessian_note(int(f.how[0]), f.steps[0].tolist(), f.sides[0].tolist(), self.wrt):
+                    self.notes.append(note)
+            else:
+                self.count_adapted(f.how)
         if self._formulas is not None:
             m = np.full((size, n, n), np.nan)
             g = np.full((size, n), np.nan)
@@ -113,7 +186,7 @@ class HessianBatch(engine.BatchCore):
 
     def _point_shift(self, pts, size: int, mats):
         """[P, n, n]: how far each exact entry moves from the point as read to the dtype's (float32): the
-        point's rounding is no method's error, as in the single-point command. None in
+        point's rounding is no method's error, at one point as at many. None in
         float64 or without SymPy."""
         import numpy as np
 
@@ -138,6 +211,7 @@ class HessianBatch(engine.BatchCore):
 
         text, value = self.expr.text, record["value"]
         record["error"] = {}
+        record["symmetry"] = dict.fromkeys(mats)  # max |H - H^T| per method, None where H is not finite
         if engine.undefined_value(record["warnings"], text, value):
             record["undefined"] = True
             record["value"] = None
@@ -149,6 +223,8 @@ class HessianBatch(engine.BatchCore):
             if not np.all(np.isfinite(h)):
                 record["warnings"].append(f"the {m} Hessian is not finite")
                 record["undefined"] = True
+            else:
+                record["symmetry"][m] = float(np.max(np.abs(h - h.T), initial=0.0))
         ref = mats.get("symbolic")
         if ref is None and "tape" in mats and "fd" in mats and estimates is not None and record["value"] is not None:
             warning = cross_check_hessian(mats["tape"], mats["fd"], estimates, wrt=self.wrt, dtype=self.dtype)
@@ -166,15 +242,22 @@ class HessianBatch(engine.BatchCore):
             engine.note_error(self, m, worst)
             if warning:
                 record["warnings"].append(warning)
+        tape_asymmetry = record["symmetry"].get("tape")
+        scale = float(np.max(np.abs(ref), initial=1.0))
+        if tape_asymmetry and tape_asymmetry > hessian_tolerance("tape", dtype=self.dtype, scale=scale):
+            record["warnings"].append(f"the tape Hessian is not symmetric (max |H - H^T| = {tape_asymmetry:.3g})")
 
     def _analyse(self, record: dict, mats: dict, grads: dict, steps, estimates) -> None:
-        """As the single-point command (:func:`gradcli.compute.hessian.best_analysis`)."""
+        """What the most trustworthy matrix says there (:func:`gradcli.compute.hessian_judge.best_analysis`)."""
         found = best_analysis(mats, grads, dtype=self.dtype, step=None if steps is None else float(min(steps)),
                               fd_estimates=estimates)
         if found is not None:
-            source, a, _ = found
+            source, a, from_fd = found
             record.update({"analysis_source": source, "eigenvalues": a.eigenvalues, "definiteness": a.definiteness,
-                           "critical_point": a.critical_point})
+                           "critical_point": a.critical_point, "condition_number": a.condition_number,
+                           "max_stable_learning_rate": a.max_stable_learning_rate})
+            if from_fd and self.at_point is not False:
+                self.notes.append(FD_ANALYSIS_NOTE)
 
 
 def _key(a: str, b: str, order: list[str] | None = None) -> tuple[str, str]:
