@@ -1,7 +1,7 @@
 """TensorFlow ``GradientTape`` for a batch of P points: gradients, Hessians and k-th derivatives, written once.
 
-A single point is a batch of one: :func:`gradcli.methods.tape.tape_gradient`, :func:`gradcli.compute.hessian.tape_hessian`
-and ``descend.hessian_at`` are thin wrappers over this module (``derivative`` calls it on the --at point as on a batch).
+A single point is a batch of one: :func:`gradcli.methods.tape.tape_gradient` and ``descend.hessian_at`` are thin
+wrappers over this module (``grad``, ``hessian`` and ``derivative`` call it on the --at point as on a batch).
 
 Every function gradcli's expressions use is elementwise, so one tape over tensors of shape [P] gives every
 point's derivatives at once: ``tape.gradient(z, x)`` of a [P]-shaped ``z`` is the gradient of its sum, and
