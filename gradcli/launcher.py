@@ -54,7 +54,7 @@ def run_command(argv: list[str]) -> int:
         from gradcli.methods.worker import prestart_worker
 
         prestart_worker()
-    choose_completion_shell(argv)
+    named_shell = choose_completion_shell(argv)
     import typer
 
     from gradcli.cli import app
@@ -63,7 +63,9 @@ def run_command(argv: list[str]) -> int:
     click_exception = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
     try:
         args = negative_expressions_as_arguments(argv, app)
-        code = click_command(app)(args=args, prog_name="gradcli", standalone_mode=False)
+        # Typer reads the switch when it builds the command: a shell line naming a shell gets a fresh one
+        command = click_command.__wrapped__(app) if named_shell else click_command(app)
+        code = command(args=args, prog_name="gradcli", standalone_mode=False)
     except click_exception as exc:
         if type(exc).__name__ == "NoArgsIsHelpError":  # bare `gradcli` or `gradcli grad`: the help
             exc.show()
@@ -74,14 +76,19 @@ def run_command(argv: list[str]) -> int:
         return 1
     except SystemExit as exc:  # Click exits by itself in a few places
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    finally:
+        if named_shell:  # the next line of a gradcli shell detects the shell again
+            import os
+
+            os.environ.pop("_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION", None)
     return code if isinstance(code, int) else 0
 
 
 COMPLETION_SHELLS = ("bash", "zsh", "fish", "powershell", "pwsh")
 
 
-def choose_completion_shell(argv: list[str]) -> None:
-    """``--show-completion zsh`` / ``--install-completion fish``: the named shell, not the one running.
+def choose_completion_shell(argv: list[str]) -> bool:
+    """``--show-completion zsh`` / ``--install-completion fish``: the named shell, not the one running (True).
 
     Typer's options detect the shell and take no value; with this variable set (Typer's own switch) they
     take the shell's name instead. Without a name they keep detecting it."""
@@ -90,6 +97,8 @@ def choose_completion_shell(argv: list[str]) -> None:
         import os
 
         os.environ["_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION"] = "1"
+        return True
+    return False
 
 
 COMMANDS = ("grad", "hessian", "derivative", "descend", "eval", "check", "steps", "shell")

@@ -266,3 +266,13 @@ def test_the_prompt_goes_to_stderr_when_stdout_is_not_the_terminal(monkeypatch, 
     monkeypatch.setattr(sys, "stdin", io.StringIO("eval x --at x=1\n"))
     assert shell_loop.read_at_prompt("gradcli> ") == "eval x --at x=1"
     assert capsys.readouterr() == ("", "gradcli> ")
+
+
+def test_completion_lines_behave_as_on_the_command_line():
+    """--show-completion SHELL in a session: the named shell's script, as `gradcli --show-completion SHELL`
+    prints it (the second one was an internal error: Typer reads its switch when it builds the command)."""
+    lines = ["--show-completion bash", "--show-completion zsh", EVAL, "--show-completion bash"]
+    code, out, err = session("\n".join(lines) + "\n")
+    assert code == 0 and "error" not in err, err
+    bash, zsh = alone(lines[0]), alone(lines[1])
+    assert out == bash[1] + zsh[1] + alone(EVAL)[1] + bash[1]
