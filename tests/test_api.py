@@ -38,9 +38,10 @@ def cli_stderr(*args: str) -> str:
 
 
 def masked(doc):
-    """The document with every run's time (``seconds``, which differs between runs) set to None."""
+    """The document with every time (a run's ``seconds``, the ``setup_seconds``: they differ between runs) set
+    to None."""
     if isinstance(doc, dict):
-        return {k: None if k == "seconds" else masked(v) for k, v in doc.items()}
+        return {k: None if k in ("seconds", "setup_seconds") else masked(v) for k, v in doc.items()}
     if isinstance(doc, list):
         return [masked(v) for v in doc]
     return doc

@@ -93,11 +93,12 @@ def _command(module: str, function: str | None = None):
 def grad(*expressions: str, at=None, points=None, grid: str | None = None, wrt: str | None = None,
          method: str = CLI_DEFAULT, scheme: str = CLI_DEFAULT, eps: float | None = None, dtype: str = CLI_DEFAULT,
          symbolic_timeout: float = CLI_DEFAULT, batch_size: int = CLI_DEFAULT, constants: str | None = None,
-         watch: str | None = None) -> Result:
+         watch: str | None = None, strict: bool = False) -> Result:
     """``gradcli grad EXPR...``: the gradient, SymPy's exact value beside GradientTape and finite differences
     (several expressions: the Jacobian and the tape's sum). ``at``: {"x1": 2, "x2": 3} or "x1=2,x2=3";
     ``points``: a CSV/JSON Lines path, a mapping of columns or a DataFrame; ``grid``: "x=-1:1:5,y=0:1:3";
-    ``constants``/``watch`` (one point): "x1,x2" enter the tape as tf.constant / are tape.watch()ed."""
+    ``constants``/``watch`` (one point): "x1,x2" enter the tape as tf.constant / are tape.watch()ed;
+    ``strict``: ``failed`` on any warning too."""
     expressions = _expression_list(expressions)
     _check_scheme(scheme)
     if constants is not None or watch is not None:
@@ -112,8 +113,11 @@ def grad(*expressions: str, at=None, points=None, grid: str | None = None, wrt: 
                          symbolic_time_limit=symbolic_timeout, constants=constants, watch=watch)
 
     if points is None and grid is None:
-        return _batch_of_one("grad", core, at=at, batch_size=batch_size)
-    return _many_points("grad", core, points=points, grid=grid, at=at, batch_size=batch_size)
+        result = _batch_of_one("grad", core, at=at, batch_size=batch_size)
+    else:
+        result = _many_points("grad", core, points=points, grid=grid, at=at, batch_size=batch_size)
+    result.failed = result.failed or (strict and bool(result.warnings))  # as --strict's exit 1
+    return result
 
 
 @_command("hessian")
@@ -284,12 +288,6 @@ def _batch_of_one(command: str, core, *, at, batch_size: int) -> Result:
     return Result(command, to_json(document) + "\n", warnings=document["warnings"], notes=document["notes"],
                   failed=failed, render=lambda: detail_view(command)(document),
                   captured=out.getvalue() + err.getvalue(), records=lambda: [record])
-
-
-def _record_at(command: str, core, at, batch_size: int):
-    """What ``-f jsonl`` writes at the --at point: the batch core's record for it (a batch of one), computed
-    when asked for."""
-    return lambda: list(_many_points(command, core, points=None, grid=None, at=at, batch_size=batch_size).records())
 
 
 def _many_points(command: str, core, *, points, grid, at, batch_size: int) -> Result:

@@ -36,7 +36,7 @@ CHECK_EVERY_S = 5.0
 RELAYABLE = {int(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1)}
 WARM_MODULES = [
     "gradcli.cli", "gradcli.commands.common", "gradcli.compute.batch.grad", "gradcli.compute.batch.points",
-    "gradcli.expression.sources", "gradcli.render.detail", "gradcli.compute.hessian",
+    "gradcli.expression.sources", "gradcli.render.detail", "gradcli.compute.batch.hessian",
     "gradcli.compute.batch.derivative", "gradcli.compute.check", "gradcli.compute.steps", "gradcli.methods.fd",
     "gradcli.methods.tape", "gradcli.methods.symbolic", "gradcli.methods.complex_step", "gradcli.render",
     "gradcli.commands.shell_loop", "gradcli.commands.shell_sympy_warm", "gradcli.expression.rules",
