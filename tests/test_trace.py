@@ -175,3 +175,58 @@ def test_below_a_stop_gradient_the_tape_records_nothing():
     # log(x) at 0 under the stop_gradient: no 0 × inf on the way back, as on the tape
     doc = trace_json("stop_gradient(log(x))*x", "--at", "x=0")
     assert doc["checks_failed"] == []
+
+
+def _column(table_text: str, title: str, header: str) -> dict[str, str]:
+    """{node: cell} of one column of one of the trace's tables, found by its title and header."""
+    lines = table_text.splitlines()
+    start = next(k for k, line in enumerate(lines) if line.startswith(title))
+    heads = [c.strip() for c in lines[start + 2].strip("┃").split("┃")]
+    column = heads.index(header)
+    cells = {}
+    for line in lines[start + 4:]:
+        if not line.startswith("│"):
+            break
+        row = [c.strip() for c in line.strip("│").split("│")]
+        cells[row[0]] = row[column]
+    return cells
+
+
+def test_show_code_prints_not_recorded_as_the_table_does():
+    args = ("stop_gradient(x**2)*x + x", "--at", "x=3", "--along", "x=1")
+    table = run("trace", *args)
+    assert table.exit_code == 0, table.output
+    expected = _column(table.stdout, "reverse:", "tape.gradient")
+    tangents = _column(table.stdout, "forward along", "ForwardAccumulator")
+    assert expected["v1"] == expected["v2"] == "not recorded" and expected["x"] == "10.0"
+    code = run("trace", *args, "--show-code")
+    assert code.exit_code == 0, code.output
+    printed = {}
+    for line in run_generated(code.stdout).splitlines():
+        name, rest = line.split(" value ", 1)
+        adjoint, tangent = rest.split(" adjoint ", 1)[1].split(" tangent ")
+        printed[name] = (adjoint, tangent)
+    assert {k: a for k, (a, _) in printed.items()} == expected
+    assert {k: t for k, (_, t) in printed.items()} == tangents
+
+
+def test_the_dot_output_greys_what_the_tape_does_not_record():
+    result = run("trace", "stop_gradient(x**2)*x + x", "--at", "x=3", "-f", "dot")
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    assert text.startswith("digraph trace {") and text.rstrip().endswith("}")
+    attrs = r'((?:, [a-z]+=(?:"(?:[^"\\]|\\.)*"|[a-z0-9]+))*)'
+    nodes = {a: (label, rest) for a, label, rest in
+             re.findall(r'^  "([^"]+)" \[label="((?:[^"\\]|\\.)*)"' + attrs + r'\];$', text, re.M)}
+    edges = re.findall(r'^  "([^"]+)" -> "([^"]+)"(?: \[label="([^"]*)"' + attrs + r'\])?;$', text, re.M)
+    body = [line for line in text.splitlines()[3:-1]]
+    assert len(body) == len(nodes) + len(edges)  # every line a node or an edge statement
+    assert all(a in nodes and b in nodes for a, b, _, _ in edges)
+    for name in ("v1", "v2"):
+        label, style = nodes[name]
+        assert "not recorded" in label and "style=dashed" in style and "color=grey50" in style
+    assert "not recorded" not in nodes["x"][0] and "dashed" not in nodes["v3"][1]
+    by_pair = {(a, b): (label, style) for a, b, label, style in edges}
+    assert by_pair[("v1", "v2")][0] == "not recorded" and "dashed" in by_pair[("v1", "v2")][1]
+    assert by_pair[("x", "v1")] == ("dv1/dx = 6.0", ", style=dashed, color=grey50, fontcolor=grey50")
+    assert by_pair[("x", "v3")] == ("dv3/dx = 9.0", "")

@@ -33,6 +33,10 @@ class TraceNode:
     adjoint: float | None = None
     # (user node, that node's adjoint, d user / d this input, the VJP through the op), one per edge
     adjoint_terms: list[tuple[int, float, float, float]] = field(default_factory=list)
+    # d this node / d each input, one per input edge, and whether the tape's backward pass crosses that edge
+    # (not through a stop_gradient), from the op alone (an op node)
+    partials: list[float] = field(default_factory=list)
+    connected: list[bool] = field(default_factory=list)
     seed: float = 0.0  # 1 for each expression this node is the value of
     tf_adjoint: float | None = None
     recorded: bool = True  # whether tape.gradient(targets, this node) is a number (False: None, not recorded)

@@ -93,6 +93,7 @@ def tape_sweeps(nodes: list[TraceNode], values: dict[str, float], dtype: str,
         local[k] = (op_tape, out, consts, [float(p.numpy()) for p in partials], env)
         # stop_gradient's input is no edge of the tape's backward pass (TF returns None for it)
         connected[k] = [g is not None for g in op_tape.gradient(out, consts)]
+        n.partials, n.connected = local[k][3], connected[k]
 
     # reverse: seeds, then each op's VJP with its adjoint, users before the inputs they use
     # As the tape does, only a node that a connected path from a target reaches passes its adjoint on: below

@@ -1,6 +1,8 @@
 """``trace --show-code``: the trace as a TensorFlow program: every node a named tensor inside one persistent
 ``GradientTape`` (and a ``ForwardAccumulator`` with ``--along``), then ``tape.gradient(z, [every node])`` and
-``acc.jvp(node)``: the adjoints and tangents gradcli's trace checks its sweeps against."""
+``acc.jvp(node)``: the adjoints and tangents gradcli's trace checks its sweeps against. A node no recorded path
+joins to a target (below a ``stop_gradient``) gets ``None`` from ``tape.gradient``: printed "not recorded", as
+the trace's table shows it."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from gradcli.expression import Var
 from gradcli.expression.tree import substitute
 from gradcli.programs.common import code_names, program_preamble, tf_code
 
-_OWN = ("nodes", "adjoints", "tangents", "acc", "name", "node", "adjoint", "tangent", "targets", "z")
+_OWN = ("nodes", "adjoints", "tangents", "acc", "name", "node", "adjoint", "tangent", "targets", "z", "shown")
 
 
 def program_trace(expressions: list[str], *, at, dtype: str = "float64", along=None) -> str:
@@ -41,16 +43,21 @@ def program_trace(expressions: list[str], *, at, dtype: str = "float64", along=N
     lines.append("")
     lines.append(f"nodes = {{{', '.join(f'{n.name!r}: {code[n.name]}' for n in nodes)}}}")
     lines.append("# Several targets: tape.gradient returns the adjoints of their sum.")
-    lines.append("adjoints = tape.gradient(targets, list(nodes.values()), "
-                 "unconnected_gradients=tf.UnconnectedGradients.ZERO)")
+    lines.append("# None (not zero) where no recorded path joins a node to the targets: below a stop_gradient.")
+    lines.append("adjoints = tape.gradient(targets, list(nodes.values()))")
     lines.append("del tape  # a persistent tape holds its resources until deleted")
+    lines.append("")
+    lines.append("")
+    lines.append("def shown(t):")
+    lines.append("    return 'not recorded' if t is None else str(t.numpy())")
+    lines.append("")
+    lines.append("")
     if direction is not None:
         lines.append("tangents = [acc.jvp(node, unconnected_gradients=tf.UnconnectedGradients.ZERO) "
                      "for node in nodes.values()]")
         lines.append("for (name, node), adjoint, tangent in zip(nodes.items(), adjoints, tangents):")
-        lines.append("    print(name, 'value', float(node.numpy()), 'adjoint', float(adjoint.numpy()), "
-                     "'tangent', float(tangent.numpy()))")
+        lines.append("    print(name, 'value', shown(node), 'adjoint', shown(adjoint), 'tangent', shown(tangent))")
     else:
         lines.append("for (name, node), adjoint in zip(nodes.items(), adjoints):")
-        lines.append("    print(name, 'value', float(node.numpy()), 'adjoint', float(adjoint.numpy()))")
+        lines.append("    print(name, 'value', shown(node), 'adjoint', shown(adjoint))")
     return "\n".join(lines) + "\n"

@@ -122,24 +122,31 @@ def _quote(text: str) -> str:
 
 def trace_dot(report) -> str:
     """The computation graph as Graphviz text: each node with its value and adjoint (and tangent), an edge
-    from each input to its user labelled with the local derivative; a node that went wrong is red."""
+    from each input to its user labelled with the local derivative; a node that went wrong is red. What the
+    tape's backward pass does not reach (below a stop_gradient: tape.gradient's None) is grey and dashed, a
+    node's adjoint marked "not recorded", an edge into a stop_gradient labelled "not recorded"."""
     dtype = report.dtype
     wrong = {o.node for o in report.origins}
     lines = ["digraph trace {", "  rankdir=BT;", "  node [shape=box, fontname=\"monospace\"];"]
     for n in report.nodes:
         label = [n.name if n.kind == "input" else f"{n.name} = {n.text}", f"value {value(n.value, dtype)}",
-                 f"adjoint {value(n.adjoint, dtype)}"]
+                 f"adjoint {value(n.adjoint, dtype)}" + ("" if n.recorded else " (not recorded: tape.gradient None)")]
         if report.along is not None:
             label.append(f"tangent {value(n.tangent, dtype)}")
         if report.exact_available:
             label.append(f"exact value {value(n.exact)}, adjoint {value(n.exact_adjoint)}")
         style = ", color=red, fontcolor=red" if n.name in wrong else ""
+        if not n.recorded:
+            style += ", style=dashed" + ("" if n.name in wrong else ", color=grey50, fontcolor=grey50")
         shape = ", shape=ellipse" if n.kind == "input" else ""
         lines.append(f"  {_quote(n.name)} [label={_quote(chr(10).join(label))}{shape}{style}];")
-    for k, n in enumerate(report.nodes):
-        for user, _, partial, _ in n.adjoint_terms:
-            lines.append(f"  {_quote(n.name)} -> {_quote(report.nodes[user].name)} "
-                         f"[label={_quote(f'd{report.nodes[user].name}/d{n.name} = ' + value(partial, dtype))}];")
+    for n in report.nodes:
+        for i, partial, connected in zip(n.inputs, n.partials, n.connected):
+            source = report.nodes[i].name
+            text = f"d{n.name}/d{source} = {value(partial, dtype)}" if connected else "not recorded"
+            recorded = connected and n.recorded and report.nodes[i].recorded
+            style = "" if recorded else ", style=dashed, color=grey50, fontcolor=grey50"
+            lines.append(f"  {_quote(source)} -> {_quote(n.name)} [label={_quote(text)}{style}];")
     for k, text in enumerate(report.expressions):
         out = f"z{k + 1}" if len(report.expressions) > 1 else "z"
         lines.append(f"  {_quote(out)} [label={_quote(out + ' = ' + text)}, shape=plaintext];")
