@@ -3,6 +3,7 @@ checked exactly, at random points and to second order; a wrong rule exits 1 with
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import subprocess
@@ -154,3 +155,43 @@ def test_show_code_writes_the_rule_as_tf_custom_gradient_and_prints_the_tape_col
     assert two.exit_code == 0, two.stderr
     printed = run_generated(two.stdout)
     assert "dz/dx = 0.6931471805599453" in printed and "dz/dy = 1.0" in printed  # log(2); 2 * 1/2
+
+
+SQ = "sq(u) = u**2; d/du = 2*u"
+
+
+def test_rules_in_hessian_and_derivative_and_their_programs():
+    """--rule on hessian and derivative: the tape differentiates the rule's formulas again for the second and
+    higher orders (as tf.custom_gradient does), and --show-code writes the rule as that function."""
+    from generated_programs import run_generated
+    from gradcli.cli import app
+    from typer.testing import CliRunner
+
+    runner = CliRunner()
+    doc = json.loads(runner.invoke(app, ["hessian", "sq(x)*y", "--at", "x=1,y=2", "--rule", SQ, "-f", "json"]).stdout)
+    assert doc["hessian"]["tape"] == doc["hessian"]["symbolic"] == [[4.0, 2.0], [2.0, 0.0]]
+    set_active_rules([])
+    doc = json.loads(runner.invoke(app, ["derivative", "sq(x)**2", "--at", "x=1", "-n", "3", "--rule", SQ,
+                                         "-f", "json"]).stdout)
+    assert doc["derivatives"]["tape"] == doc["derivatives"]["symbolic"] == [4.0, 12.0, 24.0]
+    set_active_rules([])
+    program = runner.invoke(app, ["hessian", "sq(x)*y", "--at", "x=1,y=2", "--rule", SQ, "--show-code"])
+    assert program.exit_code == 0 and "def rule_sq(u):" in program.stdout, program.stderr
+    assert "[[4.0, 2.0], [2.0, 0.0]]" in run_generated(program.stdout).splitlines()
+    set_active_rules([])
+    program = runner.invoke(app, ["derivative", "sq(x)**2", "--at", "x=1", "-n", "3", "--rule", SQ,
+                                  "--show-code"])
+    assert program.exit_code == 0 and "def rule_sq(u):" in program.stdout, program.stderr
+    printed = run_generated(program.stdout)
+    assert "24.0" in printed and "12.0" in printed
+
+
+def test_strict_on_hessian_and_derivative():
+    from gradcli.cli import app
+    from typer.testing import CliRunner
+
+    runner = CliRunner()
+    assert runner.invoke(app, ["derivative", "abs(x)", "--at", "x=0"]).exit_code == 0
+    assert runner.invoke(app, ["derivative", "abs(x)", "--at", "x=0", "--strict"]).exit_code == 1
+    assert runner.invoke(app, ["hessian", "abs(x)*y", "--at", "x=0,y=1", "-m", "fd", "--strict"]).exit_code == 1
+    assert runner.invoke(app, ["hessian", "x**2*y", "--at", "x=1,y=1", "--strict"]).exit_code == 0

@@ -71,6 +71,9 @@ SymbolicTimeoutOption = Annotated[
 ]
 
 
+RuleOption = Annotated[Optional[list[str]], typer.Option(
+    "--rule", metavar="RULE", help="\"NAME(u, ...) = BODY; d/du = FORMULA; ...\": a function with its own "
+    "derivative, checked first (repeatable).", show_default=False)]
 StrictOption = Annotated[bool, typer.Option(
     "--strict", help="Exit 1 on any warning too (for CI and scripts).")]
 

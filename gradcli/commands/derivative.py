@@ -8,8 +8,8 @@ import typer
 
 from gradcli.commands.common import (METHOD_HELP, AtOption, BatchSizeOption, DType, DTypeOption, FileOption,
                                      FormatOption, GridOption, OutputFormat, PointsOption, ShowCodeOption,
-                                     SymbolicTimeoutOption, handle_errors, refuse_show_code_for_many,
-                                     run_many)
+                                     RuleOption, StrictOption, SymbolicTimeoutOption, handle_errors,
+                                     refuse_show_code_for_many, run_many)
 from gradcli.commands.completion import complete_methods
 from gradcli.commands.expression_file import expression_text
 
@@ -39,6 +39,8 @@ def derivative(
     show_code: ShowCodeOption = False,
     symbolic_timeout: SymbolicTimeoutOption = 10.0,
     batch_size: BatchSizeOption = 4096,
+    rule: RuleOption = None,
+    strict: StrictOption = False,
 ) -> None:
     """The first N derivatives of a one-variable function: SymPy, nested GradientTapes and fd stencils.
 
@@ -49,6 +51,9 @@ def derivative(
       gradcli derivative "exp(x)*cos(x)" --at x=0.5 -n 3 --formulas
       gradcli derivative "x**3" --grid x=-1:1:5 -f csv
     """
+    from gradcli.expression.rules import define_rules
+
+    checked = define_rules(rule, time_limit=symbolic_timeout)  # a wrong rule: exit 1, with a counterexample
     expression = expression_text(expression, file)
     from gradcli.compute.batch.derivative import DerivativeBatch
 
@@ -60,4 +65,5 @@ def derivative(
 
         print(program_derivative(core, at), end="")
         return
-    run_many(core, points=points, grid=grid, at=at, output=output, batch_size=batch_size)
+    core.notes += checked.notes
+    run_many(core, points=points, grid=grid, at=at, output=output, batch_size=batch_size, strict=strict)

@@ -8,7 +8,7 @@ import typer
 
 from gradcli.commands.common import (METHOD_HELP, AtOption, BatchSizeOption, DType, DTypeOption, FileOption,
                                      FormatOption, GridOption, OutputFormat, PointsOption, ShowCodeOption,
-                                     StrictOption, SymbolicTimeoutOption, handle_errors,
+                                     RuleOption, StrictOption, SymbolicTimeoutOption, handle_errors,
                                      refuse_show_code_for_many, run_many)
 from gradcli.commands.completion import complete_methods
 from gradcli.commands.expression_file import expressions_from
@@ -47,9 +47,7 @@ def grad(
     show_code: ShowCodeOption = False,
     symbolic_timeout: SymbolicTimeoutOption = 10.0,
     batch_size: BatchSizeOption = 4096,
-    rule: Annotated[Optional[list[str]], typer.Option(
-        "--rule", metavar="RULE", help="\"NAME(u, ...) = BODY; d/du = FORMULA; ...\": a function with its own "
-        "derivative, checked first (repeatable).", show_default=False)] = None,
+    rule: RuleOption = None,
     strict: StrictOption = False,
 ) -> None:
     """The gradient at a point: SymPy's exact value, TensorFlow's GradientTape and finite differences;

@@ -8,8 +8,8 @@ import typer
 
 from gradcli.commands.common import (METHOD_HELP, AtOption, BatchSizeOption, DType, DTypeOption, FileOption,
                                      FormatOption, GridOption, OutputFormat, PointsOption, ShowCodeOption,
-                                     SymbolicTimeoutOption, handle_errors, refuse_show_code_for_many,
-                                     run_many)
+                                     RuleOption, StrictOption, SymbolicTimeoutOption, handle_errors,
+                                     refuse_show_code_for_many, run_many)
 from gradcli.commands.completion import complete_methods
 from gradcli.commands.expression_file import expression_text
 
@@ -36,6 +36,8 @@ def hessian(
     show_code: ShowCodeOption = False,
     symbolic_timeout: SymbolicTimeoutOption = 10.0,
     batch_size: BatchSizeOption = 4096,
+    rule: RuleOption = None,
+    strict: StrictOption = False,
 ) -> None:
     """The Hessian at a point three ways (nested GradientTapes, finite differences, SymPy), and what it
     says there: eigenvalues, definiteness, the kind of critical point, condition number, 2/lambda_max.
@@ -47,6 +49,9 @@ def hessian(
       gradcli hessian "x**2-y**2" --at x=0,y=0 --formulas
       gradcli hessian "x**3*y" --points pts.csv -f jsonl
     """
+    from gradcli.expression.rules import define_rules
+
+    checked = define_rules(rule, time_limit=symbolic_timeout)  # a wrong rule: exit 1, with a counterexample
     expression = expression_text(expression, file)
     if show_code:  # the program only: checked like a computation, but nothing is computed
         refuse_show_code_for_many(points, grid)
@@ -57,6 +62,7 @@ def hessian(
         return
     from gradcli.compute.batch.hessian import HessianBatch
 
-    run_many(HessianBatch(expression, wrt=wrt, methods=method, eps=eps, dtype=dtype.value, formulas=formulas,
-                          symbolic_time_limit=symbolic_timeout),
-             points=points, grid=grid, at=at, output=output, batch_size=batch_size)
+    core = HessianBatch(expression, wrt=wrt, methods=method, eps=eps, dtype=dtype.value, formulas=formulas,
+                        symbolic_time_limit=symbolic_timeout)
+    core.notes += checked.notes
+    run_many(core, points=points, grid=grid, at=at, output=output, batch_size=batch_size, strict=strict)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gradcli.expression import Node
 from gradcli.programs.common import code_names, program_preamble, target_code
+from gradcli.programs.rules import rule_definitions, rule_names
 
 
 # Names the derivative program defines itself; a user variable called one of them is renamed there.
@@ -26,11 +27,12 @@ def program_derivative(core, at: list[str] | str) -> str:
 def show_code_derivative(tree: Node, text: str, values: dict[str, float], variable: str, order: int,
                          dtype: str) -> str:
     """A runnable program reproducing the tape column: one GradientTape per order, nested."""
-    names = code_names(list(values), taken=_DERIVATIVE_CODE_NAMES)
+    names = code_names(list(values), taken=[*_DERIVATIVE_CODE_NAMES, *rule_names([tree])])
     body = target_code(tree, names)
     lines = program_preamble("the tape column of `gradcli derivative`, one GradientTape per order.",
                              values, [variable], dtype, names, unwatched="held fixed",
                              imports=("contextlib", "math"), settings=(f"ORDER = {order}",))
+    lines += rule_definitions([tree])
     lines += [
         "",
         "with contextlib.ExitStack() as stack:",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gradcli.expression import Node
 from gradcli.programs.common import code_names, program_preamble, target_code
+from gradcli.programs.rules import rule_definitions, rule_names
 
 
 # Names the Hessian program defines itself; a user variable called one of them is renamed there.
@@ -13,11 +14,12 @@ _HESSIAN_CODE_NAMES = ("math", "tf", "DTYPE", "outer", "inner", "z", "grads", "g
 
 def show_code_hessian(tree: Node, text: str, values: dict[str, float], wrt: list[str], dtype: str) -> str:
     """A runnable program reproducing the tape column: the guide's nested tapes, then the same by jacobian."""
-    names = code_names(list(values), taken=_HESSIAN_CODE_NAMES)
+    names = code_names(list(values), taken=[*_HESSIAN_CODE_NAMES, *rule_names([tree])])
     sources = ", ".join(names[v] for v in wrt)
     body = target_code(tree, names)
     lines = program_preamble("the tape column of `gradcli hessian`, nested GradientTapes as in the TF guide.",
                              values, wrt, dtype, names, unwatched="not watched: held fixed")
+    lines += rule_definitions([tree])
     lines += [
         "",
         "with tf.GradientTape(persistent=True) as outer:",
