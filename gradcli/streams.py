@@ -113,6 +113,30 @@ _closed_at_start: frozenset[int] = frozenset()
 _stdin_is_the_shells = False
 
 
+class CsvHeaders:
+    """In ``gradcli shell``, the header of the last CSV a line wrote: a line whose CSV has the same columns
+    continues it without repeating the header, so a session of such lines is one CSV (a header per session
+    for the same command shape). Outside the shell every CSV has its header."""
+
+    def __init__(self) -> None:
+        self.session = False
+        self.last: list[str] | None = None
+
+    def needed(self, columns: list[str]) -> bool:
+        """Whether a CSV with these columns writes its header (and, in a session, remember them)."""
+        if not self.session:
+            return True
+        repeated = columns == self.last
+        self.last = list(columns)
+        return not repeated
+
+    def start_session(self, active: bool = True) -> None:
+        self.session, self.last = active, None
+
+
+csv_headers = CsvHeaders()
+
+
 def reserve_stdin(reserved: bool = True) -> None:
     """While ``gradcli shell`` reads its command lines from stdin, a file that is that stream is refused
     (``--points /dev/stdin`` would read the rest of the session as points)."""

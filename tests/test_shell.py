@@ -276,3 +276,16 @@ def test_completion_lines_behave_as_on_the_command_line():
     assert code == 0 and "error" not in err, err
     bash, zsh = alone(lines[0]), alone(lines[1])
     assert out == bash[1] + zsh[1] + alone(EVAL)[1] + bash[1]
+
+
+def test_a_session_of_csv_lines_of_one_shape_is_one_csv():
+    """One header for consecutive CSV lines with the same columns (a script appends rows); a different shape
+    writes its own header, and the next line of the first shape its header again."""
+    grad = ['grad "x**2" --at x=1 -f csv', 'grad "x**2" --at x=2 -f csv', 'grad "x**2" --grid x=3:4:2 -f csv']
+    other = 'hessian "x*y" --at x=1,y=1 -f csv'
+    code, out, _ = session("\n".join([*grad, other, grad[0]]) + "\n")
+    rows = out.splitlines()
+    header = alone(grad[0])[1].splitlines()[0]
+    assert code == 0 and rows[0] == header
+    assert rows.count(header) == 2 and len(rows) == 1 + 4 + 2 + 2
+    assert [float(r.split(",")[0]) for r in rows[1:5]] == [1.0, 2.0, 3.0, 4.0]

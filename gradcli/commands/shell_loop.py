@@ -41,6 +41,7 @@ def run_shell(stdin: TextIO, *, interactive: bool) -> int:
         raise UsageError("already in gradcli shell: type the command itself (exit or quit leaves the shell)")
     _active = True
     streams.reserve_stdin()  # a line's --points /dev/stdin would read the session's own lines
+    streams.csv_headers.start_session()
     try:
         from gradcli.commands.shell_sympy import start_fork_server
 
@@ -54,6 +55,7 @@ def run_shell(stdin: TextIO, *, interactive: bool) -> int:
     finally:
         _active = False
         streams.reserve_stdin(False)
+        streams.csv_headers.start_session(False)
 
 
 def start_warm_up():

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gradcli.errors import UsageError, printable
+from gradcli.streams import csv_headers
 from gradcli.render.common import error as fmt_error
 from gradcli.render.common import number as fmt_value
 from gradcli.render.common import print_diagnostics
@@ -147,7 +148,8 @@ class CsvSink:
                              "under \"fields\")")
         self.passing = set(passing)
         self.columns = passing + computed
-        self.writer.writerow(self.columns)
+        if csv_headers.needed(self.columns):
+            self.writer.writerow(self.columns)
 
     def _refuse_new_key(self, record: dict, fields: dict) -> None:
         key = next(k for k in fields if k not in self.passing)

@@ -37,7 +37,10 @@ def to_json(doc: dict) -> str:
 def to_csv(header: list[str], rows: Iterable[list[Any]]) -> str:
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(header)
+    from gradcli.streams import csv_headers
+
+    if csv_headers.needed(header):  # a gradcli shell session continues the previous line's CSV
+        writer.writerow(header)
     for row in rows:
         writer.writerow([_csv_cell(v) for v in row])
     return buf.getvalue()
