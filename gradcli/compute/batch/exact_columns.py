@@ -1,0 +1,72 @@
+"""The exact reference of a batch core: SymPy's formulas and the function itself at every point, float64
+where a running rounding bound vouches for the value, else at 30 digits (:mod:`gradcli.methods.symbolic_values`),
+within one budget per run; at a lone --at point, the exact values SymPy's bounded job evaluated ahead
+(:func:`gradcli.methods.symbolic_values.differentiate_at`), so that no exact evaluation outlives
+``--symbolic-timeout``. Mixed into :class:`gradcli.compute.batch.engine.BatchCore`, whose state it reads
+(``trees``, ``variables``, ``dtype``, ``notes``, ``at_point``, ``_formulas``, ``_known``)."""
+
+from __future__ import annotations
+
+
+class ExactColumns:
+    def exact_points(self) -> list[dict[str, float]]:
+        """At one point, where the exact values are wanted: the point, and in float32 its rounding."""
+        import numpy as np
+
+        point = {v: float(self.at_point.values[v]) for v in self.variables}
+        if self.dtype == "float64":
+            return [point]
+        with np.errstate(over="ignore"):
+            return [point, {k: float(np.float64(x).astype(self.dtype)) for k, x in point.items()}]
+
+    def exact_column(self, i: int, key: tuple[str, ...], points, size: int):
+        """SymPy's derivative ``key`` of tree ``i`` at every point (NaN where it has no numeric form): float64
+        where its rounding bound vouches for it, else at 30 digits, within one budget for the whole run
+        (:mod:`gradcli.methods.symbolic_values`); values left in float64 past that budget get one note."""
+        import numpy as np
+
+        from gradcli.methods.symbolic import evaluate
+        from gradcli.methods.symbolic_values import ExactValues
+
+        tree = self._formulas[i].trees.get(key) if self._formulas is not None else None
+        if tree is None:
+            return np.full(size, np.nan)
+        exact = self.__dict__.setdefault("_exact_values", ExactValues(known=self._known))  # one per run
+        # where f itself is not finite the cores leave its derivatives out: no exact work there (kept for the
+        # chunk's other columns, which come with the same points object)
+        seen = self.__dict__.get("_f_undefined")
+        if seen is None or seen[0] is not points or seen[1] != i:
+            seen = self.__dict__["_f_undefined"] = (points, i, ~np.isfinite(evaluate(self.trees[i], points, size)))
+        column = exact.column((i, key), tree, points, size, skip=seen[2])
+        note = exact.note()
+        if note is not None:  # one note, its count kept current (the notes are written after the last chunk)
+            at = self.__dict__.setdefault("_exact_note_at", len(self.notes))
+            if at == len(self.notes):
+                self.notes.append(note)
+            else:
+                self.notes[at] = note
+        return column
+
+    def value_column(self, i: int, points, size: int):
+        """Tree ``i`` itself at every point: float64 where its rounding bound vouches for it, else exact (30
+        digits), as one point gives it: a value that overflows or cancels in float64 (cosh(x)**2 - sinh(x)**2
+        at 20, sqrt(x**2 + y**2) at 1e200) is not a wrong reference for the methods. A NaN (outside the
+        domain) stays NaN without exact work: the points of a grid across a domain's edge are many."""
+        from gradcli.methods.symbolic import evaluate
+        from gradcli.methods.symbolic_values import ExactValues
+
+        import numpy as np
+
+        plain = evaluate(self.trees[i], points, size)
+        exact = self.__dict__.setdefault("_exact_f_values", ExactValues(known=self._known))  # its own budget
+        column = exact.column((i, "value"), self.trees[i], points, size, skip=np.isnan(plain))
+        self.__dict__["_f_undefined"] = (points, i, ~np.isfinite(column))  # for the chunk's exact derivatives
+        note = exact.note()
+        if note is not None:  # one note, kept current, as for the symbolic column
+            note = note.replace("symbolic:", "value:", 1)
+            at = self.__dict__.setdefault("_value_note_at", len(self.notes))
+            if at == len(self.notes):
+                self.notes.append(note)
+            else:
+                self.notes[at] = note
+        return column
