@@ -213,3 +213,63 @@ def test_batch_core_counts_each_point_once():
     notes = core.closing_notes()
     assert any("at 2 points the default step" in n for n in notes), notes
     assert any("at 1 point no two-sided" in n for n in notes), notes
+
+
+def _oracle_hessian(expr: str, point: dict, digits: int = 250):
+    """The oracle at enough digits that 1e100's rounding does not swallow a small term."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    import oracle
+
+    saved, oracle.DIGITS = oracle.DIGITS, digits
+    try:
+        return [[float(x) for x in row] for row in oracle.oracle_hessian(expr, point, list(point))]
+    finally:
+        oracle.DIGITS = saved
+
+
+@pytest.mark.parametrize("methods", ["fd", "fd,symbolic"])
+def test_small_interior_entry_beside_a_huge_one_is_warned(invoke_json, methods):
+    # f ~ 1e100 rounds by ~1e84 per value; over h^2 that swamps (y, y) = 2: fd shows 0 +- ~1e94 and says so
+    expr, point = "exp(x)*1e100 + y**2", {"x": 1.0, "y": 1.0}
+    exact = _oracle_hessian(expr, point)
+    assert exact[1][1] == 2.0
+    doc = invoke_json("hessian", expr, "--at", "x=1,y=1", "-m", methods)
+    got, est = np.array(doc["hessian"]["fd"]), np.array(doc["fd_error_estimate"])
+    assert np.all(np.abs(got - np.array(exact)) <= est)
+    assert any("entry (y, y) cannot be resolved" in w for w in doc["warnings"]), doc["warnings"]
+    # the fd gradient: each value with its estimate, and (y: 0 where the answer is 2) warned
+    g, ge = doc["gradient"]["fd"], doc["fd_gradient_error_estimate"]
+    assert abs(g["y"] - 2.0) <= ge["y"] and abs(g["x"] - math.e * 1e100) <= ge["x"]
+    assert any("/dy cannot be resolved" in w for w in doc["warnings"]), doc["warnings"]
+
+
+def test_fd_gradient_of_the_hessian_record_is_within_its_estimates(invoke_json):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from oracle import oracle_gradient
+
+    for expr, at in (("exp(-x)*1e16*y", {"x": 3.0, "y": -2.0}), ("sin(x)*cos(y)", {"x": 0.3, "y": 1.1}),
+                     ("1e20*(x - sin(x))*y", {"x": 1e-3, "y": 2.0})):
+        doc = invoke_json("hessian", expr, "--at", ",".join(f"{k}={v!r}" for k, v in at.items()), "-m", "fd")
+        exact = oracle_gradient(expr, at)
+        for v, x in doc["gradient"]["fd"].items():
+            off = abs(x - float(exact[v])) > doc["fd_gradient_error_estimate"][v]
+            assert not off or any(f"/d{v} cannot be resolved" in w for w in doc["warnings"]), (expr, v, x, doc)
+
+
+def test_unused_variable_is_exactly_zero_and_not_warned(invoke_json):
+    # y is not in f: its derivatives are 0 by construction, not "cannot be resolved" against f's rounding
+    doc = invoke_json("hessian", "exp(-x)*1e20", "--at", "x=0,y=1", "-m", "fd")
+    assert doc["warnings"] == []
+    assert doc["hessian"]["fd"][1] == [0.0, 0.0] and doc["fd_error_estimate"][1] == [0.0, 0.0]
+    assert doc["gradient"]["fd"]["y"] == 0.0 and doc["fd_gradient_error_estimate"]["y"] == 0.0
+
+
+def test_resolved_interior_hessian_is_not_warned():
+    r = _hessian("sin(x)*cos(y) + x**2*y", x=0.3, y=1.1)
+    assert not r.unresolved[0]

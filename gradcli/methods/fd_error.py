@@ -379,3 +379,13 @@ def _search(compute, index, x, dtype, *, sided: bool, near_only=None) -> LineRes
         best.value[infinite] = best.estimate[infinite] = best.step[infinite] = np.nan
     best.finite[~np.isnan(best.estimate)] = True
     return best
+
+
+def absent_columns(tree, wrt: list[str]) -> list[int]:
+    """The positions in ``wrt`` of variables ``tree`` does not contain: their derivatives are exactly 0 and so
+    are their estimates (f's rounding at the stencil points moves nothing along them; the stencil's
+    rounding floor is no error of a value that is 0 by construction)."""
+    from gradcli.expression.tree import Var, walk
+
+    used = {node.name for node in walk(tree) if isinstance(node, Var)}
+    return [c for c, v in enumerate(wrt) if v not in used]

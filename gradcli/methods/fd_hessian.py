@@ -104,7 +104,25 @@ def fd_hessians(tree: Node, points: Mapping[str, object], wrt: list[str], *, dty
                 _one_sided(tree, points, env, wrt, dtype, r, index[edge],
                            directions(finite[:, index[edge]], n, shrink[edge]))
     r.values, r.steps, r.estimates = f0.astype(np.float64), r.steps.astype(np.float64), r.estimates.astype(np.float64)
+    _exact_zeros(tree, wrt, r)
+    if n and eps is None:  # an explicit --eps: a large estimate is the step's, shown with the value
+        with np.errstate(invalid="ignore"):
+            relative = r.estimates / np.maximum(np.abs(r.matrices), 1.0)
+        # any entry whose estimate is above half of max(|entry|, 1) after every step tried says nothing (a
+        # huge f's rounding beside a small entry: exp(x)*1e100 + y**2's (y, y)), one-sided or not
+        r.unresolved |= np.isfinite(f0) & np.any(relative.reshape(p, -1) > UNRESOLVED, axis=1)
     return r
+
+
+def _exact_zeros(tree: Node, wrt: list[str], r: FdHessians) -> None:
+    """A variable f does not contain (an unused --at one): its gradient entry, row and column are exactly 0,
+    their estimates too (:func:`gradcli.methods.fd_error.absent_columns`)."""
+    finite = _np().isfinite(r.values)
+    for c in fd_error.absent_columns(tree, wrt):
+        for a in (r.matrices, r.estimates):
+            a[finite, c, :] = 0.0
+            a[finite, :, c] = 0.0
+        r.gradients[finite, c] = 0.0
 
 
 def _shrink(tree, points, env, wrt, dtype, r: FdHessians, index, shrink, best) -> None:

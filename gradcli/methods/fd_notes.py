@@ -57,9 +57,10 @@ def fd_hessian_note(how: int, steps, sides, names) -> str | None:
     return None
 
 
-def unresolved_hessian_warning(matrix, estimates, names, dtype: str) -> str:
-    """The warning of a one-sided fd Hessian no step resolved (the entry with the largest estimate
-    relative to it is named): fd cannot tell it from an infinite one."""
+def unresolved_hessian_warning(matrix, estimates, names, dtype: str, one_sided: bool = True) -> str:
+    """The warning of an fd Hessian with an entry no step resolved (the entry with the largest estimate
+    relative to it is named): one-sided at a domain edge, fd cannot tell it from an infinite one; two-sided,
+    rounding (f's large values beside a small entry) or a point where f is not smooth swamps it."""
     worst, at = -1.0, (0, 0)
     for i, row in enumerate(matrix):
         for j, value in enumerate(row):
@@ -67,6 +68,10 @@ def unresolved_hessian_warning(matrix, estimates, names, dtype: str) -> str:
             if relative > worst:
                 worst, at = relative, (i, j)
     i, j = at
+    if not one_sided:
+        return (f"fd: the Hessian entry ({names[i]}, {names[j]}) cannot be resolved in {dtype}: its error estimate "
+                f"{estimates[i][j]:.3g} is above half of max(|{matrix[i][j]:.6g}|, 1) at every step (rounding of f's "
+                "values cancels its digits, or f is not smooth here: a jump, a kink or a pole)")
     return (f"fd: the Hessian entry ({names[i]}, {names[j]}) cannot be resolved in {dtype}: its error estimate "
             f"{estimates[i][j]:.3g} is above half of max(|{matrix[i][j]:.6g}|, 1) at every one-sided step (f is "
             "not smooth at this domain edge; its second derivative may be infinite there)")

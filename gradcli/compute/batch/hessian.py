@@ -20,8 +20,10 @@ from gradcli.errors import UsageError
 from gradcli.expression import parse
 from gradcli.expression.points import check_hessian_size
 from gradcli.compute.hessian_judge import best_analysis, cross_check_hessian, hessian_tolerance, judge_hessian
+from gradcli.methods import fd_error
+from gradcli.methods.fd import fd_gradients
 from gradcli.methods.fd_hessian import fd_hessians
-from gradcli.methods.fd_notes import SIDE_NAMES, unresolved_hessian_warning
+from gradcli.methods.fd_notes import SIDE_NAMES, fd_line_notes, unresolved_hessian_warning
 from gradcli.results import shortest
 
 
@@ -136,7 +138,13 @@ class HessianBatch(engine.BatchCore):
             mats["tape"], grads["tape"], structural = t.matrices, t.gradients, t.structural
         if "fd" in self.methods:
             f = fd_hessians(self.expr.tree, pts, self.wrt, dtype=self.dtype, eps=self.eps)
-            mats["fd"], grads["fd"], steps, estimates = f.matrices, f.gradients, f.steps, f.estimates
+            # the gradient from grad's fd engine (its own steps, each value's estimate, kinks): the Hessian
+            # stencil's first differences at eps^(1/4) have no estimate, and a huge f swamps them
+            fg = fd_gradients(self.expr.tree, pts, self.wrt, dtype=self.dtype, eps=self.eps)
+            for c in fd_error.absent_columns(self.expr.tree, self.wrt):  # 0 by construction, and known to be
+                fg.values[:, c] = fg.estimates[:, c] = 0.0
+                fg.kinks[:, c] = False
+            mats["fd"], grads["fd"], steps, estimates = f.matrices, fg.values, f.steps, f.estimates
             sides, unresolved = f.sides, f.unresolved
             if self.at_point is not False:  # with its steps (a batch counts the points instead)
                 from gradcli.methods.fd_notes import fd_hessian_note
@@ -168,9 +176,12 @@ class HessianBatch(engine.BatchCore):
                 record["fd_step"] = {v: float(steps[k, i]) for i, v in enumerate(self.wrt)}
                 record["fd_error_estimate"] = estimates[k].tolist()
                 record["fd_sides"] = {v: SIDE_NAMES[int(s)] for v, s in zip(self.wrt, sides[k])}
+                record["fd_gradient_error_estimate"] = {v: float(fg.estimates[k, i]) for i, v in enumerate(self.wrt)}
+                record["warnings"] += self._fd_gradient_warnings(fg, k)
                 if unresolved[k]:
-                    record["warnings"].append(unresolved_hessian_warning(mats["fd"][k].tolist(),
-                                                                         estimates[k].tolist(), self.wrt, self.dtype))
+                    record["warnings"].append(unresolved_hessian_warning(
+                        mats["fd"][k].tolist(), estimates[k].tolist(), self.wrt, self.dtype,
+                        one_sided=int(f.how[k]) == fd_error.ONE_SIDED))
             est = None if estimates is None else estimates[k]
             self._judge(record, {m: mats[m][k] for m in order}, steps[k] if steps is not None else None, est,
                         None if shift is None else shift[k])
@@ -180,6 +191,18 @@ class HessianBatch(engine.BatchCore):
             warnings, undefined = record.pop("warnings"), record.pop("undefined")
             records.append(engine.close_record(engine.json_safe(record), warnings, undefined))  # null: not finite
         return engine.RecordBatch.of(records)
+
+    def _fd_gradient_warnings(self, fg, k: int) -> list[str]:
+        """grad's warnings for fd's gradient entries at point k: a kink, or a value no step resolves."""
+        out = []
+        for j, v in enumerate(self.wrt):
+            warnings, _, _ = fd_line_notes(f"d({self.expr.text})/d{v}", "", dtype=self.dtype,
+                                           value=float(fg.values[k, j]), estimate=float(fg.estimates[k, j]),
+                                           step=float(fg.steps[k, j]), how=0, kink=bool(fg.kinks[k, j]),
+                                           left=float(fg.left[k, j]), right=float(fg.right[k, j]),
+                                           explicit_step=self.eps is not None)
+            out += warnings
+        return out
 
     def _out(self, method: str, x: float) -> float:
         return float(x) if method == "symbolic" else shortest(float(x), self.dtype)
