@@ -301,15 +301,15 @@ def test_a_shell_line_cannot_read_the_shell_s_own_stdin(tmp_path, name):
 
 
 def test_a_fifo_at_the_history_path_is_left_alone(tmp_path):
-    from gradcli.commands import shell_loop
+    from gradcli.commands import shell_input
 
     fifo = tmp_path / "history"
     os.mkfifo(fifo)
-    assert not shell_loop.regular_or_absent(str(fifo))  # returns at once: opened without blocking
-    assert not shell_loop.regular_or_absent(str(tmp_path))
-    assert shell_loop.regular_or_absent(str(tmp_path / "none"))
+    assert not shell_input.regular_or_absent(str(fifo))  # returns at once: opened without blocking
+    assert not shell_input.regular_or_absent(str(tmp_path))
+    assert shell_input.regular_or_absent(str(tmp_path / "none"))
     (tmp_path / "file").write_text("grad x\n")
-    assert shell_loop.regular_or_absent(str(tmp_path / "file"))
+    assert shell_input.regular_or_absent(str(tmp_path / "file"))
 
 
 def test_the_shell_at_a_terminal_with_a_fifo_as_history_does_not_hang(tmp_path):

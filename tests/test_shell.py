@@ -13,8 +13,9 @@ import sys
 
 import pytest
 
-from gradcli.commands import shell_loop
-from gradcli.commands.shell_loop import LineNumberedStream, run_lines, run_shell, terminal_lines, worse
+from gradcli.commands import shell_input, shell_loop
+from gradcli.commands.shell_input import terminal_lines
+from gradcli.commands.shell_loop import LineNumberedStream, run_lines, run_shell, worse
 from gradcli.launcher import run_command
 
 GRADCLI = shutil.which("gradcli") or os.path.join(os.path.dirname(sys.executable), "gradcli")
@@ -243,9 +244,9 @@ def test_an_unwritable_history_is_no_error(monkeypatch, tmp_path, capsys):
 
 
 def test_completion_offers_commands_then_the_commands_options():
-    assert shell_loop.completion_candidates([], "he") == ["help ", "hessian "]
-    assert "--at " in shell_loop.completion_candidates(["grad", "x"], "--a")
-    assert shell_loop.completion_candidates(["grad"], "x") == []
+    assert shell_input.completion_candidates([], "he") == ["help ", "hessian "]
+    assert "--at " in shell_input.completion_candidates(["grad", "x"], "--a")
+    assert shell_input.completion_candidates(["grad"], "x") == []
 
 
 def test_a_real_pipe_through_the_installed_command():
@@ -264,7 +265,7 @@ def test_a_real_pipe_through_the_installed_command():
 
 def test_the_prompt_goes_to_stderr_when_stdout_is_not_the_terminal(monkeypatch, capsys):
     monkeypatch.setattr(sys, "stdin", io.StringIO("eval x --at x=1\n"))
-    assert shell_loop.read_at_prompt("gradcli> ") == "eval x --at x=1"
+    assert shell_input.read_at_prompt("gradcli> ") == "eval x --at x=1"
     assert capsys.readouterr() == ("", "gradcli> ")
 
 
