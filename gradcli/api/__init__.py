@@ -23,15 +23,12 @@ NumPy, SymPy and TensorFlow are imported when a function is called, not when thi
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import inspect
-import io
 from collections.abc import Mapping
 
 from gradcli.api._inputs import at_texts, points_spec
-from gradcli.api._options import cli_options
+from gradcli.api._options import CLI_DEFAULT, cli_command, cli_options
 from gradcli.api._result import Result, quiet
+from gradcli.api._runs import batch_of_one, collect, many_points, one_point
 from gradcli.errors import ComputeError, GradcliError, ParseError, UsageError
 
 __all__ = ["ComputeError", "GradcliError", "ParseError", "Result", "UsageError", "check", "derivative",
@@ -39,57 +36,10 @@ __all__ = ["ComputeError", "GradcliError", "ParseError", "Result", "UsageError",
            "hessian_columns"]
 
 
-class _CliDefault:
-    def __repr__(self) -> str:
-        return "<the CLI's default>"
-
-
-CLI_DEFAULT = _CliDefault()
-# Converted by the API itself (a mapping or text for a point, a path, mapping or DataFrame for points).
-_OWN = frozenset({"at", "start", "points", "expressions", "expect", "batch"})
-# Options that are comma-separated lists on the command line: a list of names is joined.
-_COMMA_LISTS = frozenset({"wrt", "method", "optimizer"})
-
-
-def _command(module: str, function: str | None = None):
-    """Give the API function the options of ``gradcli/commands/{module}.py``'s command: each keyword whose
-    default is CLI_DEFAULT gets the CLI's default (also in its signature, for help()), and every value is
-    checked as Click checks it on the command line (type, range). RecursionError (an expression nested too
-    deeply) is a UsageError, as the CLI's exit 2."""
-    options = cli_options(module, function)
-
-    def decorate(fn):
-        signature = inspect.signature(fn)
-        checked = [name for name in signature.parameters if name in options and name not in _OWN]
-
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            bound = signature.bind(*args, **kwargs)
-            bound.apply_defaults()
-            for name in checked:
-                value = bound.arguments[name]
-                if name in _COMMA_LISTS and isinstance(value, (list, tuple)):
-                    value = ",".join(value)
-                bound.arguments[name] = options[name].check(None if value is CLI_DEFAULT else value)
-            if bound.arguments.get("expression", "") is None:
-                raise UsageError("give an expression, e.g. \"x**2\"")
-            try:
-                return fn(*bound.args, **bound.kwargs)
-            except RecursionError:
-                raise UsageError("expression too deeply nested to compute") from None
-
-        wrapper.__signature__ = signature.replace(parameters=[
-            p.replace(default=options[p.name].default) if p.default is CLI_DEFAULT else p
-            for p in signature.parameters.values()])
-        return wrapper
-
-    return decorate
-
-
 # ---------------------------------------------------------------------------------------------
 # the commands
 # ---------------------------------------------------------------------------------------------
-@_command("grad")
+@cli_command("grad")
 def grad(*expressions: str, at=None, points=None, grid: str | None = None, wrt: str | None = None,
          method: str = CLI_DEFAULT, scheme: str = CLI_DEFAULT, eps: float | None = None, dtype: str = CLI_DEFAULT,
          symbolic_timeout: float = CLI_DEFAULT, batch_size: int = CLI_DEFAULT, constants: str | None = None,
@@ -113,14 +63,14 @@ def grad(*expressions: str, at=None, points=None, grid: str | None = None, wrt: 
                          symbolic_time_limit=symbolic_timeout, constants=constants, watch=watch)
 
     if points is None and grid is None:
-        result = _batch_of_one("grad", core, at=at, batch_size=batch_size)
+        result = batch_of_one("grad", core, at=at, batch_size=batch_size)
     else:
-        result = _many_points("grad", core, points=points, grid=grid, at=at, batch_size=batch_size)
+        result = many_points("grad", core, points=points, grid=grid, at=at, batch_size=batch_size)
     result.failed = result.failed or (strict and bool(result.warnings))  # as --strict's exit 1
     return result
 
 
-@_command("hessian")
+@cli_command("hessian")
 def hessian(expression: str, *, at=None, points=None, grid: str | None = None, wrt: str | None = None,
             method: str = CLI_DEFAULT, eps: float | None = None, dtype: str = CLI_DEFAULT,
             formulas: bool = CLI_DEFAULT, symbolic_timeout: float = CLI_DEFAULT,
@@ -134,11 +84,11 @@ def hessian(expression: str, *, at=None, points=None, grid: str | None = None, w
                             symbolic_time_limit=symbolic_timeout)
 
     if points is None and grid is None:
-        return _batch_of_one("hessian", core, at=at, batch_size=batch_size)
-    return _many_points("hessian", core, points=points, grid=grid, at=at, batch_size=batch_size)
+        return batch_of_one("hessian", core, at=at, batch_size=batch_size)
+    return many_points("hessian", core, points=points, grid=grid, at=at, batch_size=batch_size)
 
 
-@_command("derivative")
+@cli_command("derivative")
 def derivative(expression: str, *, at=None, points=None, grid: str | None = None, order: int = CLI_DEFAULT,
                wrt: str | None = None, method: str = CLI_DEFAULT, eps: float | None = None,
                accuracy: int = CLI_DEFAULT, dtype: str = CLI_DEFAULT, formulas: bool = CLI_DEFAULT,
@@ -151,11 +101,11 @@ def derivative(expression: str, *, at=None, points=None, grid: str | None = None
                                accuracy=accuracy, formulas=formulas, symbolic_time_limit=symbolic_timeout)
 
     if points is None and grid is None:
-        return _batch_of_one("derivative", core, at=at, batch_size=batch_size)
-    return _many_points("derivative", core, points=points, grid=grid, at=at, batch_size=batch_size)
+        return batch_of_one("derivative", core, at=at, batch_size=batch_size)
+    return many_points("derivative", core, points=points, grid=grid, at=at, batch_size=batch_size)
 
 
-@_command("descend")
+@cli_command("descend")
 def descend(expression: str, *, start=None, points=None, grid: str | None = None, optimizer: str = CLI_DEFAULT,
             lr: float = CLI_DEFAULT, steps: int = CLI_DEFAULT, tol: float | None = None,
             maximize: bool = CLI_DEFAULT, momentum: float | None = None, every: int | None = None,
@@ -172,7 +122,7 @@ def descend(expression: str, *, start=None, points=None, grid: str | None = None
             report = compute_descent(expression, start=at_texts(start, "start"), optimizers=optimizer, lr=lr,
                                      steps=steps, tol=tol, maximize=maximize, dtype=dtype, momentum=momentum,
                                      every=every, stationary_time_limit=stationary_timeout)
-        return _one_point("descend", report, render.descend_json(report), lambda: render.descend_table(report),
+        return one_point("descend", report, render.descend_json(report), lambda: render.descend_table(report),
                           captured)
 
     spec, stdin_text = points_spec(points)
@@ -194,10 +144,10 @@ def descend(expression: str, *, start=None, points=None, grid: str | None = None
         sink.sinks(names)
         return run_starts(batch, chunks, sink).failed
 
-    return _collect("descend", run, stdin_text, list_key="starts")
+    return collect("descend", run, stdin_text, list_key="starts")
 
 
-@_command("check")
+@cli_command("check")
 def check(expression: str, *, expect=None, order: int = CLI_DEFAULT, at=None, points=None,
           grid: str | None = None, box: str = CLI_DEFAULT, samples: int = CLI_DEFAULT, seed: int = CLI_DEFAULT,
           symbolic_timeout: float = CLI_DEFAULT, rtol: float = CLI_DEFAULT, atol: float = CLI_DEFAULT) -> Result:
@@ -219,10 +169,10 @@ def check(expression: str, *, expect=None, order: int = CLI_DEFAULT, at=None, po
     document = to_json(report.to_dict())
     # check's text output is drawn in gradcli.commands.check (a module that imports Typer): the document
     # stands in for it
-    return _one_point("check", report, document, lambda: print(document), captured)
+    return one_point("check", report, document, lambda: print(document), captured)
 
 
-@_command("eval", "eval_value")
+@cli_command("eval", "eval_value")
 def evaluate(expression: str, *, at=None, dtype: str = CLI_DEFAULT) -> Result:
     """``gradcli eval EXPR``: the value alone, operation by operation in the dtype (no SymPy, no TensorFlow).
     Available as ``gradcli.eval``; ``to_dict()["value"]`` is the number (None where undefined)."""
@@ -236,7 +186,7 @@ def evaluate(expression: str, *, at=None, dtype: str = CLI_DEFAULT) -> Result:
         if report.value is not None:
             print(repr(report.value))
 
-    return _one_point("eval", report, to_json(report.to_dict()), plain, captured)
+    return one_point("eval", report, to_json(report.to_dict()), plain, captured)
 
 
 eval = evaluate  # the CLI's name (it shadows the builtin in this module only)
@@ -261,114 +211,10 @@ def _check_scheme(scheme: str) -> None:
                          + ", ".join(f"'{s.value}'" for s in Scheme) + ".") from None
 
 
-def _one_point(command: str, report, document: str, render, captured, records=None) -> Result:
-    out, err = captured
-    return Result(command, document + "\n", warnings=report.warnings, notes=report.notes, failed=report.failed,
-                  render=render, captured=out.getvalue() + err.getvalue(), records=records)
-
-
-def _batch_of_one(command: str, core, *, at, batch_size: int) -> Result:
-    """One point as the CLI computes it: the batch core on the --at point, its document and its table (the
-    command's view of that document) from gradcli.render.detail."""
-    from gradcli.compute.batch.engine import run_batch
-    from gradcli.compute.batch.points import point_chunks
-    from gradcli.render.batch import detail_view
-    from gradcli.render.common import to_json
-    from gradcli.render.detail import DetailSink
-
-    sink = DetailSink()
-    with quiet() as captured:
-        computation = core()
-        chunks = point_chunks(computation, points=None, grid=None, at=at_texts(at), batch_size=batch_size)
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            failed = run_batch(computation, chunks, sink).failed
-    document = sink.document
-    record = {k: document[k] for k in sink.records[0]}
-    out, err = captured
-    return Result(command, to_json(document) + "\n", warnings=document["warnings"], notes=document["notes"],
-                  failed=failed, render=lambda: detail_view(command)(document),
-                  captured=out.getvalue() + err.getvalue(), records=lambda: [record])
-
-
-def _many_points(command: str, core, *, points, grid, at, batch_size: int) -> Result:
-    """grad, hessian, derivative at many points (no points nor grid: a batch of the --at point): as
-    gradcli.commands.common.run_many does it (a module that imports Typer), with the CLI's -f json writer."""
-    spec, stdin_text = points_spec(points)
-
-    def run(sink):
-        from gradcli.compute.batch.engine import run_batch
-        from gradcli.compute.batch.points import point_chunks
-
-        computation = core()
-        chunks = point_chunks(computation, points=spec, grid=grid, at=at_texts(at), batch_size=batch_size)
-        sink.sinks()
-        return run_batch(computation, chunks, sink).failed
-
-    return _collect(command, run, stdin_text, list_key="points")
-
-
-class _Document:
-    """The sink run_batch/run_starts write to: the CLI's own ``-f json`` writer, into a string, and what they
-    hand it at the end (the warnings, notes and summary the CLI prints on stderr)."""
-
-    def __init__(self, command: str):
-        self.command = command
-        self.text = io.StringIO()
-        self.table_sink = None
-
-    def sinks(self, variables: list[str] | None = None) -> None:
-        """Make the json writer (and the maker of the table's), once the variables are known (descend)."""
-        if self.command == "descend":
-            from gradcli.render.descend_batch import sink_for
-
-            self.make = lambda output: sink_for(output, variables=variables)
-        else:
-            from gradcli.render.batch import sink_for
-
-            self.make = lambda output: sink_for(self.command, output)
-        with contextlib.redirect_stdout(self.text):  # the writer binds sys.stdout when made
-            self.json = self.make("json")
-
-    def start(self, header: dict) -> None:
-        self.header = header
-        self.json.start(header)
-
-    def write(self, batch) -> None:
-        self.json.write(batch)
-
-    def finish(self, summary: dict, summary_text: str, warnings: list[str], notes: list[str]) -> None:
-        self.finished = (summary, summary_text, list(warnings), list(notes))
-        with contextlib.redirect_stderr(io.StringIO()):  # its stderr lines: these warnings, notes, summary
-            self.json.finish(summary, summary_text, warnings, notes)
-
-    def draw_table(self, records: list[dict]) -> None:
-        """The CLI's ``-f table`` for these records (printed on sys.stdout)."""
-        table = self.make("table")
-        table.start(self.header)
-        table.write(records)
-        table.finish(*self.finished)
-
-
-def _collect(command: str, run, stdin_text: str | None, *, list_key: str) -> Result:
-    document = _Document(command)
-    with quiet(stdin_text) as (out, err):
-        failed = run(document)
-    _, summary_text, warnings, notes = document.finished
-    text = document.text.getvalue()
-
-    def render() -> None:
-        import json
-
-        document.draw_table(json.loads(text)[list_key])
-
-    return Result(command, text, warnings=warnings, notes=notes, failed=failed, render=render, list_key=list_key,
-                  summary_text=summary_text, captured=out.getvalue() + err.getvalue())
-
-
 # ---------------------------------------------------------------------------------------------
 # a dict of arrays in, a dict of arrays out (Ray Data map_batches, Dask map_partitions)
 # ---------------------------------------------------------------------------------------------
-@_command("grad")
+@cli_command("grad")
 def grad_columns(expressions, batch, *, at=None, wrt: str | None = None, method: str = CLI_DEFAULT,
                  scheme: str = CLI_DEFAULT, eps: float | None = None, dtype: str = CLI_DEFAULT,
                  symbolic_timeout: float = CLI_DEFAULT, batch_size: int = CLI_DEFAULT) -> dict:
@@ -389,7 +235,7 @@ def grad_columns(expressions, batch, *, at=None, wrt: str | None = None, method:
     return _columns("grad", core, batch, at=at, batch_size=batch_size)
 
 
-@_command("hessian")
+@cli_command("hessian")
 def hessian_columns(expression: str, batch, *, at=None, wrt: str | None = None, method: str = CLI_DEFAULT,
                     eps: float | None = None, dtype: str = CLI_DEFAULT, symbolic_timeout: float = CLI_DEFAULT,
                     batch_size: int = CLI_DEFAULT) -> dict:
@@ -403,7 +249,7 @@ def hessian_columns(expression: str, batch, *, at=None, wrt: str | None = None, 
     return _columns("hessian", core, batch, at=at, batch_size=batch_size)
 
 
-@_command("derivative")
+@cli_command("derivative")
 def derivative_columns(expression: str, batch, *, at=None, order: int = CLI_DEFAULT, wrt: str | None = None,
                        method: str = CLI_DEFAULT, eps: float | None = None, accuracy: int = CLI_DEFAULT,
                        dtype: str = CLI_DEFAULT, symbolic_timeout: float = CLI_DEFAULT,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import inspect
 import math
 import numbers
 from dataclasses import dataclass
@@ -157,3 +158,50 @@ def _default(node: ast.expr):
     if isinstance(node, ast.Attribute):  # an enum member: Scheme.central -> "central"
         return node.attr
     return ast.literal_eval(node)
+
+
+class _CliDefault:
+    def __repr__(self) -> str:
+        return "<the CLI's default>"
+
+
+CLI_DEFAULT = _CliDefault()
+# Converted by the API itself (a mapping or text for a point, a path, mapping or DataFrame for points).
+_OWN = frozenset({"at", "start", "points", "expressions", "expect", "batch"})
+# Options that are comma-separated lists on the command line: a list of names is joined.
+_COMMA_LISTS = frozenset({"wrt", "method", "optimizer"})
+
+
+def cli_command(module: str, function: str | None = None):
+    """Give the API function the options of ``gradcli/commands/{module}.py``'s command: each keyword whose
+    default is CLI_DEFAULT gets the CLI's default (also in its signature, for help()), and every value is
+    checked as Click checks it on the command line (type, range). RecursionError (an expression nested too
+    deeply) is a UsageError, as the CLI's exit 2."""
+    options = cli_options(module, function)
+
+    def decorate(fn):
+        signature = inspect.signature(fn)
+        checked = [name for name in signature.parameters if name in options and name not in _OWN]
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            for name in checked:
+                value = bound.arguments[name]
+                if name in _COMMA_LISTS and isinstance(value, (list, tuple)):
+                    value = ",".join(value)
+                bound.arguments[name] = options[name].check(None if value is CLI_DEFAULT else value)
+            if bound.arguments.get("expression", "") is None:
+                raise UsageError("give an expression, e.g. \"x**2\"")
+            try:
+                return fn(*bound.args, **bound.kwargs)
+            except RecursionError:
+                raise UsageError("expression too deeply nested to compute") from None
+
+        wrapper.__signature__ = signature.replace(parameters=[
+            p.replace(default=options[p.name].default) if p.default is CLI_DEFAULT else p
+            for p in signature.parameters.values()])
+        return wrapper
+
+    return decorate
