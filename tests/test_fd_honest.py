@@ -406,3 +406,27 @@ def test_without_sympy_a_disagreement_names_no_unjustified_suspect(invoke):
     # the same at order 6: the tape is exact, so naming it was a false alarm
     result = invoke("derivative", "sin(x)", "--at", "x=1e8", "--order", "6", "-m", "tape,fd")
     assert "tape is suspect" not in result.stderr and "either may be wrong" in result.stderr
+
+
+@pytest.mark.parametrize("x", [744.0, 745.0])
+def test_subnormal_differences_are_no_disagreement(x):
+    # exp(-x) there is subnormal (1e-323, 5e-324): the methods are 0 or one spacing (4.9e-324) off, which is
+    # float64's resolution there; fd's estimate counts the subnormal spacing, and no judge calls it a disagreement
+    at = f"x={x!r}"
+    for result in (gradcli.grad("exp(-x)", at=at), gradcli.derivative("exp(-x)", at=at, order=2),
+                   gradcli.hessian("exp(-x)*y", at=at + ",y=1")):
+        assert not any("disagree" in w for w in result.to_dict()["warnings"]), result.to_dict()["warnings"]
+    doc = gradcli.grad("exp(-x)", at=at, method="fd").to_dict()
+    exact = float(oracle.oracle_derivative("exp(-x)", "x", {"x": x}))
+    r = doc["results"][0]
+    assert 0 < r["fd_error_estimate"]["x"] < 1e-300
+    assert abs(r["gradient"]["fd"]["x"] - exact) <= r["fd_error_estimate"]["x"]
+
+
+def test_a_real_disagreement_still_names_its_entry():
+    # the floor is a few smallest normals: a wrong entry far above it is still caught, at the entry that is off
+    worst, warning = judge_hessian("fd", [[2.0, 0.0], [0.0, 1e-300]], [[2.0, 0.0], [0.0, 0.0]], wrt=["x", "y"],
+                                   dtype="float64", value=1.0, step=1e-4, estimates=[[0.0, 0.0], [0.0, 0.0]])
+    assert worst == 1e-300 and "entry (y, y)" in warning
+    assert judge_hessian("fd", [[2.0, 0.0], [0.0, 5e-324]], [[2.0, 0.0], [0.0, 0.0]], wrt=["x", "y"],
+                         dtype="float64", value=1.0, step=1e-4, estimates=[[0.0, 0.0], [0.0, 0.0]])[1] is None

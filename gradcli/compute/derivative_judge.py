@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from gradcli.compute.judge import cross_disagreement
+from gradcli.compute.judge import cross_disagreement, underflow_floor
 from gradcli.dtypes import MACHINE_EPSILON
 
 
@@ -33,6 +33,7 @@ def judge_derivative(method: str, order: int, got: float | None, exact: float | 
         size = max(1.0, abs(value or 0.0))
         tol = derivative_tolerance(method, dtype=dtype, scale=max(size, abs(exact), abs(x)), order=order) + shift
         why = f"{dtype} explains"
+    tol += underflow_floor(dtype)
     if err <= tol:
         return err, None
     return err, (f"{method} and symbolic disagree on derivative {order}: error {err:.3g} is more than {why} "
@@ -48,6 +49,7 @@ def cross_derivative(order: int, tape: float | None, fd: float | None, estimate:
     gap = abs(tape - fd)
     tol = estimate + derivative_tolerance("tape", dtype=dtype, order=order,
                                           scale=max(1.0, abs(value or 0.0), abs(tape), abs(x)))
+    tol += underflow_floor(dtype)
     if gap <= tol:
         return None
     return cross_disagreement("", "", gap, tol, estimate > MACHINE_EPSILON[dtype] ** 0.5 * max(1.0, abs(fd)),

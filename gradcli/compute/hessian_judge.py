@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 from gradcli.compute.analysis import analyse_hessian
-from gradcli.compute.judge import unsettled
+from gradcli.compute.judge import underflow_floor, unsettled
 from gradcli.dtypes import MACHINE_EPSILON
 
 
@@ -44,6 +44,7 @@ def judge_hessian(method: str, matrix, exact, *, wrt: list[str], dtype: str, val
     tol = entry_tolerance(method, ref, dtype=dtype, estimates=estimates)
     if shift is not None:
         tol = tol + np.asarray(shift, dtype=np.float64)
+    tol = tol + underflow_floor(dtype)
     if not np.any(err > tol):
         return float(err.max()), None
     i, j = np.unravel_index(int(np.argmax(err / tol)), err.shape)
@@ -72,7 +73,7 @@ def cross_check_hessian(tape, fd, estimates, *, wrt: list[str], dtype: str) -> s
     if not (np.all(np.isfinite(t)) and np.all(np.isfinite(f))) or not t.size:
         return None
     gap = np.abs(t - f)
-    tol = e + entry_tolerance("tape", t, dtype=dtype)
+    tol = e + entry_tolerance("tape", t, dtype=dtype) + underflow_floor(dtype)
     if not np.any(gap > tol):
         return None
     i, j = np.unravel_index(int(np.argmax(gap / tol)), gap.shape)

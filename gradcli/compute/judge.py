@@ -15,6 +15,15 @@ def tolerance(method: str, *, dtype: str, scale: float, step: float | None = Non
     return 1e3 * MACHINE_EPSILON[dtype] * scale
 
 
+def underflow_floor(dtype: str) -> float:
+    """The absolute floor of every tolerance: a few of the dtype's smallest normal number. Below it values are
+    subnormal, spaced 2^-1074 (float64) apart whatever their size, so a difference of 4.9e-324 against an
+    exact 0 is the dtype's resolution there, not a method's error."""
+    import numpy as np
+
+    return 4.0 * float(np.finfo(dtype).tiny)
+
+
 def fd_tolerance(estimate, reference):
     """fd against an exact value: its own error estimate plus the float64 rounding of the exact value."""
     import numpy as np
@@ -53,6 +62,7 @@ def judge_gradients(values, columns: dict, x, steps, *, dtype: str, scheme: str,
                 tol = tolerance(m, dtype=dtype, scale=scale)
             if shift is not None:
                 tol = tol + shift
+            tol = tol + underflow_floor(dtype)
             errors[m], disagree[m], tolerances[m] = err, err > tol, tol
     return errors, disagree, tolerances
 
@@ -79,7 +89,7 @@ def cross_pair(a: str, b: str, values, columns: dict, x, estimates: dict, *, dty
     with np.errstate(invalid="ignore", over="ignore"):
         gap = np.abs(columns[a] - columns[b])
         tol = method_spread(a, values, columns, x, estimates, dtype=dtype) \
-            + method_spread(b, values, columns, x, estimates, dtype=dtype)
+            + method_spread(b, values, columns, x, estimates, dtype=dtype) + underflow_floor(dtype)
         return gap, gap > tol, tol
 
 

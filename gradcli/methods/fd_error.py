@@ -46,12 +46,20 @@ def np_():
 def rounding(dtype: str, fmax, weight_sum, h, order: int, measured=0.0, bounded=None):
     """The rounding part of the estimate: the values' measured rounding errors through the stencil's
     |weights| (``measured``, already divided by h^order), twice, plus a few eps of the largest |f| the
-    stencil saw (what the wider evaluation cannot see, e.g. a function NumPy computes in float64 only).
+    stencil saw (what the wider evaluation cannot see, e.g. a function NumPy computes in float64 only; a few
+    subnormal spacings where that is more).
     Where ``bounded`` (see :class:`StencilRounding`), ``measured`` is made of upper bounds that already
     include every operation's and function's own error: it counts once (the eps |f| term stays: the
     stencil's own sum rounds too)."""
     np = np_()
-    floor = ROUNDING_ULPS * MACHINE_EPSILON[dtype] * fmax * weight_sum / h ** order
+    # at least the spacing of subnormals (2^-1074 in float64) where f is not 0: below the smallest normal, a
+    # value's rounding is that absolute amount, not eps |f| (exp(-x) at 745: 5e-324, and eps |f| says 0); a
+    # stencil of exact zeros rounds nothing
+    fmax = np.asarray(fmax, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        ulp = np.where(fmax > 0, np.maximum(MACHINE_EPSILON[dtype] * fmax, float(np.finfo(dtype).smallest_subnormal)),
+                       MACHINE_EPSILON[dtype] * fmax)  # (NaN stays NaN)
+    floor = ROUNDING_ULPS * ulp * weight_sum / h ** order
     return floor + (2.0 * measured if bounded is None else np.where(bounded, 1.0, 2.0) * measured)
 
 
