@@ -117,12 +117,16 @@ def test_a_sympy_job_past_its_deadline_is_killed_and_later_lines_run(monkeypatch
     stalled every later line); the shell hands each job to a process from its fork server instead."""
     import threading
 
+    def sympy_threads():
+        return {t for t in threading.enumerate() if t.name == "gradcli-sympy" and t.is_alive()}
+
+    before = sympy_threads()  # (other tests of this process may have left one finishing its work)
     slow = 'grad "x**x**x**x" --at x=10 --symbolic-timeout 0.5 -m symbolic,fd -f json'
     code, out, err = session("\n".join([GRAD_TAPE, slow, GRAD_FD]))
     docs = json_stream(out)
     assert code == 1 and "symbolic column left out: SymPy took longer than 0.5 s" in err
     assert docs[1]["methods"] == ["fd"] and docs[2] == json_stream(alone(GRAD_FD)[1])[0]
-    assert not [t for t in threading.enumerate() if t.name == "gradcli-sympy" and t.is_alive()]
+    assert not sympy_threads() - before
 
 
 def test_comments_blank_lines_exit_and_a_leading_gradcli():

@@ -26,9 +26,9 @@ def point_chunks(computation, *, points: str | None, grid: str | None, at, batch
         return grid_points(grid, **options).chunks()
     from gradcli.expression.points import check_covers, check_point_fits
 
-    check_covers(fixed, computation.variables)  # with its hints (sinx: did you mean sin(x)?)
     check_point_fits(fixed, computation.dtype)
-    computation.at_one_point(fixed)
+    computation.at_one_point(fixed)  # first: its --wrt words name the option (resolve_wrt, derivative_variable)
+    check_covers(fixed, computation.variables)  # with its hints (sinx: did you mean sin(x)?)
     return [one_point_chunk(fixed, computation.variables)]
 
 
