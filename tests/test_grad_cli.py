@@ -347,3 +347,9 @@ def test_strict_makes_any_warning_exit_1(invoke):
     assert invoke("grad", "abs(x)", "--at", "x=0", "--strict").exit_code == 1
     assert invoke("grad", "abs(x)", "--grid", "x=-1:1:3", "--strict", "-f", "jsonl").exit_code == 1
     assert invoke("grad", "x**2", "--grid", "x=-1:1:3", "--strict", "-f", "jsonl").exit_code == 0
+
+
+def test_at_a_kink_the_exact_value_is_said_to_be_a_convention(invoke):
+    result = invoke("grad", "abs(x-1)", "--at", "x=1")
+    assert "is SymPy's convention (sign(0) = 0" in result.stderr and "kink or a jump" in result.stderr
+    assert "convention" not in invoke("grad", "abs(x-1)", "--at", "x=2").stderr

@@ -304,6 +304,8 @@ class GradBatch(engine.BatchCore):
                     undefined = True
                     point_notes.where_note(self, i, v, bad, columns, k)
                 kink = fd is not None and bool(fd.kinks[i, k, j])  # fd's own warning says why it is off
+                if kink and "symbolic" in columns:
+                    point_notes.kink_convention_note(self, i, v)
                 for m, d in disagree.items():  # the finite ones are judged too (tape 0.0 beside fd's inf)
                     if d[i, k, j] and m not in bad and not (m == "fd" and kink):
                         warnings.append(disagreement(m, text, v, float(errors[m][i, k, j]), dtype=self.dtype,

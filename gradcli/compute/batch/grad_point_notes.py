@@ -78,6 +78,15 @@ def doubtful_tape(core, i: int, v: str, error: float, exact: float, tol: float, 
         warnings.insert(at, said)
 
 
+def kink_convention_note(core, i: int, v: str) -> None:
+    """Once per derivative: at a kink SymPy's value is a convention, not a derivative (abs' derivative is
+    sign(x), and sign(0) = 0; relu's where(x > 0, 1, 0) is 0 there): the table shows it beside fd's kink."""
+    note = (f"the exact column's d({core.exprs[i].text})/d{v} at a kink is SymPy's convention (sign(0) = 0, "
+            "a branch's value at its edge), not a derivative: the one-sided derivatives differ")
+    if note not in core.notes:
+        core.notes.append(note)
+
+
 def constants_note(unwatched: list[str], watched: list[str]) -> str:
     """What --constants/--watch did to the tape column, in the guide's terms."""
     words = []
