@@ -38,13 +38,7 @@ class ExactColumns:
         if seen is None or seen[0] is not points or seen[1] != i:
             seen = self.__dict__["_f_undefined"] = (points, i, ~np.isfinite(evaluate(self.trees[i], points, size)))
         column = exact.column((i, key), tree, points, size, skip=seen[2])
-        note = exact.note()
-        if note is not None:  # one note, its count kept current (the notes are written after the last chunk)
-            at = self.__dict__.setdefault("_exact_note_at", len(self.notes))
-            if at == len(self.notes):
-                self.notes.append(note)
-            else:
-                self.notes[at] = note
+        self._keep_note("_exact_note_at", exact.note())
         return column
 
     def value_column(self, i: int, points, size: int):
@@ -62,11 +56,15 @@ class ExactColumns:
         column = exact.column((i, "value"), self.trees[i], points, size, skip=np.isnan(plain))
         self.__dict__["_f_undefined"] = (points, i, ~np.isfinite(column))  # for the chunk's exact derivatives
         note = exact.note()
-        if note is not None:  # one note, kept current, as for the symbolic column
-            note = note.replace("symbolic:", "value:", 1)
-            at = self.__dict__.setdefault("_value_note_at", len(self.notes))
-            if at == len(self.notes):
-                self.notes.append(note)
-            else:
-                self.notes[at] = note
+        self._keep_note("_value_note_at", None if note is None else note.replace("symbolic:", "value:", 1))
         return column
+
+    def _keep_note(self, slot: str, note: str | None) -> None:
+        """One note per column kind, its count kept current (the notes are written after the last chunk)."""
+        if note is None:
+            return
+        at = self.__dict__.setdefault(slot, len(self.notes))
+        if at == len(self.notes):
+            self.notes.append(note)
+        else:
+            self.notes[at] = note
