@@ -430,3 +430,16 @@ def test_a_real_disagreement_still_names_its_entry():
     assert worst == 1e-300 and "entry (y, y)" in warning
     assert judge_hessian("fd", [[2.0, 0.0], [0.0, 5e-324]], [[2.0, 0.0], [0.0, 0.0]], wrt=["x", "y"],
                          dtype="float64", value=1.0, step=1e-4, estimates=[[0.0, 0.0], [0.0, 0.0]])[1] is None
+
+
+def test_no_false_alarm_on_an_unused_variable_or_a_function_that_cancels_to_zero(invoke):
+    """grad's fd: an --at variable f does not contain is exactly 0 with estimate 0 (it warned 'cannot be
+    resolved', estimate 4.7e9); log2(x)*log(2) - log(x) is identically 0, and one ulp of its rounding is no
+    jump (it warned 'at a kink or a jump' at x = 3 and 10)."""
+    result = invoke("grad", "exp(-x)*1e20", "--at", "x=0,y=1", "-m", "fd", "-f", "json")
+    doc = json.loads(result.stdout)
+    assert doc["results"][0]["gradient"]["fd"]["y"] == 0.0 and doc["results"][0]["fd_error_estimate"]["y"] == 0.0
+    assert "warning" not in result.stderr
+    for x in ("3", "10"):
+        assert "kink" not in invoke("grad", "log2(x)*log(2) - log(x)", "--at", f"x={x}").stderr
+    assert "kink or a jump" in invoke("grad", "atan2(y, x)", "--at", "x=-1,y=0", "-m", "symbolic,fd").stderr

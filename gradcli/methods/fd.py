@@ -108,17 +108,21 @@ def _gradient_line(tree, env, variable, x64, h, scheme: str, dtype: str) -> fd_e
     if two_sided:  # the one-sided derivatives show kinks
         left, right, est = _sided(dtype, F, e, h)
         r.left, r.right, r.sided_estimate = (a.astype(np.float64) for a in (left, right, est))
-        r.jump = _jumps(F, fmax, dtype) & np.isfinite(r.left) & np.isfinite(r.right)
+        r.jump = _jumps(F, fmax, dtype, e) & np.isfinite(r.left) & np.isfinite(r.right)
     return r
 
 
-def _jumps(F, fmax, dtype: str):
+def _jumps(F, fmax, dtype: str, rounding=None):
     """Where f jumps inside the stencil (bool [Q]): one increment next to the point dwarfs its neighbours.
     Smooth f has increments of one size over a few steps, a kink two sizes of the same order, a pole next to
     the point large increments on both sides; only a step in f (atan2's branch cut, a sign-like piece) makes
-    one increment alone far larger than both neighbours (and than rounding)."""
+    one increment alone far larger than both neighbours (and than rounding: f's own, and the measured
+    rounding of its values, which is what a function that cancels to ~0 has, log2(x)*log(2) - log(x))."""
     np = _np()
     noise = 64 * float(np.finfo(dtype).eps) * fmax
+    if rounding is not None:
+        noise = noise + 16 * np.maximum.reduce([np.asarray(rounding[m], dtype=np.float64)
+                                                for m in (0.0, 1.0, -1.0, 2.0, -2.0)])
     dl1, dl2, dr1, dr2 = (np.abs(F(a) - F(b)) for a, b in ((0.0, -1.0), (-1.0, -2.0), (1.0, 0.0), (2.0, 1.0)))
     return (dl1 > 16 * (dl2 + dr1) + noise) | (dr1 > 16 * (dr2 + dl1) + noise)
 
@@ -181,6 +185,13 @@ def fd_gradients(tree: Node, points: Mapping[str, object], wrt: list[str], *, sc
                 kinks |= r.jump & ~(r.estimate < 0.5 * np.abs(r.value))
             out["kinks"][:, i] = kinks
             out["how"][:, i] = 0 if r.how is None else r.how
+        # a variable f does not contain (an unused --at one): its derivative is exactly 0, and so is its
+        # estimate (f's rounding at the stencil points moves nothing along it)
+        finite = np.isfinite(centre) if centre is not None else np.ones(p, dtype=bool)
+        for c in fd_error.absent_columns(tree, wrt):
+            for name in ("values", "estimates"):
+                out[name][finite, c] = 0.0
+            out["kinks"][:, c] = False
     return FdGradients(out["values"], out["steps"], scheme, out["estimates"], out["left"], out["right"],
                        out["kinks"], out["how"])
 
