@@ -319,3 +319,10 @@ def test_import_is_cheap_and_typer_free():
     assert out.strip() == "False False"
     with pytest.raises(AttributeError):
         gradcli.no_such_thing  # noqa: B018
+
+
+def test_strict_marks_a_result_with_warnings_failed():
+    assert not gradcli.derivative("abs(x)", at="x=0").failed  # a kink: warned, computed
+    assert gradcli.derivative("abs(x)", at="x=0", strict=True).failed
+    assert gradcli.grad("abs(x)", grid="x=-1:1:3", strict=True).failed
+    assert not gradcli.hessian("x**2*y", at="x=1,y=1", strict=True).failed

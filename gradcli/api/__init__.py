@@ -62,11 +62,16 @@ def grad(*expressions: str, at=None, points=None, grid: str | None = None, wrt: 
         return GradBatch(expressions, wrt=wrt, methods=method, scheme=scheme, eps=eps, dtype=dtype,
                          symbolic_time_limit=symbolic_timeout, constants=constants, watch=watch)
 
+    return _run("grad", core, at=at, points=points, grid=grid, batch_size=batch_size, strict=strict)
+
+
+def _run(command: str, core, *, at, points, grid, batch_size: int, strict: bool) -> Result:
+    """One point as a batch of one, or many; ``strict``: ``failed`` on any warning too (--strict's exit 1)."""
     if points is None and grid is None:
-        result = batch_of_one("grad", core, at=at, batch_size=batch_size)
+        result = batch_of_one(command, core, at=at, batch_size=batch_size)
     else:
-        result = many_points("grad", core, points=points, grid=grid, at=at, batch_size=batch_size)
-    result.failed = result.failed or (strict and bool(result.warnings))  # as --strict's exit 1
+        result = many_points(command, core, points=points, grid=grid, at=at, batch_size=batch_size)
+    result.failed = result.failed or (strict and bool(result.warnings))
     return result
 
 
@@ -74,7 +79,7 @@ def grad(*expressions: str, at=None, points=None, grid: str | None = None, wrt: 
 def hessian(expression: str, *, at=None, points=None, grid: str | None = None, wrt: str | None = None,
             method: str = CLI_DEFAULT, eps: float | None = None, dtype: str = CLI_DEFAULT,
             formulas: bool = CLI_DEFAULT, symbolic_timeout: float = CLI_DEFAULT,
-            batch_size: int = CLI_DEFAULT) -> Result:
+            batch_size: int = CLI_DEFAULT, strict: bool = False) -> Result:
     """``gradcli hessian EXPR``: the Hessian three ways and what it says (eigenvalues, definiteness, kind of
     critical point)."""
     def core():
@@ -83,16 +88,14 @@ def hessian(expression: str, *, at=None, points=None, grid: str | None = None, w
         return HessianBatch(expression, wrt=wrt, methods=method, eps=eps, dtype=dtype, formulas=formulas,
                             symbolic_time_limit=symbolic_timeout)
 
-    if points is None and grid is None:
-        return batch_of_one("hessian", core, at=at, batch_size=batch_size)
-    return many_points("hessian", core, points=points, grid=grid, at=at, batch_size=batch_size)
+    return _run("hessian", core, at=at, points=points, grid=grid, batch_size=batch_size, strict=strict)
 
 
 @cli_command("derivative")
 def derivative(expression: str, *, at=None, points=None, grid: str | None = None, order: int = CLI_DEFAULT,
                wrt: str | None = None, method: str = CLI_DEFAULT, eps: float | None = None,
                accuracy: int = CLI_DEFAULT, dtype: str = CLI_DEFAULT, formulas: bool = CLI_DEFAULT,
-               symbolic_timeout: float = CLI_DEFAULT, batch_size: int = CLI_DEFAULT) -> Result:
+               symbolic_timeout: float = CLI_DEFAULT, batch_size: int = CLI_DEFAULT, strict: bool = False) -> Result:
     """``gradcli derivative EXPR``: the first ``order`` derivatives of a one-variable function."""
     def core():
         from gradcli.compute.batch.derivative import DerivativeBatch
@@ -100,9 +103,7 @@ def derivative(expression: str, *, at=None, points=None, grid: str | None = None
         return DerivativeBatch(expression, order=order, wrt=wrt, methods=method, eps=eps, dtype=dtype,
                                accuracy=accuracy, formulas=formulas, symbolic_time_limit=symbolic_timeout)
 
-    if points is None and grid is None:
-        return batch_of_one("derivative", core, at=at, batch_size=batch_size)
-    return many_points("derivative", core, points=points, grid=grid, at=at, batch_size=batch_size)
+    return _run("derivative", core, at=at, points=points, grid=grid, batch_size=batch_size, strict=strict)
 
 
 @cli_command("descend")
