@@ -33,7 +33,7 @@ def hvp(
 ) -> None:
     """H·v, the Hessian times a direction, without the Hessian: three compositions of forward and reverse mode,
     fd of the tape gradient, and the exact value, each with its time and error. --points/--grid: one record
-    per point, the same v at each (at most 1,000 points).
+    per point, the same v at each (at most 10,000 points, a chunk at a time).
 
     Examples:
 

@@ -3,10 +3,11 @@ point): one record per point, from the same shared point sources as grad's (:fun
 point_chunks`), with the same direction v at every point.
 
 The exact column is differentiated once and evaluated at every point, in one SymPy job started before
-TensorFlow is imported; the tape, fd and complex-step columns are computed point by point by the one-point
-code (:func:`gradcli.compute.jvp.numeric_jvp`, :func:`gradcli.compute.hvp.numeric_hvp`), so that a record
-holds exactly what the one-point command shows. That costs milliseconds a point, so a run takes at most
-:data:`MAX_POINTS` points (jvp 5,000, hvp 1,000) (refused up front, before any work: never an hour of it).
+TensorFlow is imported. jvp's tape, fd and complex-step columns are computed point by point by the one-point
+code (:func:`gradcli.compute.jvp.numeric_jvp`); hvp's a chunk of points at a time
+(:mod:`gradcli.compute.hvp_batch`, whose chunk of one is the one-point command), so that a record holds
+exactly what the one-point command shows. A run takes at most :data:`MAX_POINTS` points (jvp 5,000, hvp
+10,000) (refused up front, before any work: never an hour of it).
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from fractions import Fraction
 
 from gradcli.errors import UsageError
 
-# The most points a run takes: each costs eager TensorFlow calls (on a loaded 2-core machine jvp ~20 ms a point
-# with every method, hvp ~50 ms), so a run at the limit takes a minute or two.
-MAX_POINTS = {"jvp": 5_000, "hvp": 1_000}
+# The most points a run takes, so that a run at the limit takes a minute or two on a loaded 2-core machine:
+# jvp's eager TensorFlow calls cost ~20 ms a point with every method; hvp's chunks ~0.7 ms a point, and its
+# exact column ~2 ms (1,000 points in 2.5 s).
+MAX_POINTS = {"jvp": 5_000, "hvp": 10_000}
 # Warnings printed on stderr at most (every record keeps its own).
 MAX_WARNINGS = 10
 
@@ -64,8 +66,8 @@ def read_points(command: str, variables: list[str], dtype: str, *, points, grid,
     for chunk in chunks:
         for k in range(len(chunk)):
             if len(out) == MAX_POINTS[command]:
-                raise UsageError(f"{command} takes at most {MAX_POINTS[command]:,} points at a time (it computes "
-                                 f"point by point); split the input, or use grad for gradients at more points")
+                raise UsageError(f"{command} takes at most {MAX_POINTS[command]:,} points at a time; "
+                                 f"split the input, or use grad for gradients at more points")
             values = {v: float(chunk.values[v][k]) for v in variables}
             exact = {v: fixed.exact[v] if v in fixed.exact else Num(Fraction(x), repr(x)) for v, x in values.items()}
             out.append((values, exact, chunk.fields[k], chunk.lines[k]))
@@ -186,7 +188,7 @@ def jvp_many(expressions, *, points, grid, at, along, dtype: str = "float64", me
 def hvp_many(expression, *, points, grid, at, along, dtype: str = "float64", methods=None,
              symbolic_time_limit: float = 10.0) -> ManyPoints:
     """H·v at every point (see the module)."""
-    from gradcli.compute.hvp import exact_hvp_many, judge_hvp, numeric_hvp, parse_hvp_methods
+    from gradcli.compute.hvp import exact_hvp_many, judge_hvp, parse_hvp_methods
     from gradcli.compute.request import check_dtype
     from gradcli.expression import parse
     from gradcli.results import clean
@@ -205,14 +207,16 @@ def hvp_many(expression, *, points, grid, at, along, dtype: str = "float64", met
     if "exact" in chosen and rows:  # before anything imports TensorFlow (a forked worker)
         job = _exact_job(exact_hvp_many, (expr.tree, [r[1] for r in rows], variables, direction_exact),
                          symbolic_time_limit)
-    f = None
     reports = []
-    for values, *_ in rows:
-        if f is None:
-            from gradcli.methods.tape_vectorise import vectorised_function
+    if rows:
+        from gradcli.compute.hvp_batch import chunk_size, numeric_hvps
+        from gradcli.methods.tape_vectorise import vectorised_function
 
-            f = vectorised_function(expr.tree, variables, dtype)  # built once, called at every point
-        reports.append(numeric_hvp(expr.text, expr.tree, values, variables, direction, dtype, chosen, f))
+        f = vectorised_function(expr.tree, variables, dtype)  # built once, called on every chunk
+        size = chunk_size(len(variables))
+        for start in range(0, len(rows), size):
+            chunk = [values for values, *_ in rows[start:start + size]]
+            reports.extend(numeric_hvps(expr.text, expr.tree, chunk, variables, direction, dtype, chosen, f))
     exact = _exact_result(job, run.notes, "exact")
     if "exact" in chosen and exact is None and rows:
         run.header["methods"] = [m for m in chosen if m != "exact"]

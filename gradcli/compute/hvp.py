@@ -24,7 +24,6 @@ import time
 from dataclasses import dataclass, field
 
 from gradcli.compute.request import check_dtype, parse_methods
-from gradcli.dtypes import MACHINE_EPSILON
 from gradcli.errors import UsageError
 from gradcli.expression import Add, Expression, Node, parse
 from gradcli.expression.points import Point, check_covers, check_point_fits, parse_point
@@ -139,86 +138,6 @@ def exact_hvp_many(tree: Node, points_exact: list[dict], variables: list[str], d
 # ---------------------------------------------------------------------------------------------
 # TensorFlow
 # ---------------------------------------------------------------------------------------------
-def tape_hvps(tree: Node, variables: list[str], x, v, dtype: str, methods: list[str], f=None):
-    """{method: (H·v as float64 array, seconds)} for the tape compositions and fd of the tape gradient, and
-    (fd's estimate, fd's step) where fd is asked. ``f``: the vectorised function of ``tree``, when the caller
-    computes at many points (it is built once)."""
-    import numpy as np
-
-    from gradcli.methods.tape_vectorise import vectorised_function
-    from gradcli.methods.tf_runtime import load_tensorflow
-
-    tf = load_tensorflow()
-    tf_dtype = tf.as_dtype(dtype)
-    f = f or vectorised_function(tree, variables, dtype)
-    zero = tf.UnconnectedGradients.ZERO
-    V = tf.Variable(np.asarray(x, dtype=dtype), dtype=tf_dtype)
-    vt = tf.constant(np.asarray(v, dtype=dtype), dtype=tf_dtype)
-    out: dict[str, tuple] = {}
-
-    def scalar(z):
-        return tf.reduce_sum(tf.convert_to_tensor(z, dtype=tf_dtype))
-
-    def forward_over_reverse():
-        with tf.autodiff.ForwardAccumulator(primals=V, tangents=vt) as acc:
-            with tf.GradientTape() as tape:
-                z = scalar(f(V))
-            g = tape.gradient(z, V, unconnected_gradients=zero)
-        return acc.jvp(g, unconnected_gradients=zero)
-
-    def reverse_over_reverse():
-        with tf.GradientTape() as outer:
-            with tf.GradientTape() as inner:
-                z = scalar(f(V))
-            g = inner.gradient(z, V, unconnected_gradients=zero)
-            gv = tf.reduce_sum(g * vt)
-        return outer.gradient(gv, V, unconnected_gradients=zero)
-
-    def reverse_over_forward():
-        with tf.GradientTape() as tape:
-            with tf.autodiff.ForwardAccumulator(primals=V, tangents=vt) as acc:
-                z = scalar(f(V))
-            jv = acc.jvp(z, unconnected_gradients=zero)
-        return tape.gradient(jv, V, unconnected_gradients=zero)
-
-    runs = {"forward-over-reverse": forward_over_reverse, "reverse-over-reverse": reverse_over_reverse,
-            "reverse-over-forward": reverse_over_forward}
-    for m in methods:
-        if m in runs:
-            start = time.perf_counter()
-            result = runs[m]().numpy()
-            out[m] = (np.asarray(result, dtype=np.float64), time.perf_counter() - start)
-    fd = None
-    if "fd-of-gradient" in methods:
-        start = time.perf_counter()
-
-        def gradient(at):
-            xs = tf.constant(at, dtype=tf_dtype)
-            with tf.GradientTape() as tape:
-                tape.watch(xs)
-                z = scalar(f(xs))
-            return tape.gradient(z, xs, unconnected_gradients=zero).numpy().astype(np.float64)
-
-        t = np.dtype(dtype).type
-        xt, vd = np.asarray(x, dtype=dtype), np.asarray(v, dtype=dtype)
-        big = float(np.max(np.abs(v))) if len(v) else 0.0
-        moved = [abs(a) for a, b in zip(x, v) if b != 0]
-        h = MACHINE_EPSILON[dtype] ** (1 / 3) * max([1.0] + moved) / big if big else 1.0
-        h = 2.0 ** round(math.log2(h))  # a power of two: h * v is exact
-
-        def central(step):
-            plus, minus = gradient(xt + t(step) * vd), gradient(xt - t(step) * vd)
-            return (plus - minus) / (2 * step), np.maximum(np.abs(plus), np.abs(minus))
-
-        with np.errstate(all="ignore"):
-            d1, size = central(h)
-            d2, _ = central(2 * h)
-            estimate = np.abs(d1 - d2) / 3 + 4 * MACHINE_EPSILON[dtype] * size / h
-        out["fd-of-gradient"] = (d1, time.perf_counter() - start)
-        fd = (estimate, h)
-    return out, fd
-
-
 def compute_hvp(expression: str | Expression, *, at, along, dtype: str = "float64", methods=None,
                 symbolic_time_limit: float = 10.0) -> HvpReport:
     from gradcli.methods.worker import BoundedJob, SymbolicTimeout
@@ -247,20 +166,14 @@ def compute_hvp(expression: str | Expression, *, at, along, dtype: str = "float6
 
 def numeric_hvp(text: str, tree: Node, values: dict[str, float], variables: list[str], direction: dict[str, float],
                 dtype: str, chosen: list[str], f=None) -> HvpReport:
-    """The report at one point with every column but the exact one (``f``: see :func:`tape_hvps`)."""
-    from gradcli.expression.evaluate import PYTHON_FLOAT64, compile_expression
+    """The report at one point with every column but the exact one (``f``: the vectorised function of
+    ``tree``, when the caller has it)."""
+    from gradcli.compute.hvp_batch import numeric_hvps
+    from gradcli.methods.tape_vectorise import vectorised_function
 
-    report = HvpReport(text, dict(values), direction, dtype, variables, list(chosen),
-                       value=compile_expression(tree, PYTHON_FLOAT64)(values))
-    x = [values[k] for k in variables]
-    v = [direction[k] for k in variables]
-    results, fd = tape_hvps(tree, variables, x, v, dtype, chosen, f)
-    for m, (hv, seconds) in results.items():
-        report.hvp[m] = hv.tolist()
-        report.seconds[m] = seconds
-    if fd is not None:
-        report.fd_estimate, report.fd_step = fd[0].tolist(), fd[1]
-    return report
+    # a chunk of one point: the numbers a record of --points/--grid holds for it, bit for bit
+    f = f or vectorised_function(tree, variables, dtype)
+    return numeric_hvps(text, tree, [values], variables, direction, dtype, chosen, f)[0]
 
 
 def judge_hvp(report: HvpReport, exact, point_text: str) -> None:
