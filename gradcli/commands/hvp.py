@@ -39,7 +39,7 @@ def hvp(
 
     \b
       gradcli hvp "(x1+5)*x2**2" --at x1=2,x2=3 --along x1=1,x2=2
-      gradcli hvp "x**2*y + sin(x*y)" --at x=1,y=2 --along x=1 -m for,ror,exact -f json
+      gradcli hvp "x**2*y + sin(x*y)" --at x=1,y=2 --along x=1 -m for,ror -f json
       gradcli hvp "x**2*y" --grid x=0:2:3,y=1:2:2 --along x=1,y=1 -f jsonl
     """
     from gradcli.commands.common import as_batch, refuse_show_code_for_many
