@@ -25,7 +25,8 @@ NO_SYMPY = ("--stationary-timeout", "0")
 # command's gradient (it is the critical-point test's input), fd's stencil accuracy, trajectories without
 # --every, timings, estimates and the learning rate a warning suggests.
 NOT_IN_TABLES = {"step", "gradient", "fd_accuracy", "history", "tol", "learning_rate", "max_steps", "momentum",
-                 "fd_error_estimate", "complex_error_estimate", "seconds", "setup_seconds", "every", "order",
+                 "fd_error_estimate", "fd_gradient_error_estimate", "complex_error_estimate", "seconds", "setup_seconds",
+                 "every", "order",
                  "suggested_learning_rate"}
 NAME_KEYS = {"status", "optimizer", "kind", "definiteness", "variable", "expression"}
 
