@@ -185,14 +185,14 @@ def test_a_killed_caller_or_daemon_ends_the_call_and_leaves_nothing(xdg):
 
 
 def test_an_idle_daemon_exits_by_itself_and_starts_over_a_stale_socket(xdg):
-    """GRADCLI_DAEMON_IDLE=2: after a call and two quiet seconds the daemon removes its socket and exits,
+    """GRADCLI_DAEMON_IDLE=5: after a call and five quiet seconds the daemon removes its socket and exits,
     and its helper processes with it. It starts even though a dead daemon's socket file was there."""
     (xdg / "gradcli").mkdir(mode=0o700)
     for _ in range(3):
         dead = socket.socket(socket.AF_UNIX)
         dead.bind(str(xdg / "gradcli" / "daemon.sock"))
         dead.close()
-        pid = start(xdg, GRADCLI_DAEMON_IDLE="2")
+        pid = start(xdg, GRADCLI_DAEMON_IDLE="5")  # 2 s passed before the status call on a loaded machine
         helpers = descendants(pid)  # multiprocessing's fork server and resource tracker
         assert status(xdg).get("requests served") == "0"
         call = gradcli(xdg, "eval", "x**2", "--at", "x=3")
@@ -202,7 +202,7 @@ def test_an_idle_daemon_exits_by_itself_and_starts_over_a_stale_socket(xdg):
             break
     else:
         pytest.fail("the daemon was stopped by source edits each time")
-    assert f"pid {pid} stopping: idle for 2 s" in log(xdg), log(xdg)
+    assert f"pid {pid} stopping: idle for 5 s" in log(xdg), log(xdg)
     assert not (xdg / "gradcli" / "daemon.sock").exists()
     assert daemon_pid(xdg) is None
     assert wait_for(lambda: not any(alive(p) for p in helpers), 15), [p for p in helpers if alive(p)]
