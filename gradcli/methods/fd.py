@@ -178,8 +178,11 @@ def fd_gradients(tree: Node, points: Mapping[str, object], wrt: list[str], *, sc
             out["values"][:, i], out["steps"][:, i], out["estimates"][:, i] = r.value, r.step, r.estimate
             out["left"][:, i] = np.nan if r.left is None else r.left
             out["right"][:, i] = np.nan if r.right is None else r.right
-            # a kink where the one-sided derivatives differ and no step got a stencil clear of it
-            kinks = fd_error.kink(r) & ((r.how == 0) if r.how is not None else True)
+            # a kink where the one-sided derivatives differ and no step got a stencil clear of it: the default
+            # step won, or the step the search kept resolves nothing (at tiny steps rounding hides the gap
+            # between the sides, so a tie in max(x, 2 - x) at 1 looks smooth there, with an estimate of 0.1)
+            clear = (r.how != 0) & ~fd_error.poorly_resolved(r, dtype, SCHEME_ORDER[scheme])
+            kinks = fd_error.kink(r) & (~clear if r.how is not None else True)
             if r.jump is not None:  # a jump at the default step that no other step resolved (every one straddles
                 # it): the one-sided values differ too, one of them without bound as h shrinks
                 kinks |= r.jump & ~(r.estimate < 0.5 * np.abs(r.value))

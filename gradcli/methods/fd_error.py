@@ -204,6 +204,15 @@ def kink(r: LineResult):
         return np.isfinite(gap) & (gap > 4.0 * r.sided_estimate + 1e-6 * (np.abs(r.left) + np.abs(r.right)))
 
 
+def poorly_resolved(r: LineResult, dtype: str, accuracy: int, order: int = 1):
+    """Where the estimate is far above what the scheme reaches in ``dtype`` (bool [Q]); the scale is at least
+    1, so an exactly zero derivative is not poorly resolved."""
+    np = np_()
+    with np.errstate(all="ignore"):
+        scale = np.maximum(np.abs(r.value), 1.0)
+        return r.estimate > POOR_FACTOR * best_relative(dtype, accuracy, order) * scale
+
+
 def adapt(compute, default: LineResult, x, dtype: str, accuracy: int, order: int, centre_finite,
           one_sided=None) -> LineResult:
     """The default-step result, with the suspicious points (domain, poor estimate, one-sided mismatch)
@@ -214,8 +223,7 @@ def adapt(compute, default: LineResult, x, dtype: str, accuracy: int, order: int
     step stays in the domain)."""
     np = np_()
     with np.errstate(all="ignore"):
-        scale = np.maximum(np.abs(default.value), 1.0)  # an exactly zero derivative is not poorly resolved
-        poor = default.estimate > POOR_FACTOR * best_relative(dtype, accuracy, order) * scale
+        poor = poorly_resolved(default, dtype, accuracy, order)
         leaves = ~default.finite & centre_finite
         suspicious = centre_finite & (leaves | poor | kink(default) | ~np.isfinite(default.estimate))
     default.how = np.zeros(len(default.value), dtype=int)
