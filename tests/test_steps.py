@@ -1,5 +1,5 @@
-"""gradcli steps (issue 8, item 8): the error of each formula over a sweep of steps, as a table, JSON, CSV
-and a log-log plot."""
+"""gradcli steps: the error of each formula over a sweep of steps, as a table, JSON, CSV and a log-log
+plot; the formulas, steps and complex step are the methods' own."""
 
 from __future__ import annotations
 
@@ -11,7 +11,12 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from gradcli.compute.steps import compute_steps, formulas, sweep_steps
+from gradcli.compute.steps import compute_steps, sweep_steps
+from gradcli.expression import parse
+from gradcli.methods.complex_step import complex_gradients
+from gradcli.methods.fd import fd_gradients
+from gradcli.methods.fd_engine import one_point
+from gradcli.methods.fd_stencils import STENCIL_NAMES, fd_derivatives, named_stencil
 from oracle import oracle_derivative
 
 
@@ -21,19 +26,19 @@ def by_name(sweep):
 
 @pytest.mark.parametrize("order", [1, 2, 3])
 def test_every_stencil_is_exact_on_polynomials_up_to_its_accuracy(order):
-    for f in formulas(order):
+    for f in (named_stencil(name, order) for name in STENCIL_NAMES):
         # sum w m^j = order! [j == order] for j < order + p: the Taylor conditions
         for j in range(order + f.accuracy):
             moment = sum(w * m ** j for m, w in zip(f.offsets, f.weights))
             assert moment == (math.factorial(order) if j == order else 0), (f.name, j)
-        assert f.truncation_constant(order) != 0
+        assert f.truncation_constant != 0
 
 
 def test_truncation_constants_of_the_textbook_formulas():
-    c = {f.name: f.truncation_constant(1) for f in formulas(1)}
+    c = {name: named_stencil(name, 1).truncation_constant for name in STENCIL_NAMES}
     assert c["forward"] == 0.5 and c["backward"] == -0.5
     assert math.isclose(c["central"], 1 / 6) and math.isclose(c["stencil4"], -1 / 30)
-    richardson = next(f for f in formulas(1) if f.name == "richardson")
+    richardson = named_stencil("richardson", 1)
     assert richardson.offsets == (Fraction(-1), Fraction(-1, 2), Fraction(1, 2), Fraction(1))
 
 
@@ -54,7 +59,7 @@ def test_sin_the_v_of_truncation_and_rounding():
     assert central[2] == pytest.approx(1e-4 / 6 * math.cos(1), rel=1e-3)
     # the V: the best step is in the middle, far from both ends
     best = rows["central"].best_step
-    assert 1e-7 < best < 1e-3 and min(e for e in central if e is not None) == rows["central"].best_error
+    assert 1e-7 < best < 1e-3 and rows["central"].best_error <= min(e for e in central if e is not None)
     assert central[-1] > 1e3 * rows["central"].best_error
     # theory: (3 eps |f| / |f'''|)^(1/3) for the central difference
     expected = (3 * np.finfo(float).eps * math.sin(1) / math.cos(1)) ** (1 / 3)
@@ -85,6 +90,67 @@ def test_higher_orders_have_no_complex_step():
     names = [f.name for f in report.sweeps[0].formulas]
     assert "complex" not in names and report.marked == "stencil8"
     assert by_name(report.sweeps[0])["stencil8"].best_error < 1e-9  # exact -1/4
+
+
+# --- the methods' own formulas, steps and complex step --------------------------------------------
+@pytest.mark.parametrize("expression, at, order, dtype", [
+    ("sin(x)", "x=1", 1, "float64"), ("exp(x)*cos(3*x)", "x=0.3", 1, "float32"),
+    ("log(x)", "x=2", 2, "float64"), ("atan(x)", "x=-3", 4, "float32"),
+])
+def test_the_default_step_gives_what_grad_and_derivative_compute(expression, at, order, dtype):
+    # the first-derivative schemes as grad -m fd --scheme writes them, the stencils as derivative sums
+    # them, the complex step as grad -m complex takes it: the same step (where the method keeps its
+    # default one rather than adapting it) and the same digits at that step
+    (sweep,) = compute_steps(expression, at=at, order=order, dtypes=dtype).sweeps
+    tree, point = parse(expression).tree, one_point({"x": sweep.x})
+    checked = 0
+    for f in sweep.formulas:
+        h = f.default_step
+        if order == 1 and f.name in ("central", "forward", "backward", "richardson"):
+            ruled = fd_gradients(tree, point, ["x"], scheme=f.name, dtype=dtype)
+            value = fd_gradients(tree, point, ["x"], scheme=f.name, dtype=dtype, eps=h).values[0, 0]
+            kept, step = ruled.how[0, 0] == 0, ruled.steps[0, 0]
+        elif f.name == "stencil8" or f.name in ("central", "stencil4", "stencil6") and order > 1:
+            accuracy = 2 if f.name == "central" else int(f.name[-1])
+            ruled = fd_derivatives(tree, point, "x", order, dtype=dtype, accuracy=accuracy)
+            value = fd_derivatives(tree, point, "x", order, dtype=dtype, accuracy=accuracy, eps=h).values[0, -1]
+            kept, step = ruled.how[0, -1] == 0, ruled.steps[0, -1]
+        elif f.name == "complex":
+            ruled = complex_gradients(tree, point, ["x"], dtype=dtype)
+            value, kept, step = ruled.values[0, 0], True, ruled.steps[0, 0]
+        else:
+            continue
+        assert step == h or not kept, f.name
+        assert f.default_error == abs(value - sweep.exact), f.name
+        checked += 1
+    assert checked >= 2
+
+
+FAMILY = [("sin(x)", "x=1", 1), ("exp(x)", "x=1", 1), ("log(x)", "x=2", 2), ("x**3 - 2*x", "x=0.7", 3),
+          ("atan(x)", "x=-3", 4), ("exp(sin(x))", "x=0.1", 1), ("1/(1 + x**2)", "x=0.5", 2),
+          ("sqrt(x)*cosh(x)", "x=3", 1), ("tanh(5*x)", "x=0.2", 2), ("x**2*log(x)", "x=1e3", 1)]
+
+
+@pytest.mark.parametrize("expression, at, order", FAMILY)
+def test_the_best_step_is_never_worse_than_the_default_nor_the_sweep(expression, at, order):
+    report = compute_steps(expression, at=at, order=order, dtypes="float32,float64")
+    for sweep in report.sweeps:
+        for f in sweep.formulas:
+            sampled = min(e for e in f.errors if e is not None)
+            assert f.best_error <= sampled and f.best_error <= f.default_error, (sweep.dtype, f.name)
+            if f.theory_error is not None:
+                assert f.best_error <= f.theory_error
+            assert sweep.steps[-1] * (1 - 1e-6) <= f.best_step <= sweep.steps[0] * (1 + 1e-6) \
+                or f.best_step == f.default_step or f.best_step == f.theory_step
+
+
+def test_the_refinement_finds_steps_between_the_half_decades():
+    # sin at 1: the sweep's best stencil4 step (1e-3, 6.2e-14) lies beside a far better one
+    (sweep,) = compute_steps("sin(x)", at="x=1").sweeps
+    rows = by_name(sweep)
+    sampled = min(e for e in rows["stencil4"].errors if e is not None)
+    assert rows["stencil4"].best_error < sampled / 10 and rows["stencil4"].best_step not in sweep.steps
+    assert rows["complex"].best_error == 0 and rows["complex"].best_step >= 1e-9  # the largest exact step
 
 
 # ---------------------------------------------------------------------------------------------

@@ -6,14 +6,18 @@ every half decade), the formula is evaluated in the dtype and its error measured
 derivative at the dtype's own point (so that the point's rounding is nobody's error): the V of
 truncation (~h^p, falling) and rounding (~eps |f| sum|w| / h^n, rising). Three steps are marked:
 
-- gradcli's default: eps^(1/(n+p)) * max(1, |x|), the step x + h really takes (as gradcli.methods.fd);
-- the best step of the sweep;
+- gradcli's default: the step grad and derivative take (eps^q * max(1, |x|) as x + h takes it, q =
+  1/(n+p); the complex step's chosen power of two);
+- the best step found: the smallest error of the sweep, of a finer search around the sweep's minimum,
+  and of the default and theory steps, so never worse than the default;
 - theory's optimal step: the minimum of |c| |f^(n+p)| h^p + eps |f| sum|w| / h^n, with the stencil's
   truncation constant c and SymPy's derivative of order n + p (left out when SymPy does not give it in
   time, or when it is 0: no truncation, no optimum).
 
 The complex step has no rounding term (no subtraction): its error falls with h^2 until the dtype's floor.
-All formulas are written as one stencil, offsets m and weights w: D(h) = sum w_m f(x + m h) / h^n.
+The formulas, their step rule and their evaluation are the methods' own (:mod:`gradcli.methods.fd_stencils`,
+:mod:`gradcli.methods.fd_engine`, :mod:`gradcli.methods.complex_step`): what steps shows at the default step
+is what the other commands compute.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from gradcli.expression.points import check_covers, check_point_fits, parse_poin
 from gradcli.expression.tree import Num
 from gradcli.methods import symbolic
 from gradcli.dtypes import MACHINE_EPSILON
-from gradcli.methods.fd_stencils import central_coefficients
+from gradcli.methods.fd_stencils import STENCIL_NAMES, named_stencil
 from gradcli.methods.worker import BoundedJob, CancelFlag, SymbolicTimeout
 from gradcli.results import clean, point_text
 
@@ -36,58 +40,6 @@ DTYPES = ("float64", "float32")
 MAX_ORDER = 4
 LARGEST_STEP = 0.1
 STEPS_PER_DECADE = 2
-STENCIL_ACCURACIES = (4, 6, 8)
-
-
-# ---------------------------------------------------------------------------------------------
-# The formulas as stencils
-# ---------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Formula:
-    name: str
-    accuracy: int  # p: truncation error ~ h^p
-    offsets: tuple[Fraction, ...]
-    weights: tuple[Fraction, ...]
-
-    @property
-    def weight_sum(self) -> float:
-        return float(sum(abs(w) for w in self.weights))
-
-    def truncation_constant(self, order: int) -> float:
-        """c in D(h) - f^(n) = c f^(n+p) h^p + ...: sum w m^(n+p) / (n+p)!."""
-        k = order + self.accuracy
-        return float(sum(w * m ** k for m, w in zip(self.offsets, self.weights)) / math.factorial(k))
-
-
-def _binomial_stencil(order: int, sign: int) -> tuple[tuple[Fraction, ...], tuple[Fraction, ...]]:
-    """Forward (sign +1: offsets 0..n) or backward (sign -1: offsets -n..0) n-th differences."""
-    offsets = tuple(Fraction(sign * k) for k in range(order + 1))
-    weights = tuple(Fraction((-1) ** (order - k) * math.comb(order, k) * (1 if sign > 0 else (-1) ** order))
-                    for k in range(order + 1))
-    return offsets, weights
-
-
-def _richardson(order: int) -> tuple[tuple[Fraction, ...], tuple[Fraction, ...]]:
-    """(4 D(h/2) - D(h)) / 3 with D the 3-point central difference: offsets in units of h."""
-    offsets, weights = central_coefficients(order, 2)
-    combined: dict[Fraction, Fraction] = {}
-    for m, w in zip(offsets, weights):
-        combined[Fraction(m, 2)] = combined.get(Fraction(m, 2), 0) + Fraction(4 * 2 ** order, 3) * w
-        combined[Fraction(m)] = combined.get(Fraction(m), 0) - w / 3
-    items = sorted((m, w) for m, w in combined.items() if w != 0)
-    return tuple(m for m, _ in items), tuple(w for _, w in items)
-
-
-def formulas(order: int) -> list[Formula]:
-    """Every fd formula of the study for derivatives of ``order`` (the complex step is apart)."""
-    central = central_coefficients(order, 2)
-    out = [Formula("forward", 1, *_binomial_stencil(order, 1)), Formula("backward", 1, *_binomial_stencil(order, -1)),
-           Formula("central", 2, tuple(map(Fraction, central[0])), central[1])]
-    for a in STENCIL_ACCURACIES:
-        offsets, weights = central_coefficients(order, a)
-        out.append(Formula(f"stencil{a}", a, tuple(map(Fraction, offsets)), weights))
-    out.append(Formula("richardson", 4, *_richardson(order)))
-    return out
 
 
 COMPLEX = "complex"
@@ -207,8 +159,7 @@ def parse_dtypes(text: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-FORMULA_NAMES = ("forward", "backward", "central", *(f"stencil{a}" for a in STENCIL_ACCURACIES), "richardson",
-                 COMPLEX)
+FORMULA_NAMES = (*STENCIL_NAMES, COMPLEX)
 
 
 def parse_formulas(text: str | None, order: int) -> list[str]:
@@ -267,12 +218,12 @@ def compute_steps(expression: str, *, at: list[str] | str, wrt: str | None = Non
     own = "central" if order == 1 else "stencil8"  # gradcli's own formula; else the first one chosen
     report = StepsReport(expr.text, variable, dict(point.values), order, value, at_typed, [],
                          marked=own if own in studied else studied[0], notes=notes)
-    stencils = [f for f in formulas(order) if f.name in studied]
+    stencils = [named_stencil(n, order) for n in studied if n != COMPLEX]
     for j, (d, values) in enumerate(zip(chosen, typed), start=1):
         higher = {k - order: v[j] for k, v in exact.items() if k > order}
         sweep = sweep_dtype(expr.tree, values, variable, order, d, exact[order][j], abs(exact[0][j] or 0.0),
-                            higher, stencils)
-        by_name = {f.name: f for f in sweep.formulas}  # the complex step comes with every order-1 sweep
+                            higher, stencils, with_complex=COMPLEX in studied)
+        by_name = {f.name: f for f in sweep.formulas}
         sweep.formulas = [by_name[n] for n in studied]
         report.sweeps.append(sweep)
     return report
@@ -289,5 +240,5 @@ def _num(x: float) -> Num:
     return Num(Fraction(x), repr(x))
 
 
-__all__ = ["COMPLEX", "FORMULA_NAMES", "DtypeSweep", "Formula", "FormulaSweep", "StepsReport", "compute_steps",
-           "formulas", "parse_dtypes", "parse_formulas", "sweep_steps"]
+__all__ = ["COMPLEX", "FORMULA_NAMES", "DtypeSweep", "FormulaSweep", "StepsReport", "compute_steps", "parse_dtypes",
+           "parse_formulas", "sweep_steps"]

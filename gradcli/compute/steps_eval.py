@@ -1,133 +1,150 @@
 """The numbers of ``gradcli steps`` for one dtype (see :mod:`gradcli.compute.steps`): every formula at every
-step in one NumPy call, and the complex step at every step in another."""
+step of the sweep, through the methods' own code (the stencils of :mod:`gradcli.methods.fd_stencils` in one
+NumPy call, the complex step of :mod:`gradcli.methods.complex_step` in another, the steps as
+:mod:`gradcli.methods.fd_engine` takes them), then a finer search around each formula's smallest error."""
 
 from __future__ import annotations
 
 import math
 
-from gradcli.compute.steps import COMPLEX, DtypeSweep, Formula, FormulaSweep, sweep_steps
-from gradcli.expression import Node
-from gradcli.expression.evaluate import compile_expression, numpy_backend
-from gradcli.methods.complex_step import COMPLEX_DTYPE, COMPLEX_STEP, complex_backend
+import numpy as np
+
+from gradcli.compute.steps import COMPLEX, DtypeSweep, FormulaSweep, sweep_steps
 from gradcli.dtypes import MACHINE_EPSILON
+from gradcli.expression import Node
+from gradcli.methods.complex_step import complex_gradients, complex_step_values
+from gradcli.methods.fd_engine import one_point, steps, taken_steps
+from gradcli.methods.fd_stencils import Stencil, stencil_values
+
+# The finer search: REFINE_POINTS steps evenly spread in log h between the sampled neighbours of the
+# sweep's smallest error (a decade), then again between the neighbours of the best of those, and so on.
+REFINE_POINTS = 17
+REFINE_ROUNDS = 2
 
 
-def _np():
-    import numpy as np
-
-    return np
-
-
-def effective_steps(x: float, steps, dtype: str):
-    """The steps x + h really takes in the dtype, (x + h) - x (0 where h vanishes next to x)."""
-    np = _np()
-    t = np.dtype(dtype).type
-    with np.errstate(all="ignore"):
-        xt = t(x)
-        return ((xt + np.asarray(steps, dtype=np.float64).astype(dtype)) - xt).astype(dtype)
+def taken(x: float, requested, dtype: str):
+    """The steps as x + h really takes them in the dtype, (x + h) - x: fd_engine's rule for every fd step."""
+    h = np.asarray(requested, dtype=np.float64)
+    return taken_steps(np.full(h.shape, x), h, np.ones(h.shape), dtype)
 
 
-def default_step(formula_accuracy: int, order: int, dtype: str, x: float) -> float:
-    """gradcli's rule (gradcli.methods.fd_engine.steps): eps^(1/(n+p)) * max(1, |x|), the step x + h takes."""
-    requested = MACHINE_EPSILON[dtype] ** (1.0 / (order + formula_accuracy)) * max(1.0, abs(x))
-    return float(effective_steps(x, [requested], dtype)[0])
+def default_step(stencil: Stencil, dtype: str, x: float) -> float:
+    """The step gradcli's fd takes at x without --eps: eps^q * max(1, |x|) as x + h takes it."""
+    return float(steps(np.array([x]), dtype, stencil.step_power, None)[0])
 
 
-def theory_step(formula: Formula, order: int, dtype: str, f_abs: float, higher: float | None) -> float | None:
+def theory_step(stencil: Stencil, dtype: str, f_abs: float, higher: float | None) -> float | None:
     """argmin of |c f^(n+p)| h^p + eps |f| sum|w| / h^n; None without a truncation or a rounding term."""
     if higher is None or not math.isfinite(higher) or f_abs == 0:
         return None
-    truncation = abs(formula.truncation_constant(order) * higher)
-    rounding = MACHINE_EPSILON[dtype] * f_abs * formula.weight_sum
+    truncation = abs(stencil.truncation_constant * higher)
+    rounding = MACHINE_EPSILON[dtype] * f_abs * stencil.weight_sum
     if truncation == 0 or rounding == 0:
         return None
-    p = formula.accuracy
-    return (order * rounding / (p * truncation)) ** (1.0 / (order + p))
+    n, p = stencil.order, stencil.accuracy
+    return (n * rounding / (p * truncation)) ** (1.0 / (n + p))
 
 
-def _stencil_values(tree: Node, values: dict[str, float], variable: str, order: int, dtype: str,
-                    stencils: list[Formula], steps: list):
-    """D(h) for each formula and its steps: one evaluation of every stencil point. ``steps[i]`` are the
-    effective steps (dtype) of formula i. Returns a list of float64 arrays."""
-    np = _np()
-    t = np.dtype(dtype).type
-    x = t(values[variable])
-    columns, shapes = [], []
-    for formula, h in zip(stencils, steps):
-        m = np.array([float(o) for o in formula.offsets], dtype=dtype)
-        columns.append((x + m[:, None] * h[None, :]).reshape(-1))
-        shapes.append((len(m), len(h)))
-    moved = np.concatenate(columns)
-    env = {k: np.full(moved.shape, t(v)) for k, v in values.items() if k != variable}
-    env[variable] = moved
-    with np.errstate(all="ignore"):
-        f = np.broadcast_to(np.asarray(compile_expression(tree, numpy_backend(dtype))(env), dtype=dtype), moved.shape)
-        out, start = [], 0
-        for formula, h, (s, k) in zip(stencils, steps, shapes):
-            block = f[start:start + s * k].reshape(s, k)
-            start += s * k
-            w = np.array([float(c) for c in formula.weights], dtype=dtype)
-            acc = w[0] * block[0]
-            for row in range(1, s):  # term by term, in a fixed order, as gradcli.methods.fd does
-                acc = acc + w[row] * block[row]
-            d = acc / h ** order
-            out.append(np.where(h == 0, np.nan, d).astype(np.float64))
-    return out
+class _Study:
+    """The formulas of one sweep, evaluated together: ``errors(step lists)`` gives |D(h) - exact| for each
+    formula at its own steps (NaN where the formula gives no finite number), one NumPy call per method."""
+
+    def __init__(self, tree: Node, values: dict[str, float], variable: str, dtype: str, exact: float | None,
+                 stencils: list[Stencil], with_complex: bool):
+        self.tree, self.values, self.variable, self.dtype, self.exact = tree, values, variable, dtype, exact
+        self.stencils, self.with_complex = stencils, with_complex
+
+    def take(self, requested: list) -> list:
+        """Each formula's steps as it takes them: x + h for the stencils; the complex step only moves the
+        imaginary part, so its h is the dtype's rounding of the one requested."""
+        x = self.values[self.variable]
+        out = [taken(x, r, self.dtype) for r in requested[:len(self.stencils)]]
+        return out + [np.asarray(r, dtype=np.float64).astype(self.dtype) for r in requested[len(self.stencils):]]
+
+    def errors(self, step_lists: list) -> list:
+        fd = stencil_values(self.tree, self.values, self.variable, list(zip(self.stencils, step_lists)),
+                            self.dtype) if self.stencils else []
+        cx = [complex_step_values(self.tree, self.values, self.variable, step_lists[-1], dtype=self.dtype)] \
+            if self.with_complex else []
+        with np.errstate(all="ignore"):
+            out = [np.abs(d - self.exact) if self.exact is not None and math.isfinite(self.exact)
+                   else np.full(d.shape, np.nan) for d in fd + cx]
+        return [np.where(np.isfinite(e), e, np.nan) for e in out]
 
 
-def _complex_values(tree: Node, values: dict[str, float], variable: str, dtype: str, steps):
-    """Im f(x + ih) / h for each step h."""
-    np = _np()
-    t = np.dtype(COMPLEX_DTYPE[dtype]).type
-    real = np.dtype(dtype).type
-    h = np.asarray(steps, dtype=np.float64).astype(dtype)
-    env = {k: np.full(h.shape, t(real(v))) for k, v in values.items() if k != variable}
-    env[variable] = real(values[variable]) + h.astype(t) * t(1j)
-    with np.errstate(all="ignore"):
-        f = np.broadcast_to(np.asarray(compile_expression(tree, complex_backend(dtype))(env), dtype=t), h.shape)
-        return (np.imag(f) / h).astype(np.float64)
+def _best(candidates: list[tuple[float, float]]) -> tuple[float, float] | None:
+    """The (step, error) with the smallest error; of equal errors, the largest step."""
+    finite = [(h, e) for h, e in candidates if math.isfinite(e)]
+    return min(finite, key=lambda he: (he[1], -he[0])) if finite else None
 
 
-def _errors(d, exact: float | None) -> list[float | None]:
-    np = _np()
-    if exact is None or not math.isfinite(exact):
-        return [None] * len(d)
-    with np.errstate(all="ignore"):
-        err = np.abs(d - exact)
-    return [float(e) if math.isfinite(e) else None for e in err.tolist()]
-
-
-def _sweep(name, accuracy, points, errors: list, grid: list[float], default, theory) -> FormulaSweep:
-    """A formula's row: errors on the grid (then at the default and theory steps, the last entries)."""
-    n = len(grid)
-    row = FormulaSweep(name, accuracy, points, errors[:n])
-    finite = [(e, h) for e, h in zip(errors[:n], grid) if e is not None]
-    if finite:
-        best = min(finite, key=lambda eh: (eh[0], -eh[1]))
-        row.best_error, row.best_step = best
-    row.default_step, row.default_error = default, errors[n]
-    if theory is not None:
-        row.theory_step, row.theory_error = theory, errors[n + 1]
-    return row
+def _refine(study: _Study, grid: list[float], sampled: list) -> list[list[tuple[float, float]]]:
+    """The finer search around each formula's smallest sampled error (``sampled``: its errors on the grid):
+    the (step, error) pairs it tried, per formula, every formula's round in one evaluation."""
+    low, high = math.log10(grid[-1]), math.log10(grid[0])
+    spans, tried = [], [[] for _ in sampled]
+    for errors in sampled:
+        finite = [i for i, e in enumerate(errors) if math.isfinite(e)]
+        k = min(finite, key=lambda i: (errors[i], -grid[i])) if finite else None
+        if k is None or errors[k] == 0:  # nothing to find below an error of 0
+            spans.append(None)
+        else:  # between the sampled neighbours
+            spans.append((math.log10(grid[min(k + 1, len(grid) - 1)]), math.log10(grid[max(k - 1, 0)])))
+    for _ in range(REFINE_ROUNDS):
+        if all(s is None for s in spans):
+            break
+        h = study.take([np.zeros(0) if s is None else 10.0 ** np.linspace(s[0], s[1], REFINE_POINTS)
+                        for s in spans])
+        for i, (steps_i, errors_i) in enumerate(zip(h, study.errors(h))):
+            if spans[i] is None:
+                continue
+            pairs = list(zip(steps_i.astype(np.float64).tolist(), errors_i.tolist()))
+            tried[i] += pairs
+            best = _best(pairs)
+            width = (spans[i][1] - spans[i][0]) / (REFINE_POINTS - 1)
+            spans[i] = None if best is None else (max(low, math.log10(best[0]) - width),
+                                                  min(high, math.log10(best[0]) + width))
+    return tried
 
 
 def sweep_dtype(tree: Node, values: dict[str, float], variable: str, order: int, dtype: str, exact: float | None,
-                f_abs: float, higher: dict[int, float | None], stencils: list[Formula]) -> DtypeSweep:
+                f_abs: float, higher: dict[int, float | None], stencils: list[Stencil], *,
+                with_complex: bool = False) -> DtypeSweep:
     """Every formula over the sweep of steps in ``dtype`` at ``values`` (the dtype's point)."""
     x = values[variable]
     grid = sweep_steps(dtype, x)
-    defaults = [default_step(f.accuracy, order, dtype, x) for f in stencils]
-    theories = [theory_step(f, order, dtype, f_abs, higher.get(f.accuracy)) for f in stencils]
-    steps = [effective_steps(x, grid + [d] + ([th] if th is not None else []), dtype)
-             for d, th in zip(defaults, theories)]
-    theories = [None if th is None else float(h[-1]) for th, h in zip(theories, steps)]
-    d_values = _stencil_values(tree, values, variable, order, dtype, stencils, steps)
-    rows = [_sweep(f.name, f.accuracy, len(f.offsets), _errors(d, exact), grid, default, theory)
-            for f, d, default, theory in zip(stencils, d_values, defaults, theories)]
-    if order == 1:
-        d = _complex_values(tree, values, variable, dtype, grid + [COMPLEX_STEP[dtype]])
-        rows.append(_sweep(COMPLEX, 2, 1, _errors(d, exact), grid, COMPLEX_STEP[dtype], None))
+    defaults = [default_step(s, dtype, x) for s in stencils]
+    theories = [theory_step(s, dtype, f_abs, higher.get(s.accuracy)) for s in stencils]
+    theories = [None if t is None else float(taken(x, [t], dtype)[0]) for t in theories]
+    if with_complex:  # the power of two complex_gradients chooses for this point
+        defaults.append(float(complex_gradients(tree, one_point(values), [variable], dtype=dtype).steps[0, 0]))
+        theories.append(None)
+    study = _Study(tree, values, variable, dtype, exact, stencils, with_complex)
+    n = len(grid)
+    marked = [[d] + ([t] if t is not None else []) for d, t in zip(defaults, theories)]
+    grid_taken = study.take([grid] * len(marked))
+    first = study.errors([np.concatenate([g, np.asarray(m, dtype=dtype)]) for g, m in zip(grid_taken, marked)])
+    refined = _refine(study, grid, [e[:n].tolist() for e in first])
+    rows = []
+    names = [(s.name, s.accuracy, len(s.offsets)) for s in stencils] + ([(COMPLEX, 2, 1)] if with_complex else [])
+    for (name, accuracy, points), errors, default, theory, tried in zip(names, first, defaults, theories, refined):
+        sampled = list(zip(grid, errors[:n].tolist()))  # the sweep's steps as the table names them
+        row = FormulaSweep(name, accuracy, points, [None if math.isnan(e) else e for _, e in sampled])
+        row.default_step, row.default_error = default, _finite(errors[n])
+        candidates = sampled + tried + [(default, float(errors[n]))]
+        if theory is not None:
+            row.theory_step, row.theory_error = theory, _finite(errors[n + 1])
+            candidates.append((theory, float(errors[n + 1])))
+        best = _best(candidates)
+        if best is not None:
+            row.best_step, row.best_error = best
+        rows.append(row)
     return DtypeSweep(dtype, float(x), exact, grid, rows)
 
 
-__all__ = ["default_step", "effective_steps", "sweep_dtype", "theory_step"]
+def _finite(e) -> float | None:
+    e = float(e)
+    return e if math.isfinite(e) else None
+
+
+__all__ = ["default_step", "sweep_dtype", "taken", "theory_step"]

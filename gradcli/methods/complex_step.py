@@ -644,6 +644,19 @@ def complex_gradient(tree: Node, values: dict[str, float], wrt: list[str], *, dt
     return derivs, estimates, [v for v, bad in zip(wrt, r.not_analytic[0].tolist()) if bad]
 
 
+def complex_step_values(tree: Node, point: Mapping[str, float], variable: str, steps, *,
+                        dtype: str = "float64"):
+    """Im f(x + i h) / h at one point for each step h given (float64 [S]; NaN where not analytic): the
+    complex step at steps the caller chooses, in :func:`complex_gradients`' arithmetic. Each h is taken as
+    the dtype holds it, so that x + i h and the division use the same h."""
+    np = _np()
+    h = np.asarray(steps, dtype=np.float64).astype(dtype).astype(np.float64)
+    with np.errstate(all="ignore"):
+        typed = {k: np.full(h.shape, v, dtype=np.float64).astype(dtype) for k, v in point.items()}
+        rows = _evaluate_rows(tree, typed, [variable], dtype, len(h), h)  # [1, multiples, S]
+        return np.imag(rows[0, 0]).astype(np.float64) / h
+
+
 def sensitive_pieces(tree: Node) -> list[str]:
     """The functions (and non-integer powers) in ``tree`` that can be non-analytic: what a note names."""
     found: list[str] = []
@@ -669,4 +682,4 @@ def not_analytic_note(text: str, variable: str, where: str | None, tree: Node) -
 
 
 __all__ = ["COMPLEX_DTYPE", "COMPLEX_STEP", "ComplexGradients", "ESTIMATE_ULPS", "complex_backend",
-           "complex_gradient", "complex_gradients", "not_analytic_note", "sensitive_pieces"]
+           "complex_gradient", "complex_gradients", "complex_step_values", "not_analytic_note", "sensitive_pieces"]

@@ -15,7 +15,7 @@ import numpy as np
 from gradcli.expression import Node
 from gradcli.methods import fd_error
 from gradcli.methods.fd_engine import along, evaluate, steps, taken_steps, typed_env
-from gradcli.methods.fd_schemes import ACCURACY_ORDERS, DEFAULT_ACCURACY
+from gradcli.methods.fd_schemes import ACCURACY_ORDERS, DEFAULT_ACCURACY, STEP_POWER
 
 
 @lru_cache(maxsize=None)
@@ -43,6 +43,17 @@ def taylor_weights(offsets: tuple[int, ...], order: int) -> tuple[Fraction, ...]
                 factor = rows[r][c] / rows[c][c]
                 rows[r] = [a - factor * b for a, b in zip(rows[r], rows[c])]
     return tuple(rows[i][size] / rows[i][i] for i in range(size))
+
+
+def stencil_sum(weights, rows, dtype: str):
+    """sum w_m f_m over a stencil's weights and its rows of f values, in the dtype: term by term in a fixed
+    order (not a BLAS product, whose order depends on the batch size), so a point gets the same digits alone
+    or among many."""
+    t = np.dtype(dtype).type
+    total = t(float(weights[0])) * rows[0]
+    for w, row in zip(weights[1:], rows[1:]):
+        total = total + t(float(w)) * row
+    return total
 
 
 @dataclass
@@ -138,15 +149,9 @@ def _derivative_line(tree, env, variable, h, k: int, acc: int, dtype: str) -> fd
     offsets, weights = central_coefficients(k, acc)
     wide = sorted(set(float(m) for m in offsets) | {2.0 * m for m in offsets} | {4.0 * m for m in offsets})
     f, e = along(tree, env, variable, h, tuple(wide), dtype, measure=[float(m) for m in offsets])
-    w = [t(float(c)) for c in weights]
 
     def combine(scale: float):
-        # term by term in a fixed order (not a BLAS product, whose order depends on the batch size), so a
-        # point gets the same digits alone or among many
-        total = w[0] * f[scale * offsets[0]]
-        for weight, m in zip(w[1:], offsets[1:]):
-            total = total + weight * f[scale * m]
-        return total / (t(scale) * h) ** k
+        return stencil_sum(weights, [f[scale * m] for m in offsets], dtype) / (t(scale) * h) ** k
 
     value = combine(1.0)
     truncation = fd_error.truncation(value, combine(2.0), combine(4.0), acc)
@@ -211,10 +216,7 @@ def _one_side(tree, env, variable, h, k: int, sign: float, dtype: str):
     scale = (t(sign) * h) ** k
 
     def combine(ws, ms):
-        total = t(float(ws[0])) * f[sign * float(ms[0])]
-        for w, m in zip(ws[1:], ms[1:]):
-            total = total + t(float(w)) * f[sign * float(m)]
-        return total / scale
+        return stencil_sum(ws, [f[sign * float(m)] for m in ms], dtype) / scale
 
     value = combine(weights, offsets)
     fmax = np.maximum.reduce([np.abs(v) for v in f.values()])
@@ -222,3 +224,94 @@ def _one_side(tree, env, variable, h, k: int, sign: float, dtype: str):
     rounding = fd_error.rounding(dtype, fmax, sum(abs(float(c)) for c in weights), h, k, measured, e.bounded)
     estimate = fd_error.TRUNCATION_SAFETY * np.abs(value - combine(rough, rough_offsets)) + rounding
     return value.astype(np.float64), estimate.astype(np.float64), rounding.astype(np.float64)
+
+
+# ---------------------------------------------------------------------------------------------
+# every formula by name, at steps the caller chooses (the study of errors against h)
+# ---------------------------------------------------------------------------------------------
+# The wider central stencils studied beside the accuracy-2 one.
+WIDE_ACCURACIES = (4, 6, 8)
+STENCIL_NAMES = ("forward", "backward", "central", *(f"stencil{a}" for a in WIDE_ACCURACIES), "richardson")
+
+
+@dataclass(frozen=True)
+class Stencil:
+    """A formula for f^(order): sum w_m f(x + m h) / h^order = f^(order)(x) + O(h^accuracy), offsets m and
+    weights w exact. ``extrapolates``: Richardson's, evaluated as (4 D(h/2) - D(h)) / 3 of that stencil D,
+    written as ``--scheme richardson`` writes it (offsets and weights are the combination, for the theory)."""
+
+    name: str
+    order: int
+    accuracy: int
+    offsets: tuple[Fraction, ...]
+    weights: tuple[Fraction, ...]
+    extrapolates: Stencil | None = None
+
+    @property
+    def weight_sum(self) -> float:
+        return float(sum(abs(w) for w in self.weights))
+
+    @property
+    def truncation_constant(self) -> float:
+        """c in D(h) - f^(n) = c f^(n+p) h^p + ...: sum w m^(n+p) / (n+p)!."""
+        k = self.order + self.accuracy
+        return float(sum(w * m ** k for m, w in zip(self.offsets, self.weights)) / math.factorial(k))
+
+    @property
+    def step_power(self) -> float:
+        """q in the default step eps^q * max(1, |x|): the scheme's at order 1 (grad), 1/(order + accuracy)
+        as the k-th derivatives take it otherwise."""
+        if self.order == 1 and self.name in STEP_POWER:
+            return STEP_POWER[self.name]
+        return 1.0 / (self.order + self.accuracy)
+
+
+@lru_cache(maxsize=None)
+def named_stencil(name: str, order: int) -> Stencil:
+    """The formula ``name`` (one of :data:`STENCIL_NAMES`) for f^(order): forward and backward differences
+    (accuracy 1), the central stencils (2, 4, 6, 8) and Richardson's extrapolation of the central one (4)."""
+    if name in ("forward", "backward"):
+        sign = 1 if name == "forward" else -1
+        offsets = tuple(sign * m for m in range(order + 1))
+        return Stencil(name, order, 1, tuple(map(Fraction, offsets)), taylor_weights(offsets, order))
+    if name == "central" or name in {f"stencil{a}" for a in WIDE_ACCURACIES}:
+        accuracy = 2 if name == "central" else int(name.removeprefix("stencil"))
+        offsets, weights = central_coefficients(order, accuracy)
+        return Stencil(name, order, accuracy, tuple(map(Fraction, offsets)), weights)
+    if name == "richardson":
+        central = named_stencil("central", order)
+        combined: dict[Fraction, Fraction] = {}
+        # (4 D(h/2) - D(h)) / 3 with D(h/2) = 2^n sum w f(x + m h/2) / h^n
+        for m, w in zip(central.offsets, central.weights):
+            combined[m / 2] = combined.get(m / 2, 0) + Fraction(4 * 2 ** order, 3) * w
+            combined[m] = combined.get(m, 0) - w / 3
+        items = sorted((m, w) for m, w in combined.items() if w != 0)
+        return Stencil(name, order, 4, tuple(m for m, _ in items), tuple(w for _, w in items), extrapolates=central)
+    raise ValueError(f"no stencil named {name!r}; known: {', '.join(STENCIL_NAMES)}")
+
+
+def stencil_values(tree: Node, point: Mapping[str, float], variable: str, requests, dtype: str) -> list:
+    """Each stencil's f^(order) at one point, at each of its own steps: ``requests`` is a list of (stencil,
+    steps [S] in the dtype, as x + h takes them, see :func:`fd_engine.taken_steps`); every f value of every
+    request in ONE evaluation, each sum by :func:`stencil_sum` as :func:`fd_derivatives` takes it. Returns a
+    float64 array [S] per request."""
+    t = np.dtype(dtype).type
+    x = t(point[variable])
+    pieces = []  # (request, scale, stencil, h): Richardson's two central differences, at h and at h/2
+    for r, (stencil, h) in enumerate(requests):
+        h = np.asarray(h, dtype=dtype)
+        base = stencil.extrapolates or stencil
+        pieces += [(r, scale, base, h) for scale in ((1.0, 0.5) if stencil.extrapolates else (1.0,))]
+    columns = [x + t(float(m) * scale) * h for _, scale, base, h in pieces for m in base.offsets]
+    moved = np.concatenate(columns) if columns else np.zeros(0, dtype=dtype)
+    env = {k: np.full(moved.shape, t(v)) for k, v in point.items() if k != variable}
+    env[variable] = moved
+    out: list = [None] * len(requests)
+    with np.errstate(all="ignore"):
+        f, start = evaluate(tree, env, dtype, moved.shape), 0
+        for r, scale, base, h in pieces:
+            rows = [f[start + i * len(h):start + (i + 1) * len(h)] for i in range(len(base.offsets))]
+            start += len(base.offsets) * len(h)
+            d = stencil_sum(base.weights, rows, dtype) / (t(scale) * h) ** base.order
+            out[r] = d if out[r] is None else d + (d - out[r]) / 3  # Richardson: D(h/2) + (D(h/2) - D(h)) / 3
+    return [d.astype(np.float64) for d in out]
