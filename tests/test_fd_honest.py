@@ -18,8 +18,7 @@ import gradcli
 import oracle
 from strategies import smooth_expressions
 from gradcli.compute.analysis import analyse_hessian
-from gradcli.compute.judge import cross_check
-from gradcli.compute.hessian_judge import judge_hessian
+from gradcli.compute.judge import cross_check, judge_hessian
 from gradcli.expression import parse
 from gradcli.methods.fd import fd_gradients
 from gradcli.methods.fd_hessian import fd_hessians
@@ -210,7 +209,7 @@ def test_hessian_entries_on_their_own_scale_and_definiteness(invoke_json):
     assert np.all(np.abs(fd - [[2e8, 0], [0, 2e-4]]) <= est)  # fd's y entry is lost, and its estimate says so
     # a tape entry 2e-4 wrong by 1e-6 beside 2e8 is not excused by the large one
     _, warning = judge_hessian("tape", [[2e8, 0], [0, 2.01e-4]], [[2e8, 0], [0, 2e-4]], wrt=["x", "y"],
-                               dtype="float64", value=1e8, step=None)
+                               dtype="float64")
     assert warning and "(y, y)" in warning
 
 
@@ -426,10 +425,10 @@ def test_subnormal_differences_are_no_disagreement(x):
 def test_a_real_disagreement_still_names_its_entry():
     # the floor is a few smallest normals: a wrong entry far above it is still caught, at the entry that is off
     worst, warning = judge_hessian("fd", [[2.0, 0.0], [0.0, 1e-300]], [[2.0, 0.0], [0.0, 0.0]], wrt=["x", "y"],
-                                   dtype="float64", value=1.0, step=1e-4, estimates=[[0.0, 0.0], [0.0, 0.0]])
+                                   dtype="float64", estimates=[[0.0, 0.0], [0.0, 0.0]])
     assert worst == 1e-300 and "entry (y, y)" in warning
     assert judge_hessian("fd", [[2.0, 0.0], [0.0, 5e-324]], [[2.0, 0.0], [0.0, 0.0]], wrt=["x", "y"],
-                         dtype="float64", value=1.0, step=1e-4, estimates=[[0.0, 0.0], [0.0, 0.0]])[1] is None
+                         dtype="float64", estimates=[[0.0, 0.0], [0.0, 0.0]])[1] is None
 
 
 def test_no_false_alarm_on_an_unused_variable_or_a_function_that_cancels_to_zero(invoke):

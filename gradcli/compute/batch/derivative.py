@@ -6,8 +6,7 @@ from gradcli.compute.batch import engine
 from gradcli.compute.request import derivative_variable
 from gradcli.compute.complex_column import (complex_columns, complex_cross_warnings, cross_check_complex,
                                             judge_complex_value, refuse_higher_orders)
-from gradcli.compute.judge import disagreement
-from gradcli.compute.derivative_judge import cross_derivative, judge_derivative
+from gradcli.compute.judge import cross_derivative, disagreement, judge_derivative
 from gradcli.methods.fd_schemes import ACCURACY_ORDERS, DEFAULT_ACCURACY
 from gradcli.errors import UsageError
 from gradcli.expression import parse
@@ -179,7 +178,7 @@ class DerivativeBatch(engine.BatchCore):
             if ref is None and "tape" in ds and "fd" in ds and record["value"] is not None:
                 for k in range(min(len(ds["tape"]), len(ds["fd"]))):
                     warning = cross_derivative(k + 1, ds["tape"][k], ds["fd"][k], float(fd.estimates[p, k]),
-                                               dtype=self.dtype, value=value, x=x)
+                                               dtype=self.dtype, value=value)
                     if warning:
                         record["warnings"].append(warning)
             return
@@ -259,7 +258,8 @@ class DerivativeBatch(engine.BatchCore):
             record["error"]["complex"] = [err]
             engine.note_error(self, "complex", err)
             if err > tol:
-                record["warnings"].append(disagreement("complex", text, self.variable, err, dtype=self.dtype, tol=tol))
+                record["warnings"].append(disagreement("complex", f"d({text})/d{self.variable}", err,
+                                                     dtype=self.dtype, tol=tol))
             return
         columns = {m: np.array([[[np.nan if not engine.finite(ds[m][0]) else ds[m][0]]]]) for m in ds}
         fd_estimate = record.get("fd_error_estimate", [np.nan])[0]

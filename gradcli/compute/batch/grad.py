@@ -162,8 +162,8 @@ class GradBatch(engine.BatchCore):
         x = np.stack([np.asarray(pts[v], dtype=np.float64) for v in self.wrt], axis=1)
         estimates = None if fd is None else fd.estimates
         complex_estimates = None if cc is None else cc.estimates
-        errors, disagree, tols = judge_gradients(values, columns, x, steps, dtype=self.dtype, scheme=self.scheme,
-                                                 estimates=estimates, shift=self._point_shift(columns, pts),
+        errors, disagree, tols = judge_gradients(values, columns, x, dtype=self.dtype, estimates=estimates,
+                                                 shift=self._point_shift(columns, pts),
                                                  complex_estimates=complex_estimates)
         cross_complex = cross_check_complex(values, columns, x, {"fd": estimates, "complex": complex_estimates},
                                             dtype=self.dtype)
@@ -308,8 +308,8 @@ class GradBatch(engine.BatchCore):
                     point_notes.kink_convention_note(self, i, v)
                 for m, d in disagree.items():  # the finite ones are judged too (tape 0.0 beside fd's inf)
                     if d[i, k, j] and m not in bad and not (m == "fd" and kink):
-                        warnings.append(disagreement(m, text, v, float(errors[m][i, k, j]), dtype=self.dtype,
-                                                     tol=float(tols[m][i, k, j])))
+                        warnings.append(disagreement(m, f"d({text})/d{v}", float(errors[m][i, k, j]),
+                                                     dtype=self.dtype, tol=float(tols[m][i, k, j])))
                         if m == "tape":
                             point_notes.origin_note(self, i)
                 if "tape" in errors and "tape" not in bad and not disagree["tape"][i, k, j]:
@@ -319,8 +319,9 @@ class GradBatch(engine.BatchCore):
                 if bad:
                     continue
                 if cross is not None and cross[1][i, k, j]:
-                    warnings.append(cross_disagreement(text, v, float(cross[0][i, k, j]), float(cross[2][i, k, j]),
-                                                       bool(cross[3][i, k, j]), dtype=self.dtype))
+                    warnings.append(cross_disagreement(f"d({text})/d{v}", float(cross[0][i, k, j]),
+                                                       float(cross[2][i, k, j]), bool(cross[3][i, k, j]),
+                                                       dtype=self.dtype))
                 warnings += complex_cross_warnings(cross_complex, (i, k, j), f"d({text})/d{v}", dtype=self.dtype)
                 warnings += cc.warnings((i, k, j), text, v, None) if cc is not None else []
                 if fd is not None:

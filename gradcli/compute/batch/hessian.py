@@ -8,7 +8,7 @@ batch of one (its document: gradcli.render.detail).
 - symbolic: SymPy's exact Hessian, differentiated once in a bounded job, evaluated at every point.
 
 The analysis (eigenvalues, definiteness, critical point, ...) is of the most trustworthy matrix at each
-point: exact, else tape, else fd (:func:`gradcli.compute.hessian_judge.best_analysis`).
+point: exact, else tape, else fd (:func:`gradcli.compute.judge.best_analysis`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from gradcli.compute.request import needed_variables
 from gradcli.errors import UsageError
 from gradcli.expression import parse
 from gradcli.expression.points import check_hessian_size
-from gradcli.compute.hessian_judge import best_analysis, cross_check_hessian, hessian_tolerance, judge_hessian
+from gradcli.compute.judge import best_analysis, cross_check_hessian, judge_hessian, tape_asymmetry_warning
 from gradcli.methods import fd_error
 from gradcli.methods.fd import fd_gradients
 from gradcli.methods.fd_hessian import fd_hessians
@@ -183,11 +183,9 @@ class HessianBatch(engine.BatchCore):
                         mats["fd"][k].tolist(), estimates[k].tolist(), self.wrt, self.dtype,
                         one_sided=int(f.how[k]) == fd_error.ONE_SIDED))
             est = None if estimates is None else estimates[k]
-            self._judge(record, {m: mats[m][k] for m in order}, steps[k] if steps is not None else None, est,
-                        None if shift is None else shift[k])
+            self._judge(record, {m: mats[m][k] for m in order}, est, None if shift is None else shift[k])
             if record["value"] is not None:
-                self._analyse(record, {m: mats[m][k] for m in order}, {m: grads[m][k] for m in order},
-                              steps[k] if steps is not None else None, est)
+                self._analyse(record, {m: mats[m][k] for m in order}, {m: grads[m][k] for m in order}, est)
             warnings, undefined = record.pop("warnings"), record.pop("undefined")
             records.append(engine.close_record(engine.json_safe(record), warnings, undefined))  # null: not finite
         return engine.RecordBatch.of(records)
@@ -227,7 +225,7 @@ class HessianBatch(engine.BatchCore):
             shift = np.abs(there - mats["symbolic"])
         return np.where(np.isnan(shift), np.inf, shift)
 
-    def _judge(self, record: dict, mats: dict, steps, estimates, shift=None) -> None:
+    def _judge(self, record: dict, mats: dict, estimates, shift=None) -> None:
         """Each entry on its own scale (|exact entry|, |f|): a tiny entry beside a huge one is still judged;
         ``shift`` [n, n]: the exact entries' move with the point's rounding, allowed for."""
         import numpy as np
@@ -255,25 +253,21 @@ class HessianBatch(engine.BatchCore):
                 record["warnings"].append(warning)
         if ref is None or record["value"] is None or not np.all(np.isfinite(ref)):
             return
-        step = None if steps is None else float(np.min(steps))
         for m in ("tape", "fd"):
             if m not in mats or not np.all(np.isfinite(mats[m])):
                 continue
-            worst, warning = judge_hessian(m, mats[m], ref, wrt=self.wrt, dtype=self.dtype, value=value, step=step,
+            worst, warning = judge_hessian(m, mats[m], ref, wrt=self.wrt, dtype=self.dtype,
                                            estimates=estimates if m == "fd" else None, shift=shift)
             record["error"][m] = worst
             engine.note_error(self, m, worst)
             if warning:
                 record["warnings"].append(warning)
-        tape_asymmetry = record["symmetry"].get("tape")
-        scale = float(np.max(np.abs(ref), initial=1.0))
-        if tape_asymmetry and tape_asymmetry > hessian_tolerance("tape", dtype=self.dtype, scale=scale):
-            record["warnings"].append(f"the tape Hessian is not symmetric (max |H - H^T| = {tape_asymmetry:.3g})")
+        if warning := tape_asymmetry_warning(record["symmetry"].get("tape"), ref, dtype=self.dtype):
+            record["warnings"].append(warning)
 
-    def _analyse(self, record: dict, mats: dict, grads: dict, steps, estimates) -> None:
-        """What the most trustworthy matrix says there (:func:`gradcli.compute.hessian_judge.best_analysis`)."""
-        found = best_analysis(mats, grads, dtype=self.dtype, step=None if steps is None else float(min(steps)),
-                              fd_estimates=estimates)
+    def _analyse(self, record: dict, mats: dict, grads: dict, estimates) -> None:
+        """What the most trustworthy matrix says there (:func:`gradcli.compute.judge.best_analysis`)."""
+        found = best_analysis(mats, grads, dtype=self.dtype, fd_estimates=estimates)
         if found is not None:
             source, a, from_fd = found
             record.update({"analysis_source": source, "eigenvalues": a.eigenvalues, "definiteness": a.definiteness,
