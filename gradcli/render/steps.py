@@ -123,8 +123,10 @@ def steps_table(report: StepsReport, *, file=None) -> None:
         if len(report.sweeps) > 1 and half >= 60 else None
     lines = together or [line for s in report.sweeps for line in _panel(report, s, width) + [""]]
     print("\n".join(lines).rstrip("\n"), file=file)
-    _say("marked: default = gradcli's step eps^(1/(n+p)) x max(1, |x|); best = the sweep's; theory = argmin of "
-         "truncation |c f^(n+p)| h^p + rounding eps |f| sum|w| / h^n", file, width)
+    _say("marked: default = the step grad and derivative take, eps^(1/(n+p)) x max(1, |x|) (complex: its power "
+         "of two); best = the smallest error found in the sweep, a finer search around its minimum and the "
+         "default and theory steps; theory = argmin of truncation |c f^(n+p)| h^p + rounding eps |f| sum|w| / h^n",
+         file, width)
 
 
 def _say(text: str, file, width: int) -> None:
@@ -244,7 +246,8 @@ def _plot_one(report: StepsReport, sweep: DtypeSweep, *, file, width: int) -> No
     marked = next((f for f in sweep.formulas if f.name == report.marked), None)
     for letter, kind in MARKS if marked else ():
         h, e = getattr(marked, f"{kind}_step"), getattr(marked, f"{kind}_error")
-        if h is None or e is None or not sweep.steps[-1] <= h <= sweep.steps[0]:
+        # within the sweep's range (the steps as x + h takes them may pass its ends by an ulp)
+        if h is None or e is None or not sweep.steps[-1] * (1 - 1e-9) <= h <= sweep.steps[0] * (1 + 1e-9):
             continue
         marks.append((math.log10(h), math.log10(max(e, floor)), letter))
         mark_legend.append((letter, f"{kind} step of {marked.name}: h = {h:.2g}, error {_cell(e)}"))
