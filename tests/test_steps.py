@@ -295,25 +295,33 @@ def test_formulas_refused(invoke, names, fragment):
     assert result.exit_code == 2 and fragment in result.stderr and "Traceback" not in result.stderr
 
 
-def _plot(*formula_args: str) -> tuple[str, str]:
-    """The plot area and the legend of ``steps sin(x) --at x=1 --plot`` at 100 columns."""
+def _plot(*args: str, study=("sin(x)", "--at", "x=1")) -> tuple[str, str]:
+    """The plot area (inside its frame) and the legend of ``steps STUDY --plot ARGS`` at 100 columns."""
     from gradcli.cli import app
 
-    result = CliRunner().invoke(app, ["steps", "sin(x)", "--at", "x=1", "--plot", *formula_args],
+    result = CliRunner().invoke(app, ["steps", *study, "--plot", *args],
                                 env={"COLUMNS": "100", "NO_COLOR": "1"}, catch_exceptions=False)
     assert result.exit_code == 0, result.stderr
     out = result.stdout[result.stdout.index("(log-log)"):]
-    area = "\n".join(line.split("\u2502", 1)[1] if "\u2502" in line else line.split("\u2524", 1)[1]
-                     for line in out.splitlines() if "\u2502" in line or "\u2524" in line)
+    rows = []
+    for line in out.splitlines():  # from the left frame (a tick row starts it with '┤') to the right one
+        left = min((k for k in (line.find("\u2502"), line.find("\u2524")) if k >= 0), default=-1)
+        if left >= 0:
+            rows.append(line[left + 1:].rstrip().removesuffix("\u2502"))
     legend = [line.strip() for line in out.splitlines() if line.startswith("  ") and "  " in line.strip()]
-    return area, "\n".join(legend)
+    return "\n".join(rows), "\n".join(legend)
 
 
-@pytest.mark.parametrize("formula_args", [(), ("--formulas", "central,forward,complex"),
-                                          ("--formulas", "forward,backward"), ("--formulas", "backward,forward")])
-def test_every_drawn_formula_shows_in_the_plot(formula_args):
+@pytest.mark.parametrize("formula_args, study", [
+    ((), ("sin(x)", "--at", "x=1")), (("--formulas", "central,forward,complex"), ("sin(x)", "--at", "x=1")),
+    (("--formulas", "forward,backward"), ("sin(x)", "--at", "x=1")),
+    (("--formulas", "backward,forward"), ("sin(x)", "--at", "x=1")),
+    # no truncation: central, the stencils and Richardson round alike; central shows on a tick row only
+    ((), ("x**2", "--at", "x=3")), (("--dtype", "float32"), ("log(x)", "--at", "x=2", "-n", "2")),
+])
+def test_every_drawn_formula_shows_in_the_plot(formula_args, study):
     # forward's errors are backward's wherever truncation rules: drawn under it, '+' showed in no cell
-    area, legend = _plot(*formula_args)
+    area, legend = _plot(*formula_args, study=study)
     entries = dict(line.split("  ", 1) for line in legend.splitlines())
     drawn = {label.split(" ", 1)[0]: marker for marker, label in entries.items() if "(error ~ h^" in label}
     assert drawn, legend
