@@ -162,7 +162,7 @@ def test_momentum_steps_in_float64():
 
 
 def test_keras_hyperparameters_are_exact_in_float64():
-    from gradcli.compute.descend import _CAST_HYPERPARAMETERS, make_optimizer, optimizer_hyperparameters
+    from gradcli.compute.descend import CAST_HYPERPARAMETERS, make_optimizer, optimizer_hyperparameters
     from gradcli.methods.tf_runtime import load_tensorflow
 
     tf = load_tensorflow()
@@ -171,7 +171,7 @@ def test_keras_hyperparameters_are_exact_in_float64():
         opt = make_optimizer(name, 0.1, 0.9, "float64")
         assert float(tf.cast(opt.learning_rate, tf.float64)) == 0.1
         for key, value in optimizer_hyperparameters(name, 0.9).items():
-            if key in _CAST_HYPERPARAMETERS:
+            if key in CAST_HYPERPARAMETERS:
                 # what Keras' update steps do with them: ops.cast(self.beta_1, variable.dtype)
                 assert float(tf.cast(getattr(opt, key), tf.float64)) == value, (name, key)
                 cast += 1

@@ -115,35 +115,43 @@ def descend(expression: str, *, start=None, points=None, grid: str | None = None
     """``gradcli descend EXPR``: gradient descent, the guide's loop (``manual``) and Keras optimizers.
     ``start`` is the CLI's ``--from`` ({"x": -1.2, "y": 1} or "x=-1.2,y=1"); ``points``/``grid``: many starts.
     A run's ``seconds`` (its time) differs from one call to the next."""
-    if points is None and grid is None:
-        from gradcli.compute.descend import compute_descent
-        from gradcli.render import descend as render
+    if points is None and grid is None:  # one start: a batch of one, its document and table
+        from gradcli.compute.descend import plan_descent, start_chunk
+        from gradcli.compute.descend.core import run_starts
+        from gradcli.render.common import to_json
+        from gradcli.render.descend import StartSink, descend_table
 
+        sink = StartSink("none", every=every)
         with quiet() as captured:
-            report = compute_descent(expression, start=at_texts(start, "start"), optimizers=optimizer, lr=lr,
-                                     steps=steps, tol=tol, maximize=maximize, dtype=dtype, momentum=momentum,
-                                     every=every, stationary_time_limit=stationary_timeout)
-        return one_point("descend", report, render.descend_json(report), lambda: render.descend_table(report),
-                          captured)
+            plan = plan_descent(expression, start=at_texts(start, "start"), optimizers=optimizer, lr=lr,
+                                steps=steps, tol=tol, maximize=maximize, dtype=dtype, momentum=momentum,
+                                every=every)
+            failed = run_starts(plan, [start_chunk(plan)], sink, stationary_time_limit=stationary_timeout,
+                                every=every, one_start=True).failed
+        document = sink.document
+        record = {k: document[k] for k in sink.records[0]}
+        out, err = captured
+        return Result("descend", to_json(document) + "\n", warnings=document["warnings"], notes=document["notes"],
+                      failed=failed, render=lambda: descend_table(document),
+                      captured=out.getvalue() + err.getvalue(), records=lambda: [record])
 
     spec, stdin_text = points_spec(points)
 
     def run(sink):
         from gradcli.compute.batch.points import start_chunks
         from gradcli.compute.descend import plan_descent
-        from gradcli.compute.descend.batch import DescentBatch, run_starts
-        from gradcli.compute.descend.options import refuse_for_many_starts
+        from gradcli.compute.descend.core import run_starts
+        from gradcli.compute.descend.options import check_stationary_time_limit, refuse_for_many_starts
 
         if spec is not None and grid is not None:
             raise UsageError("give --points or --grid, not both")
         refuse_for_many_starts(start=start, every=every)
         plan = plan_descent(expression, start=None, optimizers=optimizer, lr=lr, steps=steps, tol=tol,
                             maximize=maximize, dtype=dtype, momentum=momentum)
-        names = list(plan.expression.variables)
-        batch = DescentBatch(plan, stationary_time_limit=stationary_timeout)
-        chunks = start_chunks(points=spec, grid=grid, names=names, batch_size=batch_size, dtype=plan.dtype)
-        sink.sinks(names)
-        return run_starts(batch, chunks, sink).failed
+        time_limit = check_stationary_time_limit(stationary_timeout)
+        chunks = start_chunks(points=spec, grid=grid, names=plan.names, batch_size=batch_size, dtype=plan.dtype)
+        sink.sinks(plan.names)
+        return run_starts(plan, chunks, sink, stationary_time_limit=time_limit).failed
 
     return collect("descend", run, stdin_text, list_key="starts")
 

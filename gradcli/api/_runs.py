@@ -68,14 +68,9 @@ class Document:
 
     def sinks(self, variables: list[str] | None = None) -> None:
         """Make the json writer (and the maker of the table's), once the variables are known (descend)."""
-        if self.command == "descend":
-            from gradcli.render.descend_batch import sink_for
+        from gradcli.render.batch import sink_for
 
-            self.make = lambda output: sink_for(output, variables=variables)
-        else:
-            from gradcli.render.batch import sink_for
-
-            self.make = lambda output: sink_for(self.command, output)
+        self.make = lambda output: sink_for(self.command, output)
         with contextlib.redirect_stdout(self.text):  # the writer binds sys.stdout when made
             self.json = self.make("json")
 

@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from gradcli.commands.common import (DType, DTypeOption, FileOption, OutputFormat, conclude, emit, finish,
+from gradcli.commands.common import (DType, DTypeOption, FileOption, OutputFormat, RuleOption, finish,
                                      handle_errors, refuse_show_code_for_many)
 from gradcli.commands.completion import complete_optimizers
 from gradcli.commands.expression_file import expression_text
@@ -65,10 +65,10 @@ def descend(
     maximize: MaximizeOption = False, momentum: MomentumOption = None, every: EveryOption = None,
     plot: PlotOption = False, dtype: DTypeOption = DType.float64, output: DescendFormatOption = OutputFormat.table,
     show_code: ShowProgramOption = False, stationary_timeout: StationaryTimeoutOption = 2.0,
-    batch_size: StartsBatchSizeOption = 1024,
+    batch_size: StartsBatchSizeOption = 1024, rule: RuleOption = None,
 ) -> None:
     """Gradient descent: the guide's hand-written loop and Keras optimizers, compiled; a diverged or
-    unbounded run exits 1. Many starts (--points/--grid): a record per start and optimizer, or the basins.
+    unbounded run exits 1. Many starts (--points/--grid): a record per start, or the basins.
 
     The guide's loops run all 100 steps in float32 (--tol 0 never stops early): the first example ends
     at their x = -0.3333333.
@@ -81,75 +81,67 @@ def descend(
       gradcli descend "(1-x)**2+100*(y-x**2)**2" --from x=-1.2,y=1 -o adam:0.01
       gradcli descend "x**2+3*y**2" -o sgd:0.1,adam:0.05 -f csv --every 10
     """
+    from gradcli.expression.rules import define_rules
+
+    checked = define_rules(rule)  # a wrong rule: exit 1, with a counterexample
     expression = expression_text(expression, file)
-    shared = dict(optimizer=optimizer, lr=lr, steps=steps, tol=tol, maximize=maximize, momentum=momentum,
-                  every=every, plot=plot, dtype=dtype.value, output=output, show_code=show_code,
-                  stationary_timeout=stationary_timeout)
-    if points is not None or grid is not None:
-        _descend_many(expression, points=points, grid=grid, start=start, batch_size=batch_size, **shared)
-    else:
-        _descend_one(expression, start=start, **shared)
+    many = points is not None or grid is not None
+    if show_code and many:
+        refuse_show_code_for_many(points, grid, "--from")
+    from gradcli.compute.descend import plan_descent
+    from gradcli.compute.descend.options import check_stationary_time_limit, refuse_for_many_starts
 
-
-def _descend_one(expression: str, *, start, optimizer, lr, steps, tol, maximize, momentum, every, plot, dtype,
-                 output: OutputFormat, show_code, stationary_timeout) -> None:
-    """--from (or every variable at 0): one start, each optimizer's run reported whole."""
-    from gradcli.compute.descend import check_stationary_time_limit, plan_descent, run_plan
-
-    plan = plan_descent(expression, start=start, optimizers=optimizer, lr=lr, steps=steps, tol=tol,
-                        maximize=maximize, dtype=dtype, momentum=momentum, every=every)
+    if many:
+        refuse_for_many_starts(start=start, every=every)
+    plan = plan_descent(expression, start=None if many else start, optimizers=optimizer, lr=lr, steps=steps,
+                        tol=tol, maximize=maximize, dtype=dtype.value, momentum=momentum, every=every)
     stationary_timeout = check_stationary_time_limit(stationary_timeout)
     if show_code:
         from gradcli.programs.descend import show_code_descend
 
         print(show_code_descend(plan), end="")
         return
-    record_every = None
-    if plan.every is None and plot:
+    if many:
+        _descend_many(plan, points=points, grid=grid, plot=plot, output=output, stationary_timeout=stationary_timeout,
+                      batch_size=batch_size, notes=checked.notes)
+    else:
+        _descend_one(plan, plot=plot, output=output, stationary_timeout=stationary_timeout, notes=checked.notes)
+
+
+def _descend_one(plan, *, plot: bool, output: OutputFormat, stationary_timeout: float, notes: list[str]) -> None:
+    """--from (or every variable at 0): one start, a batch of one; its document and views (render.descend)."""
+    from gradcli.compute.descend import start_chunk
+    from gradcli.compute.descend.core import run_starts
+    from gradcli.render.descend import start_sink
+
+    record_every = plan.every
+    if record_every is None and plot:
         record_every = max(1, math.ceil(plan.steps / PLOT_POINTS))
+    # The plot is data the user asked for, but JSON and CSV on stdout must stay parseable.
+    plot_file = (sys.stdout if output is OutputFormat.table else sys.stderr) if plot else None
     with _progress(plan.steps) as progress_factory:
-        report = run_plan(plan, record_every=record_every, stationary_time_limit=stationary_timeout,
-                          progress_factory=progress_factory)
-    from gradcli.render import descend as render
-    from gradcli.render.descend_csv import descend_summary_csv, descend_trajectory_csv
-
-    # CSV: a row per run (the summary), or with --every the trajectory (gradcli.render.descend_csv).
-    csv = descend_summary_csv if plan.every is None else descend_trajectory_csv
-    emit(output, json=lambda: render.descend_json(report), csv=lambda: csv(report),
-         table=lambda: render.descend_table(report))
-    if plot:
-        from gradcli.render.descend import descend_plot
-
-        # The plot is data the user asked for, but JSON and CSV on stdout must stay parseable.
-        descend_plot(report, file=sys.stdout if output is OutputFormat.table else sys.stderr)
-    conclude(report)
+        summary = run_starts(plan, [start_chunk(plan)], start_sink(output.value, plan, plot=plot_file),
+                             stationary_time_limit=stationary_timeout, every=record_every,
+                             progress_factory=progress_factory, notes=notes, one_start=True)
+    finish(summary.failed)
 
 
-def _descend_many(expression: str, *, points, grid, start, optimizer, lr, steps, tol, maximize, momentum, every,
-                  plot, dtype, output: OutputFormat, show_code, stationary_timeout, batch_size) -> None:
-    """--points/--grid: every start in batches (gradcli.compute.descend.batch), records written per batch."""
-    from gradcli.compute.descend import plan_descent
-    from gradcli.compute.descend.options import refuse_for_many_starts
+def _descend_many(plan, *, points, grid, plot: bool, output: OutputFormat, stationary_timeout: float,
+                  batch_size: int, notes: list[str]) -> None:
+    """--points/--grid: every start in batches (gradcli.compute.descend.core), records written per batch."""
     from gradcli.errors import UsageError
 
-    if show_code:
-        refuse_show_code_for_many(points, grid, "--from")
-    refuse_for_many_starts(start=start, every=every)
-    plan = plan_descent(expression, start=None, optimizers=optimizer, lr=lr, steps=steps, tol=tol,
-                        maximize=maximize, dtype=dtype, momentum=momentum)
-    names = list(plan.expression.variables)
+    names = plan.names
     if plot and len(names) != 2:
         raise UsageError(f"--plot with --points/--grid draws the starts in the plane: it needs a function of two "
                          f"variables, and {plan.expression.text} has {len(names)} ({', '.join(names)})")
-    from gradcli.compute.descend.batch import DescentBatch, run_starts
-
     from gradcli.compute.batch.points import start_chunks
+    from gradcli.compute.descend.core import run_starts
+    from gradcli.render.descend_batch import descend_sink
 
-    batch = DescentBatch(plan, stationary_time_limit=stationary_timeout)
     chunks = start_chunks(points=points, grid=grid, names=names, batch_size=batch_size, dtype=plan.dtype)
-    from gradcli.render.descend_batch import sink_for
-
-    summary = run_starts(batch, chunks, sink_for(output.value, variables=names, plot=plot))
+    summary = run_starts(plan, chunks, descend_sink(output.value, variables=names, plot=plot),
+                         stationary_time_limit=stationary_timeout, notes=notes)
     finish(summary.failed)
 
 

@@ -17,7 +17,7 @@ from gradcli.errors import UsageError, printable
 from gradcli.streams import csv_headers
 from gradcli.render.common import error as fmt_error
 from gradcli.render.common import number as fmt_value
-from gradcli.render.common import print_diagnostics
+from gradcli.render.common import print_diagnostic, print_diagnostics
 
 TABLE_LIMIT = 40
 
@@ -25,7 +25,7 @@ TABLE_LIMIT = 40
 def print_batch_diagnostics(summary_text: str, warnings: list[str], notes: list[str]) -> None:
     """Warnings, notes, then the one-line summary, on stderr."""
     print_diagnostics(warnings, notes)
-    print(f"gradcli: summary: {printable(summary_text)}", file=sys.stderr)
+    print_diagnostic(f"gradcli: summary: {printable(summary_text)}", "summary")
 
 
 def _dumps(obj: Any, **kw) -> str:
@@ -167,12 +167,21 @@ def _quoted(name: str) -> str:
     return repr(printable(shown))
 
 
-class TableSink:
-    """A compact table of the first TABLE_LIMIT points, then a note on where the rest is."""
+def records_of(batch) -> list[dict]:
+    """A chunk's records as dicts (for a command's own writers)."""
+    return _records(batch)
 
-    def __init__(self, row: Callable[[dict, dict], list[tuple[str, str]]], title: Callable[[dict], str]):
+
+class TableSink:
+    """A compact table of the first TABLE_LIMIT points, then a note on where the rest is.
+
+    ``columns(names)``: the table's columns for the rows' cell names (default: right-aligned, status left)."""
+
+    def __init__(self, row: Callable[[dict, dict], list[tuple[str, str]]], title: Callable[[dict], str],
+                 columns: Callable[[list[str]], list] | None = None):
         self.row = row
         self.title = title
+        self.columns = columns
         self.kept: list[list[tuple[str, str]]] = []
         self.count = 0
 
@@ -185,16 +194,23 @@ class TableSink:
             if len(self.kept) < TABLE_LIMIT:
                 self.kept.append(self.row(self.header, r))
 
-    def finish(self, summary: dict, summary_text: str, warnings: list[str], notes: list[str]) -> None:
-        from gradcli.render.common import stdout_console
-        from gradcli.render.layout import Column, FittedTable, print_table
+    def table(self):
+        """The kept rows as a FittedTable."""
+        from gradcli.render.layout import Column, FittedTable
 
-        columns = [Column(name, "left" if name == "status" else "right") for name, _ in self.kept[:1][0]] \
-            if self.kept else []
+        names = [name for name, _ in self.kept[0]] if self.kept else []
+        columns = self.columns(names) if self.columns is not None else \
+            [Column(name, "left" if name == "status" else "right") for name in names]
         table = FittedTable(columns, title=self.title(self.header))
         for row in self.kept:
             table.add_row(*[v for _, v in row])
-        print_table(stdout_console(), table)
+        return table
+
+    def finish(self, summary: dict, summary_text: str, warnings: list[str], notes: list[str]) -> None:
+        from gradcli.render.common import stdout_console
+        from gradcli.render.layout import print_table
+
+        print_table(stdout_console(), self.table())
         if self.count > len(self.kept):
             notes = [f"the table shows the first {len(self.kept)} of {self.count} points: "
                      "use --format jsonl or csv for every point"] + notes
@@ -356,8 +372,19 @@ _KINDS = {
 
 def sink_for(command: str, output: str, *, one_point: bool = False):
     """The writer for ``command`` in format ``output`` (table, json, jsonl, csv); ``one_point``: the --at
-    point alone, whose json and table are its document (gradcli.render.detail)."""
+    point alone, whose json and table are its document (gradcli.render.detail). descend's many starts have
+    their own rows and tables (gradcli.render.descend_batch)."""
+    if command == "descend":
+        from gradcli.render.descend_batch import descend_sink
+
+        return descend_sink(output, variables=[])
     csv_rows, table_row, title = _KINDS[command]
+    if output == "latex":
+        refuse_latex_for_many(many=not one_point)
+        from gradcli.render.detail import DetailSink
+        from gradcli.render.latex import latex_view
+
+        return DetailSink(latex_view(command))
     if one_point and output in ("json", "table"):
         from gradcli.render.detail import DetailSink
 
@@ -369,6 +396,11 @@ def sink_for(command: str, output: str, *, one_point: bool = False):
     if output == "csv":
         return CsvSink(csv_rows)
     return TableSink(table_row, title)
+
+
+def refuse_latex_for_many(*, many: bool) -> None:
+    if many:
+        raise UsageError("-f latex writes one point's tables: give --at alone (for many points: -f csv)")
 
 
 def detail_view(command: str):

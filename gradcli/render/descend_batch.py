@@ -1,8 +1,10 @@
-"""Writers for ``descend --points/--grid`` (records from :mod:`gradcli.compute.descend.batch`).
+"""Writers for ``descend --points/--grid`` (records from :mod:`gradcli.compute.descend.core`): the batch
+writers of :mod:`gradcli.render.batch`, with descend's rows and tables.
 
-- ``jsonl``: a record per start and optimizer, a line each, flushed as each batch of starts finishes;
-- ``csv``: one header, a row per record (the start's coordinates under the variables' names, so the
-  file can be read back with --points; the end point as ``final_<name>``);
+- ``jsonl``: a record per start (its runs, one per optimizer), a line each, flushed as each batch of starts
+  finishes;
+- ``csv``: one header, a row per start and optimizer (the start's coordinates under the variables' names,
+  so the file can be read back with --points; the end point as ``final_<name>``);
 - ``json``: one document, written as it goes: the header's keys, ``starts`` (the records), then
   ``summary``, ``basins``, ``warnings`` and ``notes``;
 - ``table``: per optimizer, where the starts ended (the basins: a row per stationary point reached, or
@@ -22,7 +24,7 @@ import sys
 from typing import Any
 
 from gradcli.errors import printable
-from gradcli.render.batch import CsvSink, JsonlSink, JsonSink, print_batch_diagnostics
+from gradcli.render.batch import TableSink, print_batch_diagnostics
 from gradcli.render.common import number
 
 # Starts the table shows (all their optimizers' records).
@@ -58,22 +60,29 @@ def _ended_at(record: dict) -> str:
 # CSV
 # ---------------------------------------------------------------------------------------------
 def csv_rows(header: dict, record: dict) -> list[list[tuple[str, Any]]]:
+    """A row per run (optimizer) of a start: its coordinates, the run, where it ended. One start (--from)
+    and many write the same rows."""
     names = header["variables"]
-    row: list[tuple[str, Any]] = [(k, v) for k, v in record.get("fields", {}).items()]
-    row += [(v, record["start"][v]) for v in names]
-    if "line" in record:  # files: the line each start came from (a grid has none)
-        row.append(("line", record["line"]))
-    row += [("optimizer", record["optimizer"]), ("learning_rate", record.get("learning_rate")),
-            ("status", record["status"]), ("steps", record["steps"])]
-    row += [(f"final_{v}", record["final"].get(v)) for v in names]
-    row += [("value", record["value"]), ("gradient_norm", record["gradient_norm"])]
-    s = record.get("stationary_point") or {}
-    row += [("stationary_kind", s.get("kind"))]
-    row += [(f"stationary_{v}", (s.get("point") or {}).get(v)) for v in names]
-    row += [("stationary_value", s.get("value")), ("stationary_distance", s.get("distance"))]
-    b = record.get("basin") or {}
-    row += [("basin", b.get("index")), ("basin_kind", b.get("kind")), ("message", record["message"])]
-    return [row]
+    rows = []
+    for run in record["runs"]:
+        row: list[tuple[str, Any]] = [(k, v) for k, v in record.get("fields", {}).items()]
+        row += [(v, record["start"][v]) for v in names]
+        if "line" in record:  # files: the line each start came from (a grid has none)
+            row.append(("line", record["line"]))
+        row += [("optimizer", run["optimizer"]), ("learning_rate", run.get("learning_rate")),
+                ("status", run["status"]), ("steps", run["steps"])]
+        row += [(f"final_{v}", run["final"].get(v)) for v in names]
+        row += [("value", run["value"]), ("gradient_norm", run["gradient_norm"]),
+                ("end_point_kind", run.get("end_point_kind"))]
+        s = run.get("stationary_point") or {}
+        row += [("stationary_kind", s.get("kind"))]
+        row += [(f"stationary_{v}", (s.get("point") or {}).get(v)) for v in names]
+        row += [("stationary_value", s.get("value")), ("stationary_distance", s.get("distance"))]
+        b = run.get("basin") or {}
+        row += [("basin", b.get("index")), ("basin_kind", b.get("kind")), ("message", run["message"]),
+                ("seconds", round(run["seconds"], 3) if run.get("seconds") is not None else None)]
+        rows.append(row)
+    return rows
 
 
 def _summary_and_basins(summary: dict) -> dict:
@@ -86,21 +95,23 @@ def _summary_and_basins(summary: dict) -> dict:
 # ---------------------------------------------------------------------------------------------
 # Table: the basins per optimizer, then the first starts
 # ---------------------------------------------------------------------------------------------
-class TableSink:
+class BasinsTableSink(TableSink):
+    """Per optimizer where the starts ended (the basins), then the batch table of the first TABLE_STARTS
+    starts (a row per start and optimizer)."""
+
     def __init__(self):
-        self.kept: list[dict] = []
+        super().__init__(_start_rows, lambda header: f"the first {min(self.starts, TABLE_STARTS)} starts",
+                         _start_columns)
         self.starts = 0
-        self.last_start = None
 
-    def start(self, header: dict) -> None:
-        self.header = header
+    def write(self, batch) -> None:
+        from gradcli.render.batch import records_of
 
-    def write(self, records: list[dict]) -> None:
-        for r in records:
-            if r["optimizer"] == self.header["optimizers"][0]:
-                self.starts += 1
+        for r in records_of(batch):
+            self.starts += 1
             if self.starts <= TABLE_STARTS:
-                self.kept.append(r)
+                self.kept += self.row(self.header, r)
+        self.count = self.starts
 
     def finish(self, summary: dict, summary_text: str, warnings: list[str], notes: list[str]) -> None:
         from rich.markup import escape
@@ -118,7 +129,7 @@ class TableSink:
         for name, basin in summary["basins"].items():
             print_table(console, _basins_table(name, basin, h["variables"], h.get("basins_from") == "end points"))
         if self.kept:
-            print_table(console, _starts_table(self.kept, h, min(self.starts, TABLE_STARTS)))
+            print_table(console, self.table())
         if self.starts > TABLE_STARTS:
             notes = [f"the table shows the first {TABLE_STARTS} of {self.starts} starts: use --format jsonl or csv "
                      "for every start"] + notes
@@ -145,31 +156,44 @@ def _basins_table(name: str, basin: dict, names: list[str], from_end_points: boo
     return table
 
 
-def _starts_table(kept: list[dict], header: dict, shown: int):
-    """The first starts: a row per start and optimizer."""
-    from rich.text import Text
+def _start_columns(names: list[str]) -> list:
+    """The first starts' columns: the file's fields left-aligned, the status under the optimizer (or the
+    steps), where each run ended as a formula."""
+    from gradcli.render.layout import FORMULA, SECONDARY, Column
 
-    from gradcli.render.layout import FORMULA, SECONDARY, Column, FittedTable
+    fields = next((i for i, name in enumerate(names) if name.endswith(" (start)")), 0)
+    several = "optimizer" in names
+    columns = [Column(name, "left") for name in names[:fields]]
+    for name in names[fields:]:
+        if name == "optimizer":
+            columns.append(Column(name, "left", "bold"))
+        elif name == "status":
+            columns.append(Column(name, "left", role=SECONDARY, under="optimizer" if several else "steps"))
+        elif name == "ended at":
+            columns.append(Column(name, "left", role=FORMULA))
+        else:
+            columns.append(Column(name))
+    return columns
+
+
+def _start_rows(header: dict, record: dict) -> list[list[tuple[str, Any]]]:
+    """The table's rows of one start: a row per optimizer (cells: the file's text escaped)."""
+    from rich.text import Text
 
     names = header["variables"]
     several = len(header["optimizers"]) > 1
-    fields = list(kept[0].get("fields", {}))
-    columns = [Column(printable(f), "left") for f in fields] + [Column(f"{v} (start)") for v in names]
-    if several:
-        columns.append(Column("optimizer", "left", "bold"))
-    columns += [Column("status", "left", role=SECONDARY, under="optimizer" if several else "steps"),
-                Column("steps"), *[Column(v) for v in names], Column("f"), Column("ended at", "left", role=FORMULA)]
-    table = FittedTable(columns, title=f"the first {shown} starts")
-    for r in kept:
-        row = [printable(str(r.get("fields", {}).get(f, ""))) for f in fields]  # the file's text, escaped
-        row += [number(r["start"][v]) for v in names]
+    rows = []
+    for run in record["runs"]:
+        row = [(printable(str(k)), printable(str(v))) for k, v in record.get("fields", {}).items()]
+        row += [(f"{v} (start)", number(record["start"][v])) for v in names]
         if several:
-            row.append(r["optimizer"])
-        row += [Text(r["status"], style=_STATUS_STYLE.get(r["status"], "")), str(r["steps"])]
-        row += [number(r["final"].get(v)) for v in names]
-        row += [number(r["value"]), _ended_at(r)]
-        table.add_row(*row)
-    return table
+            row.append(("optimizer", run["optimizer"]))
+        row += [("status", Text(run["status"], style=_STATUS_STYLE.get(run["status"], ""))),
+                ("steps", str(run["steps"]))]
+        row += [(v, number(run["final"].get(v))) for v in names]
+        row += [("f", number(run["value"])), ("ended at", _ended_at(run))]
+        rows.append(row)
+    return rows
 
 
 # ---------------------------------------------------------------------------------------------
@@ -190,22 +214,25 @@ class PlotSink:
         self.header = header
         self.inner.start(header)
 
-    def write(self, records: list[dict]) -> None:
-        from gradcli.compute.descend.batch_records import basin_key
+    def write(self, batch) -> None:
+        from gradcli.compute.descend.records import basin_key
+        from gradcli.render.batch import records_of
 
-        self.inner.write(records)
+        self.inner.write(batch)
         a, b = self.variables
-        for r in records:
-            name = r["optimizer"]
-            kept = self.samples.setdefault(name, [])
-            seen = self.seen[name] = self.seen.get(name, 0) + 1
-            item = (r["start"][a], r["start"][b], basin_key(r))
-            if len(kept) < PLOT_STARTS:  # reservoir sampling: every start equally likely to be drawn
-                kept.append(item)
-            else:
-                j = self.random.randrange(seen)
-                if j < PLOT_STARTS:
-                    kept[j] = item
+        for record in records_of(batch):
+            for r in record["runs"]:
+                self._sample(r["optimizer"], (record["start"][a], record["start"][b], basin_key(r)))
+
+    def _sample(self, name: str, item: tuple[float, float, str]) -> None:
+        kept = self.samples.setdefault(name, [])
+        seen = self.seen[name] = self.seen.get(name, 0) + 1
+        if len(kept) < PLOT_STARTS:  # reservoir sampling: every start equally likely to be drawn
+            kept.append(item)
+        else:
+            j = self.random.randrange(seen)
+            if j < PLOT_STARTS:
+                kept[j] = item
 
     def finish(self, summary: dict, summary_text: str, warnings: list[str], notes: list[str]) -> None:
         self.inner.finish(summary, summary_text, warnings, notes)
@@ -248,7 +275,7 @@ def plot_starts(header: dict, summary: dict, samples: dict, seen: dict, *, file)
 def _basin_markers(header: dict, summary: dict, symbols: list[str]) -> tuple[dict[str, str], dict[str, str]]:
     """One marker per basin key, the same in every optimizer's plot (stationary points in SymPy's order,
     basins of end points in the order they were found), and a label for each."""
-    from gradcli.compute.descend.batch_records import stationary_key
+    from gradcli.compute.descend.records import stationary_key
 
     places = [(stationary_key(s["point"]), s) for s in header.get("stationary_points") or []]
     grouped = {b["index"]: b for counts in summary["basins"].values() for b in counts.get("basins", [])}
@@ -266,7 +293,7 @@ def _basin_markers(header: dict, summary: dict, symbols: list[str]) -> tuple[dic
 
 def _starts_per_key(counts: dict) -> dict[str, int]:
     """One optimizer's starts per basin key."""
-    from gradcli.compute.descend.batch_records import stationary_key
+    from gradcli.compute.descend.records import stationary_key
 
     reached = {stationary_key(s["point"]): s["starts"] for s in counts["stationary_points"]}
     reached.update({f"basin {b['index']}": b["starts"] for b in counts.get("basins", [])})
@@ -274,8 +301,10 @@ def _starts_per_key(counts: dict) -> dict[str, int]:
     return reached
 
 
-def sink_for(output: str, *, variables: list[str], plot: bool = False):
-    """The writer for ``output`` (table, json, jsonl, csv), wrapped for --plot when asked."""
+def descend_sink(output: str, *, variables: list[str], plot: bool = False):
+    """The writer of many starts for ``output`` (table, json, jsonl, csv), wrapped for --plot when asked."""
+    from gradcli.render.batch import CsvSink, JsonlSink, JsonSink
+
     if output == "jsonl":
         sink = JsonlSink()
     elif output == "json":
@@ -283,7 +312,7 @@ def sink_for(output: str, *, variables: list[str], plot: bool = False):
     elif output == "csv":
         sink = CsvSink(csv_rows)
     else:
-        sink = TableSink()
+        sink = BasinsTableSink()
     if plot:
         # The plot is data the user asked for, but JSON, JSON Lines and CSV on stdout must stay parseable.
         sink = PlotSink(sink, variables, file=sys.stdout if output == "table" else sys.stderr)

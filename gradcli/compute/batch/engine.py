@@ -77,6 +77,14 @@ class Summary:
     def failed(self) -> bool:
         return self.undefined > 0
 
+    def closing_warnings(self) -> list[str]:
+        """The warnings stderr shows at the end: the first few, then how many points had any."""
+        warnings = list(self.shown)
+        if self.with_warnings > len(self.shown):
+            warnings.append(f"warnings at {self.with_warnings} points in all (the first {len(self.shown)} "
+                            "above): each record lists its own")
+        return warnings
+
     def to_dict(self) -> dict:
         return json_safe({"points": self.points, "with_warnings": self.with_warnings,
                           "undefined": self.undefined, "largest_error": self.largest_error})
@@ -132,26 +140,34 @@ def json_line(record: dict) -> str:
         return json.dumps(record, separators=(",", ":"), allow_nan=False)
 
 
-def run_batch(computation: Computation, chunks: Iterable, sink: Sink) -> Summary:
-    """Compute every chunk and write its records; returns the summary (``failed``: exit 1)."""
-    summary = Summary()
+def run_batch(computation: Computation, chunks: Iterable, sink: Sink, summary: Summary | None = None) -> Summary:
+    """Compute every chunk and write its records; returns the summary (``failed``: exit 1).
+
+    ``summary``: a command's own (a Summary subclass; descend counts statuses and basins). A computation
+    whose ``header_after_first_chunk`` is true has its header written after its first chunk (descend: SymPy's
+    search, which the header reports, runs alongside that chunk)."""
+    summary = Summary() if summary is None else summary
     chunks = iter(chunks)
     first = next(chunks, None)
     if first is not None:  # a refusal before any output: one point and many are refused alike
         computation.check(first)
     computation.start()
-    sink.start(computation.header())
+    late = getattr(computation, "header_after_first_chunk", False)
+    if not late:
+        sink.start(computation.header())
     for chunk in itertools.chain([first] if first is not None else [], chunks):
         computation.check(chunk)
         batch = computation.compute(chunk)
+        if late:
+            sink.start(computation.header())
+            late = False
         summary.add(batch)
         sink.write(batch)
+    if late:  # no chunk: the header still says what it can (descend: SymPy's stationary points)
+        sink.start(computation.header())
     summary.largest_error = dict(computation.largest_error)
-    warnings = list(summary.shown)
-    if summary.with_warnings > len(summary.shown):
-        warnings.append(f"warnings at {summary.with_warnings} points in all (the first {len(summary.shown)} "
-                        "above): each record lists its own")
-    sink.finish(summary.to_dict(), summary.text(), warnings, computation.notes + computation.closing_notes())
+    notes = computation.notes + computation.closing_notes()
+    sink.finish(summary.to_dict(), summary.text(), summary.closing_warnings(), notes)
     return summary
 
 

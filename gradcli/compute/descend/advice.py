@@ -9,15 +9,20 @@ from gradcli.compute.descend.results import DescentRun
 from gradcli.dtypes import MACHINE_EPSILON
 
 
-def hessian_at(tree, names: list[str], point: dict[str, float]):
-    """(gradient, Hessian) of ``tree`` at ``point`` in float64, by nested GradientTapes as the guide does
-    (a batch of one point for :func:`gradcli.methods.tape.tape_hessians`)."""
+def curvatures(tree, names: list[str], points: list[dict[str, float]]) -> list[tuple[list, list] | None]:
+    """(gradient, Hessian) of ``tree`` at each point in float64, by nested GradientTapes as the guide does,
+    all points in one call (:func:`gradcli.methods.tape.tape_hessians`); None where the tape fails."""
+    if not points:
+        return []
     import numpy as np
 
     from gradcli.methods.tape import tape_hessians
 
-    t = tape_hessians(tree, {v: np.array([point[v]], dtype=np.float64) for v in names}, list(names))
-    return t.gradients[0].tolist(), t.matrices[0].tolist()
+    try:
+        t = tape_hessians(tree, {v: np.array([p[v] for p in points], dtype=np.float64) for v in names}, list(names))
+    except Exception:  # advice is optional; a Hessian TF cannot compute leaves the generic advice
+        return [None] * len(points)
+    return [(g.tolist(), h.tolist()) for g, h in zip(t.gradients, t.matrices)]
 
 
 def stability_limit(optimizer: str, lam_max: float, momentum: float) -> float | None:
@@ -37,24 +42,22 @@ def stability_limit(optimizer: str, lam_max: float, momentum: float) -> float | 
     return None
 
 
-def _advise(run: DescentRun, tree, names, at: dict[str, float], where: str, momentum: float,
-            maximize: bool = False) -> None:
+def advise(run: DescentRun, curvature: tuple[list, list] | None, where: str, momentum: float,
+           maximize: bool = False) -> None:
     """Suggest a learning rate from the Hessian at ``at``: half the stability limit, where one is defined.
 
     The limit is that of the minimised function: -f's Hessian (-H) when maximising.
     """
     limit = None
     lam = None
-    try:
-        g, h = hessian_at(tree, names, at)
+    if curvature is not None:
+        g, h = curvature
         if maximize:
             g, h = [-v for v in g], [[-v for v in row] for row in h]
         if all(math.isfinite(v) for row in h for v in row):
             analysis = analyse_hessian(h, g)
             lam = max(analysis.eigenvalues) if analysis.eigenvalues else None
             limit = stability_limit(run.optimizer, lam, momentum)
-    except Exception:  # advice is optional; a Hessian TF cannot compute leaves the generic advice
-        limit = None
     if limit is not None:
         run.suggested_learning_rate = float(f"{limit / 2:.3g}")
         bound = "2/λmax" if run.optimizer in ("manual", "sgd") else "its stability limit"
@@ -68,12 +71,11 @@ def _advise(run: DescentRun, tree, names, at: dict[str, float], where: str, mome
         run.message += f"; try a smaller learning rate, e.g. --lr {run.suggested_learning_rate:g} ({reason})"
 
 
-def _classify_end(run: DescentRun, tree, names, dtype: str) -> None:
+def classify_end(run: DescentRun, curvature: tuple[list, list] | None, dtype: str) -> None:
     """``run.end_kind``: what the Hessian says about the point where a converged run ended."""
-    try:
-        g, h = hessian_at(tree, names, run.final)
-    except Exception:
+    if curvature is None:
         return
+    g, h = curvature
     if not all(math.isfinite(v) for row in h for v in row + g):
         return
     scale = max(1.0, abs(run.value or 0.0))

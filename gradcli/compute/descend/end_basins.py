@@ -141,7 +141,7 @@ class EndPointBasins:
 
     def _classify(self, new: list[Basin]) -> None:
         """Each new basin's kind, from the tape Hessian at its representative: one tape call per batch
-        (gradcli.compute.descend.advice.hessian_at is the same call for one point)."""
+        (gradcli.compute.descend.advice.curvatures makes the same call for the end points)."""
         if not new:
             return
         import numpy as np

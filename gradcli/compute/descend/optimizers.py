@@ -11,7 +11,7 @@ from typing import Any
 from gradcli.methods.tf_runtime import load_tensorflow
 
 # Keras 3 optimizer classes by CLI name ("manual", the guide's hand-written loop, has none).
-_KERAS_CLASSES = {
+KERAS_CLASSES = {
     "sgd": "SGD", "momentum": "SGD", "nesterov": "SGD", "adam": "Adam", "adamw": "AdamW", "rmsprop": "RMSprop",
     "adagrad": "Adagrad", "adadelta": "Adadelta", "adamax": "Adamax", "nadam": "Nadam", "lion": "Lion",
     "ftrl": "Ftrl",
@@ -24,14 +24,14 @@ _KERAS_CLASSES = {
 # arithmetic, which converts a Python float straight to the tensor's dtype (and Adadelta's
 # ``rho * variable`` fails in a graph when rho is a numpy scalar). Nadam's fixed decay 0.96 is cast the
 # same way inside Keras and stays rounded through float32.
-_CAST_HYPERPARAMETERS = frozenset({"momentum", "beta_1", "beta_2", "weight_decay", "initial_accumulator_value"})
+CAST_HYPERPARAMETERS = frozenset({"momentum", "beta_1", "beta_2", "weight_decay", "initial_accumulator_value"})
 
 
 def _keras_class(name: str):
     load_tensorflow()  # quiet import first: Keras imports TensorFlow
     import keras
 
-    return getattr(keras.optimizers, _KERAS_CLASSES[name])
+    return getattr(keras.optimizers, KERAS_CLASSES[name])
 
 
 def optimizer_hyperparameters(name: str, momentum: float, cls=None) -> dict[str, float]:
@@ -55,7 +55,7 @@ def make_optimizer(name: str, lr: float, momentum: float, dtype: str):
     Keras keeps the learning rate in a ``floatx()`` (float32) variable by default, so a float64 run
     would step with 0.10000000149011612 instead of 0.1 and part from the hand-written loop after a few
     steps; building it under ``floatx = dtype`` keeps the two identical. In a float64 run the
-    hyper-parameters Keras casts through float32 go over as ``numpy.float64`` (``_CAST_HYPERPARAMETERS``).
+    hyper-parameters Keras casts through float32 go over as ``numpy.float64`` (``CAST_HYPERPARAMETERS``).
     """
     cls = _keras_class(name)
     import keras
@@ -65,7 +65,7 @@ def make_optimizer(name: str, lr: float, momentum: float, dtype: str):
     if dtype == "float64":
         import numpy as np
 
-        kwargs.update({k: np.float64(v) if k in _CAST_HYPERPARAMETERS else v for k, v in hyper.items()})
+        kwargs.update({k: np.float64(v) if k in CAST_HYPERPARAMETERS else v for k, v in hyper.items()})
     elif name in ("momentum", "nesterov"):
         kwargs["momentum"] = hyper["momentum"]
     if name == "nesterov":

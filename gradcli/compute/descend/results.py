@@ -1,13 +1,13 @@
-"""What ``descend`` reports: each optimizer's run, its trajectory, the stationary points SymPy found."""
+"""What ``descend`` says about one run (one optimizer from one start), its trajectory, SymPy's stationary points."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from gradcli.results import clean
-
 STATUSES = ("converged", "max_steps", "diverged", "unbounded", "oscillating")
+# Statuses that make the command exit 1.
+FAILED_STATUSES = ("diverged", "unbounded")
 
 
 @dataclass
@@ -34,6 +34,8 @@ class StationaryPoint:
 
 @dataclass
 class DescentRun:
+    """One optimizer's run from one start: a row of the compiled loop, judged."""
+
     optimizer: str
     learning_rate: float
     status: str
@@ -45,13 +47,13 @@ class DescentRun:
     stopped_at: int | None = None  # the step that diverged or went unbounded
     suggested_learning_rate: float | None = None
     end_kind: str | None = None  # what the Hessian says about the end point, when it is stationary
-    nearest_stationary: StationaryPoint | None = None
-    history: list[HistoryRow] = field(default_factory=list)
+    nearest_stationary: StationaryPoint | None = None  # SymPy's, at any distance
+    reached: StationaryPoint | None = None  # SymPy's, when the run ended within the tolerance of it
     compiled: str = "tf.function"  # or "tf.function+XLA"
-    seconds: float = 0.0
+    seconds: float = 0.0  # the optimizer's compiled run over the batch of starts this start was in
 
-    def to_dict(self, with_history: bool) -> dict:
-        doc: dict[str, Any] = {
+    def to_dict(self) -> dict[str, Any]:
+        return {
             "optimizer": self.optimizer,
             "learning_rate": self.learning_rate,
             "steps": self.steps,
@@ -64,52 +66,8 @@ class DescentRun:
             "suggested_learning_rate": self.suggested_learning_rate,
             "end_point_kind": self.end_kind,
             "nearest_stationary_point": None if self.nearest_stationary is None else self.nearest_stationary.to_dict(),
+            "stationary_point": None if self.reached is None else self.reached.to_dict(),
+            "basin": None,  # set by EndPointBasins.assign, when the basins come from the end points
             "compiled": self.compiled,
             "seconds": self.seconds,
         }
-        if with_history:
-            doc["history"] = [h.to_dict() for h in self.history]
-        return doc
-
-
-@dataclass
-class DescentReport:
-    """``gradcli descend``: one or more optimizers racing from the same start."""
-
-    expression: str
-    variables: list[str]
-    start: dict[str, float]
-    dtype: str
-    maximize: bool
-    learning_rate: float
-    max_steps: int
-    tol: float
-    momentum: float
-    every: int | None  # --every as given: JSON carries the history only then
-    runs: list[DescentRun]
-    stationary_points: list[StationaryPoint] | None = None  # None: SymPy gave no answer in time
-    warnings: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    failed: bool = False
-    command: str = "descend"
-    setup_seconds: float = 0.0  # TensorFlow's one-time start, before the first run (not billed to it)
-
-    def to_dict(self) -> dict:
-        return clean({
-            "command": self.command,
-            "expression": self.expression,
-            "start": self.start,
-            "dtype": self.dtype,
-            "maximize": self.maximize,
-            "learning_rate": self.learning_rate,
-            "max_steps": self.max_steps,
-            "tol": self.tol,
-            "momentum": self.momentum,
-            "every": self.every,
-            "setup_seconds": self.setup_seconds,
-            "runs": [r.to_dict(self.every is not None) for r in self.runs],
-            "stationary_points": None if self.stationary_points is None
-            else [s.to_dict() for s in self.stationary_points],
-            "warnings": self.warnings,
-            "notes": self.notes,
-        })

@@ -70,7 +70,7 @@ def _exact_value(f, subs) -> float | None:
     return symbolic.value_at(f, subs)
 
 
-def _nearest(points: list[StationaryPoint], end: dict[str, float]) -> StationaryPoint | None:
+def nearest(points: list[StationaryPoint], end: dict[str, float]) -> StationaryPoint | None:
     """The stationary point closest to where a run ended, with its distance; None when there is none."""
     if not points or any(v is None or not math.isfinite(v) for v in end.values()):
         return None
@@ -87,7 +87,7 @@ def within_tolerance(distance: float, point: dict[str, float]) -> bool:
 
 def stationary_reached(points: list[StationaryPoint] | None, end: dict[str, float]) -> StationaryPoint | None:
     """The stationary point a start ended at (within the tolerance), with its distance; or None."""
-    near = _nearest(points or [], end)
+    near = nearest(points or [], end)
     if near is None or near.distance is None or not within_tolerance(near.distance, near.point):
         return None
     return near

@@ -9,7 +9,7 @@ from gradcli.compute.descend.rules import CONVERGED, DIVERGED, MAX_STEPS, STALLE
 from gradcli.dtypes import MACHINE_EPSILON
 
 
-def _explain_stop(run: DescentRun, status: int, k: int, tol: float, dtype: str, maximize: bool, window, start,
+def explain_stop(run: DescentRun, status: int, k: int, tol: float, dtype: str, maximize: bool, window, start,
                   names) -> None:
     """Fill in the status message and ``stopped_at``; a run that used up its steps may get a new status
     (``oscillating``, ``unbounded``, or ``converged`` when its gradient is exactly 0)."""
@@ -20,7 +20,7 @@ def _explain_stop(run: DescentRun, status: int, k: int, tol: float, dtype: str, 
                        f"gradient norm {run.gradient_norm:.3g}")
     elif status == DIVERGED and k == 0:
         run.stopped_at = 0
-        run.message = "f or its gradient is not finite at the start point: choose another --from"
+        run.message = "f or its gradient is not finite at the start point: choose another start"
     elif status == DIVERGED:
         run.stopped_at = k
         if run.value is not None and math.isfinite(run.value) and run.gradient_norm is not None and all(
@@ -33,7 +33,7 @@ def _explain_stop(run: DescentRun, status: int, k: int, tol: float, dtype: str, 
     elif status == UNBOUNDED and k == 0:
         # e.g. log(x) from x=0: f is already infinite where the descent would start
         run.stopped_at = 0
-        run.message = "f is infinite at the start point: choose another --from"
+        run.message = "f is infinite at the start point: choose another start"
     elif status == UNBOUNDED:
         run.stopped_at = k
         direction = "above" if maximize else "below"

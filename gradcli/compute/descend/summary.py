@@ -1,13 +1,14 @@
-"""Counting many starts: statuses and basins per optimizer, and the first example of each trouble."""
+"""Counting starts: statuses and basins per optimizer, and the first example of each trouble."""
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
 
-from gradcli.compute.descend.batch_records import FAILED_STATUSES, basin_key, stationary_key
+from gradcli.compute.batch.engine import Summary
 from gradcli.compute.descend.end_basins import Basin
-from gradcli.compute.descend.results import STATUSES, StationaryPoint
+from gradcli.compute.descend.records import basin_key, stationary_key
+from gradcli.compute.descend.results import FAILED_STATUSES, STATUSES, StationaryPoint
 from gradcli.results import clean, point_text
 
 # Basin keys that name no place.
@@ -15,14 +16,15 @@ _NOWHERE = ("elsewhere", "diverged")
 
 
 @dataclass
-class Summary:
-    """Counts over every record: statuses and basins per optimizer, the first example of each trouble."""
+class StartsSummary(Summary):
+    """The batch engine's summary (``points``: the starts; ``with_warnings``) with descend's counts: statuses
+    and basins per optimizer, the first example of each trouble."""
 
-    optimizers: list[str]
-    starts: int = 0
+    optimizers: list[str] = field(default_factory=list)
+    core: object = None  # the DescentCore: its SymPy points, basins and times, for the closing summary
     statuses: dict[str, Counter] = field(default_factory=dict)
     basins: dict[str, Counter] = field(default_factory=dict)
-    points: dict[str, dict] = field(default_factory=dict)  # basin key -> the stationary point
+    reached: dict[str, dict] = field(default_factory=dict)  # basin key -> the stationary point
     failures: dict[str, Counter] = field(default_factory=dict)  # "at start" / "diverged" (on the way)
     examples: dict[tuple[str, str], str] = field(default_factory=dict)
 
@@ -32,23 +34,36 @@ class Summary:
             self.basins[name] = Counter()
             self.failures[name] = Counter()
 
-    def add(self, records: list[dict]) -> None:
-        for r in records:
-            name = r["optimizer"]
-            if name == self.optimizers[0]:
-                self.starts += 1
-            self.statuses[name][r["status"]] += 1
-            key = basin_key(r)
-            self.basins[name][key] += 1
-            if r.get("stationary_point") is not None:
-                self.points.setdefault(key, r["stationary_point"])
-            kind = r["status"]
-            if kind in FAILED_STATUSES:
-                kind = "at start" if r["steps"] == 0 else "diverged"
-                self.failures[name][kind] += 1
-            if (name, kind) not in self.examples:
-                self.examples[(name, kind)] = point_text(r["start"]) if kind == "at start" else \
-                    f"from {point_text(r['start'])}: {r['message']}"
+    @property
+    def starts(self) -> int:
+        return self.points
+
+    def add(self, batch) -> None:
+        records = batch.records()
+        self.points += len(records)
+        self.with_warnings += sum(1 for record in records if record["warnings"])
+        for record in records:
+            for r in record["runs"]:
+                self._add_run(record["start"], r)
+
+    def _add_run(self, start: dict, r: dict) -> None:
+        name = r["optimizer"]
+        self.statuses[name][r["status"]] += 1
+        key = basin_key(r)
+        self.basins[name][key] += 1
+        if r.get("stationary_point") is not None:
+            self.reached.setdefault(key, r["stationary_point"])
+        kind = r["status"]
+        if kind in FAILED_STATUSES:
+            kind = "at start" if r["steps"] == 0 else "diverged"
+            self.failures[name][kind] += 1
+        if (name, kind) not in self.examples:
+            self.examples[(name, kind)] = point_text(start) if kind == "at start" else \
+                f"from {point_text(start)}: {r['message']}"
+        wrong = ("minimum", "saddle") if self.core.plan.maximize else ("maximum", "saddle")
+        if r["status"] == "converged" and r.get("end_point_kind") in wrong:
+            self.failures[name]["wrong kind"] += 1
+            self.examples.setdefault((name, "wrong kind"), f"from {point_text(start)}: a {r['end_point_kind']}")
 
     @property
     def failed(self) -> bool:
@@ -65,7 +80,7 @@ class Summary:
                              key=lambda k: (-counts[k], order.index(k) if k in order else len(order)))
             points = []
             for key in reached:
-                s = dict(self.points[key])
+                s = dict(self.reached[key])
                 s.pop("distance", None)
                 points.append({**s, "starts": counts[key]})
             out[name] = {"starts": sum(counts.values()), "stationary_points": points}
@@ -76,10 +91,12 @@ class Summary:
             out[name].update({"elsewhere": counts["elsewhere"], "diverged": counts["diverged"]})
         return out
 
-    def to_dict(self, stationary: list[StationaryPoint] | None, end_basins: list[Basin] | None = None) -> dict:
+    def to_dict(self) -> dict:
+        core = self.core
+        end_basins = core.basins.basins if core.basins is not None else None
         return clean({"starts": self.starts,
                       "statuses": {n: {s: c[s] for s in STATUSES if c[s]} for n, c in self.statuses.items()},
-                      "basins": self.basins_dict(stationary, end_basins)})
+                      "basins": self.basins_dict(core.stationary, end_basins), **core.run_level()})
 
     def text(self) -> str:
         text = f"{self.starts} start{'s' if self.starts != 1 else ''} done"
@@ -96,7 +113,9 @@ class Summary:
                 text += f" ({sum(grouped)} in {_count(len(grouped), 'basin')} of end points)"
         return text
 
-    def warnings(self, tol: float) -> list[str]:
+    def closing_warnings(self) -> list[str]:
+        """Per optimizer, how many starts had each kind of trouble, with an example (each record has its own)."""
+        tol = self.core.plan.tol
         out = []
         for name in self.optimizers:
             counts = self.statuses[name]
@@ -110,6 +129,11 @@ class Summary:
             if counts["oscillating"]:
                 out.append(f"{name}: {counts['oscillating']} of {self.starts} starts ended oscillating "
                            f"(e.g. {self.examples[(name, 'oscillating')]})")
+            if failures["wrong kind"]:
+                goal = "maximum" if self.core.plan.maximize else "minimum"
+                out.append(f"{name}: {failures['wrong kind']} of {self.starts} starts stopped where the gradient "
+                           f"vanishes, but the Hessian says it is no {goal} (e.g. "
+                           f"{self.examples[(name, 'wrong kind')]})")
             if counts["max_steps"] and tol > 0:
                 out.append(f"{name}: {counts['max_steps']} of {self.starts} starts stopped at --steps before the "
                            "gradient norm fell below --tol")
