@@ -17,7 +17,8 @@ from gradcli.methods.fd_engine import one_point, steps, taken_steps
 from gradcli.methods.fd_stencils import Stencil, stencil_values
 
 # The finer search: REFINE_POINTS steps evenly spread in log h between the sampled neighbours of the
-# sweep's smallest error (a decade), then again between the neighbours of the best of those, and so on.
+# sweep's smallest error (a decade), then REFINE_POINTS between the neighbours of the best of those. The
+# errors near the bottom of the V are rounding noise: a dense look finds what a bisection would step over.
 REFINE_POINTS = 17
 REFINE_ROUNDS = 2
 
