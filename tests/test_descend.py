@@ -15,7 +15,7 @@ import pytest
 
 from generated_programs import run_generated
 
-from gradcli.compute.descend import OPTIMIZERS, STATUSES, compute_descent
+from gradcli.compute.descend import OPTIMIZERS, STATUSES
 
 GUIDE = "3*x**2+2*x-1"
 BOOTH = "(x+2*y-7)**2+(2*x+y-5)**2"
@@ -26,6 +26,17 @@ NO_SYMPY = ("--stationary-timeout", "0")
 
 def runs_by_name(doc: dict) -> dict[str, dict]:
     return {r["optimizer"]: r for r in doc["runs"]}
+
+
+def descend_core(expression: str, start: str, *, every=None, jit=False, progress_factory=None, **options):
+    """One start through the core, as the CLI runs it (a batch of one): its record and kept trajectories."""
+    from gradcli.compute.descend import plan_descent, start_chunk
+    from gradcli.compute.descend.core import DescentCore
+
+    plan = plan_descent(expression, start=start, **options)
+    core = DescentCore(plan, stationary_time_limit=0, every=every, jit=jit, progress_factory=progress_factory)
+    (record,) = core.compute(start_chunk(plan)).records()
+    return record, core.trajectories
 
 
 # ---------------------------------------------------------------------------------------------
@@ -40,8 +51,8 @@ def test_guide_run_manual_and_sgd_end_at_minus_one_third(invoke_json):
         assert runs[name]["final"]["x"] == pytest.approx(-1 / 3, abs=1e-15)
         assert runs[name]["value"] == pytest.approx(-4 / 3, abs=1e-15)
     # the hand-written loop and Keras' SGD take identical steps, bit for bit
-    assert runs["manual"]["history"] == runs["sgd"]["history"]
-    assert [h["step"] for h in runs["manual"]["history"]] == list(range(101))
+    assert doc["trajectory"]["manual"] == doc["trajectory"]["sgd"]
+    assert [h["step"] for h in doc["trajectory"]["manual"]] == list(range(101))
 
 
 def test_guide_run_in_float32_prints_the_guides_number(invoke_json):
@@ -61,7 +72,7 @@ def test_default_tolerance_converges_early_at_minus_one_third(invoke_json):
     assert run["gradient_norm"] < doc["tol"] == 1e-10
     assert run["final"]["x"] == pytest.approx(-1 / 3, abs=1e-10)
     assert run["end_point_kind"] == "minimum"
-    assert "history" not in run  # only with --every
+    assert "trajectory" not in doc and doc["every"] is None  # only with --every
 
 
 def test_huge_steps_still_end_promptly(invoke_json):
@@ -106,12 +117,12 @@ def test_race_of_several_optimizers_from_the_same_start(invoke_json):
 
 
 def test_every_optimizer_runs_in_the_compiled_loop():
-    report = compute_descent("(x-1)**2+(y+2)**2", optimizers="all", lr=0.05, steps=300, stationary_time_limit=0)
-    assert [r.optimizer for r in report.runs] == list(OPTIMIZERS)
-    for run in report.runs:
-        assert run.status in STATUSES
-        assert run.value is not None and math.isfinite(run.value)
-        assert run.value < 5.0  # every optimizer went downhill from f(0, 0) = 5
+    record, _ = descend_core("(x-1)**2+(y+2)**2", "x=0,y=0", optimizers="all", lr=0.05, steps=30)
+    assert [r["optimizer"] for r in record["runs"]] == list(OPTIMIZERS)
+    for run in record["runs"]:
+        assert run["status"] in STATUSES
+        assert run["value"] is not None and math.isfinite(run["value"])
+        assert run["value"] < 5.0  # every optimizer went downhill from f(0, 0) = 5
 
 
 def test_booth_with_sgd_reaches_1_3(invoke_json):
@@ -150,15 +161,14 @@ def heavy_ball(x: float, lr: float, mu: float, steps: int, nesterov: bool = Fals
 
 
 def test_momentum_steps_in_float64():
-    report = compute_descent("x**2", start="x=1", optimizers="momentum,nesterov", steps=10, tol=0, every=1,
-                             stationary_time_limit=0)
-    for run in report.runs:
-        expected = heavy_ball(1.0, 0.1, 0.9, 10, nesterov=run.optimizer == "nesterov")
-        got = [h.point["x"] for h in run.history]
+    _, kept = descend_core("x**2", "x=1", optimizers="momentum,nesterov", steps=10, tol=0, every=1)
+    for name, history in kept.items():
+        expected = heavy_ball(1.0, 0.1, 0.9, 10, nesterov=name == "nesterov")
+        got = [h.point["x"] for h in history]
         assert len(got) == 11
         for a, b in zip(got, expected):
             assert a == pytest.approx(b, abs=1e-15, rel=0)
-    assert report.runs[0].history[2].point["x"] == pytest.approx(0.46, abs=1e-15)  # not 0.46000000357627869
+    assert kept["momentum"][2].point["x"] == pytest.approx(0.46, abs=1e-15)  # not 0.46000000357627869
 
 
 def test_keras_hyperparameters_are_exact_in_float64():
@@ -301,10 +311,11 @@ def test_json_schema(invoke_json):
     assert doc["dtype"] == "float64"
     (run,) = doc["runs"]
     assert set(run) >= {"optimizer", "learning_rate", "steps", "status", "final", "value", "gradient_norm",
-                        "history", "message", "stopped_at", "suggested_learning_rate", "nearest_stationary_point"}
-    steps = [h["step"] for h in run["history"]]
+                        "message", "stopped_at", "suggested_learning_rate", "nearest_stationary_point"}
+    history = doc["trajectory"]["manual"]
+    steps = [h["step"] for h in history]
     assert steps[:3] == [0, 10, 20] and steps[-1] == run["steps"]  # every K steps, and where it ended
-    assert run["history"][-1]["point"] == run["final"]
+    assert history[-1]["point"] == run["final"]
     assert doc["stationary_points"][0]["kind"] == "minimum"
 
 
@@ -371,13 +382,13 @@ def test_show_code_renames_variables_that_clash_with_the_program(invoke, invoke_
 
 
 def test_show_code_does_not_run_anything(invoke, monkeypatch):
-    import gradcli.compute.descend as descend
+    import gradcli.compute.descend.core as core
 
     def refuse(*args, **kwargs):
         raise AssertionError("--show-code ran the descent")
 
-    monkeypatch.setattr(descend, "run_plan", refuse)
-    monkeypatch.setattr(descend, "start_stationary_points", refuse)
+    monkeypatch.setattr(core, "run_starts", refuse)
+    monkeypatch.setattr(core, "start_stationary_points", refuse)
     result = invoke("descend", "tape*z + print**2 + optimizer", "--from", "tape=1,z=2,print=3,optimizer=4",
                     "-o", "all", "--show-code")
     assert result.exit_code == 0, result.stderr
@@ -421,20 +432,21 @@ def test_chunked_runs_match_one_piece_runs():
     def factory(name, total):
         return lambda done, total_: calls.append(done)
 
-    common = dict(start="x=1,y=-1", lr=0.0001, steps=9_000, tol=0, stationary_time_limit=0, jit=False)
-    whole = compute_descent("x**2+y**2", **common).runs[0]  # one compiled call
-    # --every 1 fills the history buffer every 4094 steps: three calls, each reporting progress
-    pieces = compute_descent("x**2+y**2", every=1, progress_factory=factory, **common).runs[0]
-    assert calls == [4094, 8188, 9000]
-    assert whole.final == pieces.final and whole.steps == pieces.steps == 9000
-    assert [h.step for h in pieces.history] == list(range(9_001))  # no step lost or repeated across calls
+    common = dict(lr=0.0001, steps=9_000, tol=0)
+    whole, _ = descend_core("x**2+y**2", "x=1,y=-1", **common)  # one compiled call
+    # --every 1 fills the history buffer every 4095 steps: three calls, each reporting progress
+    pieces, kept = descend_core("x**2+y**2", "x=1,y=-1", every=1, progress_factory=factory, **common)
+    assert calls == [4095, 8190, 9000]
+    assert whole["runs"][0]["final"] == pieces["runs"][0]["final"]
+    assert whole["runs"][0]["steps"] == pieces["runs"][0]["steps"] == 9000
+    assert [h.step for h in kept["manual"]] == list(range(9_001))  # no step lost or repeated across calls
 
 
 def test_infinite_start_value_is_said_plainly(invoke):
     result = invoke("descend", "log(x)", "--from", "x=0", "--format", "json")
     assert result.exit_code == 1
     doc = json.loads(result.stdout)
-    assert doc["runs"][0]["message"] == "f is infinite at the start point: choose another --from"
+    assert doc["runs"][0]["message"] == "f is infinite at the start point: choose another start"
 
 
 def test_setup_is_shown_once_and_not_billed_to_the_first_run(invoke_json):

@@ -154,9 +154,11 @@ class Runner:
         steps = tf.where(stopped_now, k, steps)
         running = tf.equal(status, RUNNING)
         if self.every is not None:
-            # Every every-th step, evaluated (a stopped row's later rows are dropped when read back).
-            # Scatter, not slice assignment: XLA needs slice bounds known when compiling.
-            wanted = tf.logical_and(tf.equal(k % self.every, 0), tf.reduce_any(tf.logical_or(active, running)))
+            # Every every-th step, evaluated (a stopped row's later rows are dropped when read back); not a
+            # paused step, which the next call evaluates again. Scatter, not slice assignment: XLA needs slice
+            # bounds known when compiling.
+            wanted = tf.logical_and(tf.equal(k % self.every, 0),
+                                    tf.reduce_any(tf.logical_and(active, tf.not_equal(status, PAUSED))))
 
             def record():
                 self.history.scatter_nd_update([[row]], [values])
@@ -258,6 +260,3 @@ class Runner:
         return BatchRows(status, steps, self.point().numpy(), last_value, last_gnorm, self.window.numpy(),
                          "tf.function+XLA" if self.jit else "tf.function", history=history)
 
-
-__all__ = ["BatchRows", "CONVERGED", "DIVERGED", "JIT_MIN_STEPS", "MAX_STEPS", "RetryWithoutXLA", "Runner",
-           "STALLED", "STALL_STEPS", "UNBOUNDED", "stop_status"]
