@@ -1,4 +1,5 @@
-"""gradcli check: hand-derived derivatives against SymPy's exact ones."""
+"""gradcli check: hand-derived derivatives against SymPy's exact ones, proved where SymPy can, else compared
+with exact values at points chosen from both formulas' features."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ import pytest
 def test_right_derivatives_pass(invoke):
     result = invoke("check", "x**2*y", "--expect", "x=2*x*y", "--expect", "y=x**2")
     assert result.exit_code == 0, result.stderr
-    assert result.stdout.startswith("ok: every expected derivative (x, y) matches")
-    assert result.stdout.rstrip().endswith("(SymPy proves the difference is 0)")
+    assert result.stdout.splitlines() == ["ok: every expected derivative (x, y) matches the exact one",
+                                          "  x  proved equal by SymPy", "  y  proved equal by SymPy"]
 
 
 def test_a_wrong_derivative_gives_the_first_counterexample(invoke):
@@ -20,11 +21,13 @@ def test_a_wrong_derivative_gives_the_first_counterexample(invoke):
     doc = json.loads(result.stdout)
     c = doc["counterexample"]
     assert doc["passed"] is False and c["variable"] == "x" and c["expected_formula"] == "2*x"
+    assert doc["decision"] == "differs" and [e["decision"] for e in doc["expectations"]] == ["differs", "proved equal"]
     x, y = c["point"]["x"], c["point"]["y"]
     assert c["exact"] == pytest.approx(2 * x * y) and c["expected"] == pytest.approx(2 * x)
     assert c["difference"] == pytest.approx(abs(2 * x - 2 * x * y))
     text = invoke("check", "x**2*y", "--expect", "x=2*x").stdout
-    assert text.startswith("mismatch: derivative by x at x=") and "exact     2*x*y" in text
+    assert text.startswith("differs: derivative by x at x=") and "exact     2*x*y" in text
+    assert text.rstrip().endswith("x  differs at the point above")
 
 
 def test_higher_orders_and_commas_inside_calls(invoke):
@@ -33,12 +36,21 @@ def test_higher_orders_and_commas_inside_calls(invoke):
     assert invoke("check", "exp(2*x)", "-n", "3", "--expect", "x=4*exp(2*x)").exit_code == 1
 
 
-def test_points_where_the_expression_is_undefined_are_skipped(invoke):
-    from gradcli.compute.check import DENSE
+def _comparison(expression: str, variable: str, expected: str, exact: str, rtol=1e-9, atol=1e-9):
+    from gradcli.compute.check import Expectation
+    from gradcli.compute.check_values import ExactComparison
+    from gradcli.expression import parse
 
-    doc = json.loads(invoke("check", "log(x)", "--expect", "x=1/x", "-f", "json").stdout)
-    # 20 random samples, then the ladder and the sweep: only their half where log(x) is real counts
-    assert doc["passed"] is True and 20 + DENSE // 2 < doc["points_checked"] < 20 + DENSE
+    expr = parse(expression)
+    return ExactComparison(expr.tree, [Expectation(variable, parse(expected), expected)],
+                           {variable: parse(exact).tree}, list(expr.variables), 1, rtol, atol)
+
+
+def test_points_where_the_expression_is_undefined_are_skipped():
+    import numpy as np
+
+    outcome = _comparison("log(x)", "x", "1/x", "1/x").compare({"x": np.array([-1.0, 0.5, 2.0, -3.0])}, 4)
+    assert outcome.checked == 2 and outcome.counterexample is None and outcome.left == 0
 
 
 def test_at_grid_and_points(invoke, tmp_path):
@@ -74,25 +86,84 @@ def test_usage_errors(invoke, args, words):
     assert result.stderr.startswith("gradcli: error:") and words in result.stderr
 
 
-@pytest.mark.parametrize("expression, expect, where", [
-    ("exp(-1e4*x**2)", "x=0", 0.0),  # a narrow band at the centre: the ladder closes in on it
-    ("exp(-1e4*(x - 0.7)**2)", "x=0", 0.7),  # a narrow band off centre: the sweep finds it
-    ("exp(-1e12*x**2)", "x=0", 0.0),  # narrower than the sweep's spacing
+@pytest.mark.parametrize("expression, expect, where, box", [
+    ("exp(-1e4*x**2)", "x=0", 0.0, "-2:2"),  # a narrow band at the centre ("ok at 20 points" once)
+    ("exp(-1e4*(x - 0.7)**2)", "x=0", 0.7, "-2:2"),  # off centre: where the exponent's argument is -1
+    ("exp(-1e12*x**2)", "x=0", 0.0, "-2:2"),  # narrower than the sweep's spacing
+    # a band 1e-12 wide at a kink off centre: found by the kink's and the exponent's features
+    ("abs(x - 0.3)", "x=where(x > 0.3, 1, -1) + 1e-3*exp(-1e24*(x - 0.3)**2)", 0.3, "-2:2"),
+    # a pole off centre, the formula wrong (by 1e-3 of it) within 1e-6 of it only
+    ("1/(x - 1.3)", "x=-(1 + 1e-3*exp(-1e12*(x - 1.3)**2))/(x - 1.3)**2", 1.3, "-1:3"),
 ])
-def test_a_formula_wrong_only_in_a_narrow_band_is_caught(invoke, expression, expect, where):
-    result = invoke("check", expression, "--expect", expect, "-f", "json")
+def test_a_formula_wrong_only_in_a_narrow_band_is_caught(invoke, expression, expect, where, box):
+    result = invoke("check", expression, "--expect", expect, "--box", box, "-f", "json")
     assert result.exit_code == 1, result.stdout
-    c = json.loads(result.stdout)["counterexample"]
-    assert abs(c["point"]["x"] - where) < 0.05 and c["difference"] > 1e-3
+    doc = json.loads(result.stdout)
+    c = doc["counterexample"]
+    assert doc["decision"] == "differs" and doc["proof"] == {"x": "unknown"}
+    assert abs(c["point"]["x"] - where) < 0.05 and c["difference"] > 5e-4 and c["difference"] > c["allowed"]
 
 
 def test_a_right_formula_is_not_failed_by_cancellation_in_float64(invoke):
-    # 1e20*(1 - cos(x)) loses every digit in float64 at |x| < 1e-5; the exact values agree
+    # 1e20*(1 - cos(x)) loses every digit in float64 at |x| < 1e-5: SymPy proves the formulas equal
     result = invoke("check", "1e20*(x - sin(x))", "--expect", "x=2e20*sin(x/2)**2", "--box", "-1e-5:1e-5",
                     "-f", "json")
     assert result.exit_code == 0, result.stdout
     doc = json.loads(result.stdout)
-    assert doc["passed"] is True and doc["proof"] == {"x": "equal"}
+    assert doc["passed"] is True and doc["proof"] == {"x": "equal"} and doc["decision"] == "proved equal"
+    assert doc["expectations"][0]["decision"] == "proved equal" and doc["points_checked"] == 0
+
+
+def test_where_sympy_cannot_prove_it_the_exact_values_decide(monkeypatch):
+    # SymPy does not prove sign(x - sin(x)) = sign(x); float64's 1 - cos(x) is 0 or 1.1e-16 here, the exact
+    # value 5e-13 and less: every point is decided at 30 digits
+    from gradcli.compute import check_values
+    from gradcli.compute.check import check_derivatives
+
+    monkeypatch.setattr(check_values, "EXACT_POINTS", 40)
+    report = check_derivatives("1e20*abs(x - sin(x))", expect=["x=2e20*where(x > 0, 1, -1)*sin(x/2)**2"],
+                               box="-1e-6:1e-6", samples=8, symbolic_time_limit=2.0)
+    doc = report.to_dict()
+    assert not report.failed and doc["decision"] == "sampled" and doc["proof"] == {"x": "unknown"}
+    assert 0 < doc["points_checked"] and doc["points_exact"] == 40 and doc["points_undecided"] > 0
+    assert "not counted as checked" in doc["notes"][-1]
+    # and a formula 1.5 times too large there, which float64 evaluates to 0 as it does the exact derivative
+    report = check_derivatives("1e20*abs(x - sin(x))", expect=["x=3e20*where(x > 0, 1, -1)*sin(x/2)**2"],
+                               box="-1e-6:1e-6", samples=8, symbolic_time_limit=2.0)
+    c = report.counterexample
+    assert report.failed and c["expected"] == pytest.approx(1.5 * c["exact"], rel=1e-12) and c["exact"] != 0
+
+
+def test_a_cancellation_float64_hides_is_found(invoke):
+    # both formulas are 0 in float64 at |x| < 1e-8 (cos(x) rounds to 1); the exact values differ by half
+    result = invoke("check", "1e20*(x - sin(x))", "--expect", "x=1.5e20*(1 - cos(x))", "--box", "-1e-8:1e-8",
+                    "-f", "json")
+    assert result.exit_code == 1, result.stdout
+    c = json.loads(result.stdout)["counterexample"]
+    assert c["expected"] == pytest.approx(1.5 * c["exact"], rel=1e-12) and c["exact"] > 0
+
+
+def test_a_formula_sympy_cannot_prove_passes_on_points_and_says_so(invoke):
+    result = invoke("check", "where(x > 0, x**3, -x**3)", "--expect", "x=3*x*abs(x)")
+    assert result.exit_code == 0, result.stdout
+    first, how = result.stdout.splitlines()
+    assert first == "ok: every expected derivative (x) matches the exact one"
+    assert how.startswith("  x  equal at ") and how.endswith(" sampled points, not proved")
+
+
+def test_features_are_found_where_the_formulas_have_them():
+    from gradcli.compute.check_points import feature_functions, feature_points, minima_of_abs
+    from gradcli.expression import parse
+
+    import numpy as np
+
+    functions = feature_functions([parse("exp(-1e4*(x - 0.7)**2) + 1/(x + 1.5) + abs(x - 0.25)").tree])
+    line = np.linspace(-2, 2, 4097)
+    found = sorted(x for g in functions for x in minima_of_abs(g, {"x": line}, "x", line))
+    for feature in (0.7 - 0.01, 0.7 + 0.01, -1.5, 0.25):  # |exponent| = 1, a pole, a kink
+        assert min(abs(x - feature) for x in found) < 1e-12
+    points = feature_points(functions, ["x"], (-2.0, 2.0), [{"x": 0.0}], lambda a: a)["x"]
+    assert np.any(np.abs(points - 0.25) < 1e-10) and np.any(np.abs(points - 0.25) > 0.5)
 
 
 def test_sympy_proves_an_identity_and_a_constant_offset(invoke):
@@ -101,18 +172,22 @@ def test_sympy_proves_an_identity_and_a_constant_offset(invoke):
     result = invoke("check", "x**2", "--expect", "x=2*x + 1", "-f", "json")
     doc = json.loads(result.stdout)
     assert result.exit_code == 1 and doc["proof"] == {"x": "different"} and doc["passed"] is False
+    entry, c = doc["expectations"][0], doc["counterexample"]
+    assert entry["decision"] == "proved different" and entry["sympy_difference"] == "1"
+    assert c["expected"] - c["exact"] == pytest.approx(1.0) and c["exact"] == pytest.approx(2 * c["point"]["x"])
+    text = invoke("check", "x**2", "--expect", "x=2*x + 1").stdout
+    assert "(SymPy proves expected - exact = 1, not 0)" in text and "x  proved different by SymPy" in text
 
 
-def test_counterexamples_use_exact_values(invoke):
-    from gradcli.compute.check import Expectation, _exact_difference
-    from gradcli.expression import parse
+def test_counterexamples_use_exact_values():
+    import numpy as np
 
-    exact = parse("1e20 - 1e20*cos(x)").tree
-    right = Expectation("x", parse("2e20*sin(x/2)**2"), "2e20*sin(x/2)**2")
-    assert _exact_difference(right, exact, {"x": 2.7392337464290868e-06}) is None  # float64 says 9244 apart
-    wrong = Expectation("x", parse("2e20*sin(x/2)**2 + 1e12"), "")
-    got, want = _exact_difference(wrong, exact, {"x": 0.5})
-    assert got - want == pytest.approx(1e12, rel=1e-3)
+    right = _comparison("x", "x", "2e20*sin(x/2)**2", "1e20 - 1e20*cos(x)")
+    outcome = right.compare({"x": np.array([2.7392337464290868e-06])}, 1)  # float64 says 9244 apart
+    assert outcome.checked == outcome.exact == 1 and outcome.counterexample is None
+    wrong = _comparison("x", "x", "2e20*sin(x/2)**2 + 1e12", "1e20 - 1e20*cos(x)")
+    c = wrong.compare({"x": np.array([0.5])}, 1).counterexample
+    assert c["expected"] - c["exact"] == pytest.approx(1e12, rel=1e-3)
 
 
 def test_an_exact_derivative_with_sign_is_evaluated_exactly(invoke):
@@ -155,14 +230,12 @@ def test_rtol_scales_with_the_exact_value(invoke):
 
 
 def test_the_tolerance_is_atol_plus_rtol_times_the_exact_value():
-    from gradcli.compute.check import Expectation, _exact_difference
-    from gradcli.expression import parse
+    import numpy as np
 
-    exact = parse("2*x").tree
-    off = Expectation("x", parse("2*x + 0.25"), "")
     # at x = 1: exact 2, off by 0.25; atol + rtol*|exact| = 0.05 + 0.1*2 = 0.25 just holds, 0.2499 not
-    assert _exact_difference(off, exact, {"x": 1.0}, rtol=0.1, atol=0.05) is None
-    assert _exact_difference(off, exact, {"x": 1.0}, rtol=0.1, atol=0.0499) is not None
+    at_one = {"x": np.array([1.0])}
+    assert _comparison("x", "x", "2*x + 0.25", "2*x", rtol=0.1, atol=0.05).compare(at_one, 1).checked == 1
+    assert _comparison("x", "x", "2*x + 0.25", "2*x", rtol=0.1, atol=0.0499).compare(at_one, 1).counterexample
 
 
 def test_a_proven_constant_offset_fails_whatever_the_tolerance(invoke):
@@ -190,3 +263,30 @@ def test_the_api_takes_rtol_and_atol():
     assert api.check("sin(x)", expect={"x": "1 - x**2/2"}, box="-0.1:0.1").failed
     with pytest.raises(api.UsageError):
         api.check("x**2", expect="x=2*x", rtol=-1.0)
+
+
+def test_float32_is_judged_by_float32_tolerances(invoke):
+    # cos(x) - (1 - x**2/2 + x**4/24) is x**6/720 and less: up to 1e-6 in the box, beyond float64's 1e-9
+    args = ("check", "sin(x)", "--expect", "x=1 - x**2/2 + x**4/24", "--box", "-0.3:0.3", "-f", "json")
+    assert invoke(*args).exit_code == 1
+    result = invoke(*args, "--dtype", "float32")
+    assert result.exit_code == 0, result.stdout
+    doc = json.loads(result.stdout)
+    assert doc["dtype"] == "float32" and doc["rtol"] == doc["atol"] == 1e-5 and doc["decision"] == "sampled"
+    import numpy as np
+
+    c = json.loads(invoke(*args[:3], "x=1 - x**2/2", *args[4:], "--dtype", "float32").stdout)["counterexample"]
+    assert float(np.float32(c["point"]["x"])) == c["point"]["x"]  # a float32 point
+
+
+def test_a_rule_s_function_can_be_checked(invoke):
+    rule = "g(u) = u**3; d/du = 3*u**2"
+    doc = json.loads(invoke("check", "g(x)*y", "--rule", rule, "--expect", "x=3*x**2*y,y=g(x)", "-f", "json").stdout)
+    assert doc["passed"] is True and doc["proof"] == {"x": "equal", "y": "equal"}
+    result = invoke("check", "g(x)", "--rule", rule, "--expect", "x=3*x**2 + 1e-6*exp(-1e6*(x - 0.5)**2)",
+                    "-f", "json")
+    assert result.exit_code == 1
+    c = json.loads(result.stdout)["counterexample"]
+    assert abs(c["point"]["x"] - 0.5) < 1e-2 and c["exact"] == pytest.approx(3 * c["point"]["x"] ** 2)
+    wrong_rule = invoke("check", "g(x)", "--rule", "g(u) = u**3; d/du = 3*u", "--expect", "x=3*x")
+    assert wrong_rule.exit_code == 1 and "rule g is wrong" in wrong_rule.stderr

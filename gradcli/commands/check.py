@@ -7,8 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from gradcli.commands.common import (FileOption, GridOption, PointsOption, SymbolicTimeoutOption, at_option,
-                                     handle_errors)
+from gradcli.commands.common import (DType, DTypeOption, FileOption, GridOption, PointsOption, RuleOption,
+                                     SymbolicTimeoutOption, at_option, handle_errors)
 from gradcli.commands.expression_file import expression_text
 
 
@@ -31,19 +31,24 @@ def check(
     points: PointsOption = None,
     grid: GridOption = None,
     box: Annotated[str, typer.Option("--box", metavar="LOW:HIGH",
-                                     help="Else: random points (where defined) in this box.")] = "-2:2",
+                                     help="Else: points sampled (where defined) in this box.")] = "-2:2",
     samples: Annotated[int, typer.Option("--samples", min=1, max=100_000, metavar="N",
                                          help="How many random points.")] = 20,
     seed: Annotated[int, typer.Option("--seed", metavar="N", help="Seed of the random points.")] = 0,
     output: Annotated[CheckFormat, typer.Option("--format", "-f", case_sensitive=False, metavar="FORMAT",
                                                 help="text, or json for scripts.")] = CheckFormat.text,
-    rtol: Annotated[float, typer.Option("--rtol", metavar="R", help="Agree where |expected - exact| <= "
-                                        "ATOL + R*|exact| (numpy's isclose).")] = 1e-9,
-    atol: Annotated[float, typer.Option("--atol", metavar="A", help="The absolute part of that tolerance.")] = 1e-9,
+    rtol: Annotated[Optional[float], typer.Option(
+        "--rtol", metavar="R", help="Agree where |expected - exact| <= ATOL + R*|exact| (numpy's isclose; "
+        "default 1e-9, float32: 1e-5).", show_default=False)] = None,
+    atol: Annotated[Optional[float], typer.Option(
+        "--atol", metavar="A", help="The absolute part of that tolerance (same default).",
+        show_default=False)] = None,
+    dtype: DTypeOption = DType.float64,
     symbolic_timeout: SymbolicTimeoutOption = 10.0,
+    rule: RuleOption = None,
 ) -> None:
-    """Check hand-derived derivatives against SymPy's exact ones: exit 0 when every --expect matches at
-    every point, 1 with the first counterexample (point, expected, exact, difference).
+    """Check hand-derived derivatives against SymPy's exact ones: proved equal by SymPy, or equal at
+    every point sampled (exit 0), or a counterexample with exact values (exit 1).
 
     Examples:
 
@@ -53,12 +58,16 @@ def check(
       gradcli check "log(x)" -e x=1/x --box 0.1:5 -f json
       gradcli check "sin(x)" -e "x=1 - x**2/2" --box -0.1:0.1 --atol 1e-5
     """
+    from gradcli.expression.rules import define_rules
+
+    checked = define_rules(rule, time_limit=symbolic_timeout)  # a wrong rule: exit 1, with a counterexample
     expression = expression_text(expression, file)
     from gradcli.compute.check import check_derivatives
 
     report = check_derivatives(expression, expect=expect or [], order=order, at=at, points=points, grid=grid,
                                box=box, samples=samples, seed=seed, symbolic_time_limit=symbolic_timeout,
-                               rtol=rtol, atol=atol)
+                               rtol=rtol, atol=atol, dtype=dtype.value)
+    report.notes += checked.notes
     if output is CheckFormat.json:
         from gradcli.render.common import to_json
 
@@ -71,24 +80,39 @@ def check(
 
 
 def _print_text(report) -> None:
+    """The verdict first (ok, differs, or nothing checked), then how each formula was decided."""
+    from gradcli.compute.check import (DIFFERS, NOT_CHECKED, PROVED_DIFFERENT, PROVED_EQUAL, SAMPLED,
+                                       TOLERANCES)
+
     what = "derivative" if report.order == 1 else f"derivative of order {report.order}"
     c = report.counterexample
-    if c is None and report.passed:
+    defaults = (TOLERANCES[report.dtype],) * 2
+    within = "" if (report.rtol, report.atol) == defaults else f" within --rtol {report.rtol:g} --atol {report.atol:g}"
+    if report.passed:
         names = ", ".join(e["variable"] for e in report.expectations)
-        proved = all(p == "equal" for p in report.proof.values())
-        how = "SymPy proves the difference is 0" if proved else "SymPy could not prove it for every formula"
-        within = "" if (report.rtol, report.atol) == (1e-9, 1e-9) else \
-            f" within --rtol {report.rtol:g} --atol {report.atol:g}"
-        print(f"ok: every expected {what} ({names}) matches the exact one{within} at {report.points_checked:,} "
-              f"points ({how})")
-        return
-    if c is None:
-        return
-    point = ", ".join(f"{k}={v!r}" for k, v in c["point"].items())
-    exact = next(e["exact"] for e in report.expectations if e["variable"] == c["variable"])
-    print(f"mismatch: {what} by {c['variable']} at {point}")
-    print(f"  expected  {c['expected_formula']} = {c['expected'] if c['expected'] is not None else 'undefined'}")
-    print(f"  exact     {exact} = {c['exact']!r}")
-    allowed = f" (more than the {c['allowed']:.3g} that --rtol {report.rtol:g} and --atol {report.atol:g} allow)"
-    print(f"  difference {c['difference']!r}{allowed}" if c["difference"] is not None
-          else "  difference: undefined")
+        print(f"ok: every expected {what} ({names}) matches the exact one{within}")
+    elif c is not None:
+        point = ", ".join(f"{k}={v!r}" for k, v in c["point"].items())
+        entry = next(e for e in report.expectations if e["variable"] == c["variable"])
+        print(f"differs: {what} by {c['variable']} at {point}")
+        print(f"  expected  {c['expected_formula']} = {c['expected'] if c['expected'] is not None else 'undefined'}")
+        print(f"  exact     {entry['exact']} = {c['exact']!r}")
+        if c["difference"] is None:
+            print("  difference: undefined")
+        elif entry["decision"] == PROVED_DIFFERENT:
+            print(f"  difference {c['difference']!r} (SymPy proves expected - exact = {entry['sympy_difference']}, "
+                  "not 0)")
+        else:
+            print(f"  difference {c['difference']!r} (more than the {c['allowed']:.3g} that --rtol {report.rtol:g} "
+                  f"and --atol {report.atol:g} allow)")
+    else:
+        print(f"not decided: no point where {report.expression} and its exact {what} are defined could be checked")
+    sampled = f"equal at {report.points_checked:,} sampled point{'s' if report.points_checked != 1 else ''}"
+    if report.points_exact:
+        sampled += f" ({report.points_exact:,} at 30 digits)"
+    how = {PROVED_EQUAL: "proved equal by SymPy", PROVED_DIFFERENT: "proved different by SymPy",
+           DIFFERS: "differs at the point above", SAMPLED: f"{sampled}, not proved",
+           NOT_CHECKED: "not decided" + (" (the check stopped at the first counterexample)" if c else "")}
+    width = max(len(e["variable"]) for e in report.expectations)
+    for e in report.expectations:
+        print(f"  {e['variable']:<{width}}  {how[e['decision']]}")

@@ -1,39 +1,43 @@
 """``check``: are hand-derived derivatives right? Each ``--expect x=FORMULA`` is compared with SymPy's exact
-derivative, first as formulas (SymPy simplifies the difference: 0 proves the formula right, a nonzero
-number proves it wrong), then at every point of ``--at``, ``--points``/``--grid``, or in a box: random points
-plus a ladder of points closing in on the box's centre and on 0, where narrow features (``exp(-1e4*x**2)``)
-live that uniform samples miss. Points where the expression or the exact derivative is undefined are
-skipped. Float64 evaluation finds the candidates; a candidate is a counterexample only when both formulas,
-evaluated exactly (30 digits) at that point, differ too, so cancellation in float64 never fails a right
-formula."""
+derivative. It is decided exactly where SymPy can: SymPy simplifies expected - exact within a share of the
+symbolic time limit (then tries ``equals``), and 0 proves the formula right ("proved equal"); a nonzero
+number proves it wrong ("proved different", with a counterexample point evaluated at 30 digits). Where
+SymPy cannot decide, the formulas are compared at points: ``--at``, ``--points``/``--grid``, or in a box
+points chosen adaptively (:mod:`gradcli.compute.check_points`: samples, the features of both formulas, a
+sweep, then more points where they come closest to differing), each compared against exact values
+(:mod:`gradcli.compute.check_values`), so float64's rounding neither fails a right formula nor hides a
+wrong one; such a pass is "equal at N sampled points, not proved". Points where the expression or the exact
+derivative is undefined are skipped."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
 
+from gradcli.compute.check_values import allowed
 from gradcli.errors import UsageError
 from gradcli.expression import Expression, parse
 from gradcli.expression.points import split_top_level
 from gradcli.results import clean
 
 # A formula agrees with the exact derivative where |expected - exact| <= ATOL + RTOL * |exact| (numpy.isclose's
-# rule, with the exact value as the reference; --rtol/--atol). Both are evaluations of exact formulas, so the
-# defaults only absorb rounding: 1e-9 each (until --rtol/--atol came, the rule was 1e-9 * max(1, |exact|),
-# the larger of the two terms instead of their sum).
-RTOL = 1e-9
-ATOL = 1e-9
+# rule, with the exact value as the reference; --rtol/--atol). Both sides are exact values, so the defaults
+# only absorb what the formulas are meant to be evaluated in: 1e-9 each in float64, 1e-5 each (some 80
+# float32 ulps) for --dtype float32.
+TOLERANCES = {"float64": 1e-9, "float32": 1e-5}
+RTOL = ATOL = TOLERANCES["float64"]
 DEFAULT_SAMPLES = 20
-MAX_TRIES = 50  # random candidates per wanted sample, before giving up on a domain too small to hit
-# Ladder points per side of each centre: half-widths 2^0 .. 2^-(LADDER - 1) of the box (down to ~1e-12 of it).
-LADDER = 40
-# Points of the dense sweep after the samples and the ladder: a grid for one variable (spacing 6e-5 of the
-# box), uniform random points for several. Float64 evaluation of the formulas at this many takes milliseconds.
-DENSE = 2**16
-# Float64 candidates re-checked exactly (30 digits) before the check gives up confirming any of them.
-EXACT_CONFIRMATIONS = 64
-# The share of --symbolic-timeout SymPy may spend proving the formulas equal (the rest is for differentiating).
-PROOF_SHARE = 0.5
+# The shares of --symbolic-timeout SymPy may spend proving the formulas equal: simplify, then equals on what
+# simplify left (the limit is for differentiating; a proof SymPy does not find in these seconds it rarely
+# finds at all, and the points decide then).
+PROOF_SHARE = 0.3
+EQUALS_SHARE = 0.1
+# How each expectation was decided (the JSON's "decision"; the text says it in words).
+PROVED_EQUAL = "proved equal"
+PROVED_DIFFERENT = "proved different"
+DIFFERS = "differs"
+SAMPLED = "sampled"
+NOT_CHECKED = "not checked"
 
 
 @dataclass
@@ -49,6 +53,8 @@ class CheckReport:
     order: int
     expectations: list[dict]
     points_checked: int = 0
+    points_exact: int = 0  # of those, where a formula had to be evaluated at 30 digits
+    points_undecided: int = 0  # past the budget of exact evaluations: not counted
     counterexample: dict | None = None
     # per variable: "equal" (SymPy proved expected - exact == 0), "different" (a nonzero constant), "unknown"
     proof: dict[str, str] = field(default_factory=dict)
@@ -56,19 +62,30 @@ class CheckReport:
     notes: list[str] = field(default_factory=list)
     failed: bool = False
     command: str = "check"
+    dtype: str = "float64"
     rtol: float = RTOL
     atol: float = ATOL
 
     @property
     def passed(self) -> bool:
-        proved = bool(self.proof) and all(v == "equal" for v in self.proof.values())
-        return self.counterexample is None and (self.points_checked > 0 or proved) and \
-            "different" not in self.proof.values()
+        return not self.failed and all(e["decision"] in (PROVED_EQUAL, SAMPLED) for e in self.expectations)
+
+    @property
+    def decision(self) -> str:
+        """The run's verdict: "proved equal" when SymPy proved every formula, "differs" when one is wrong,
+        "sampled" when the rest agree at every point checked, "not checked" when no point could be."""
+        decisions = {e["decision"] for e in self.expectations}
+        if decisions & {PROVED_DIFFERENT, DIFFERS}:
+            return DIFFERS
+        if decisions == {PROVED_EQUAL}:
+            return PROVED_EQUAL
+        return SAMPLED if self.passed else NOT_CHECKED
 
     def to_dict(self) -> dict:
         return clean({"command": self.command, "expression": self.expression, "order": self.order,
-                      "expectations": self.expectations, "points_checked": self.points_checked,
-                      "passed": self.passed, "proof": self.proof,
+                      "dtype": self.dtype, "decision": self.decision, "expectations": self.expectations,
+                      "points_checked": self.points_checked, "points_exact": self.points_exact,
+                      "points_undecided": self.points_undecided, "passed": self.passed, "proof": self.proof,
                       "counterexample": self.counterexample, "rtol": self.rtol, "atol": self.atol,
                       "tolerance": "|expected - exact| <= atol + rtol * |exact|",
                       "warnings": self.warnings, "notes": self.notes})
@@ -99,22 +116,6 @@ def parse_expectations(texts: list[str], expr: Expression) -> list[Expectation]:
     return out
 
 
-def random_points(variables: list[str], box: tuple[float, float], samples: int, seed: int, ok) -> dict:
-    """``samples`` points uniform in the box where ``ok(points) -> bool mask`` holds (undefined ones skipped)."""
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    kept = {v: np.empty(0) for v in variables}
-    for _ in range(MAX_TRIES):
-        candidates = {v: rng.uniform(box[0], box[1], samples) for v in variables}
-        mask = ok(candidates)
-        for v in variables:
-            kept[v] = np.concatenate([kept[v], candidates[v][mask]])
-        if len(kept[variables[0]]) >= samples:
-            break
-    return {v: a[:samples] for v, a in kept.items()}
-
-
 def parse_box(text: str) -> tuple[float, float]:
     low, sep, high = text.partition(":")
     try:
@@ -126,114 +127,58 @@ def parse_box(text: str) -> tuple[float, float]:
     return box
 
 
-def allowed(exact, rtol: float = RTOL, atol: float = ATOL):
-    """How far a formula may be from the exact value ``exact`` (a number or an array) and still agree."""
-    return atol + rtol * abs(exact)
-
-
 def check_tolerance(option: str, value: float) -> float:
     if not (math.isfinite(value) and value >= 0):
         raise UsageError(f"{option} must be a finite number >= 0, not {value!r}")
     return value
 
 
-def compare(expr: Expression, expectations: list[Expectation], exact_trees: dict, points: dict, size: int,
-            order: int, *, largest: bool = False, rtol: float = RTOL,
-            atol: float = ATOL) -> tuple[int, dict | None]:
-    """(points compared, the first counterexample or None), over one batch of points: float64 finds the
-    candidates all at once, exact evaluation at each candidate decides. With ``largest`` the candidates are
-    tried from the largest float64 difference down (a sweep's first hit is often a band's faint edge)."""
-    import numpy as np
-
-    from gradcli.methods import symbolic
-
-    usable = np.isfinite(symbolic.evaluate(expr.tree, points, size))
-    exact = {e.variable: symbolic.evaluate(exact_trees[e.variable], points, size) for e in expectations}
-    for e in expectations:
-        usable &= np.isfinite(exact[e.variable])
-    candidates: list[tuple[int, Expectation]] = []
-    for e in expectations:
-        want = exact[e.variable]
-        got = symbolic.evaluate(e.formula.tree, points, size)
-        with np.errstate(invalid="ignore"):
-            wrong = usable & (~np.isfinite(got) | (np.abs(got - want) > allowed(want, rtol, atol)))
-        hits = np.nonzero(wrong)[0]
-        if largest:
-            with np.errstate(invalid="ignore"):
-                gap = np.where(np.isfinite(got[hits]), np.abs(got[hits] - want[hits]), np.inf)
-            hits = hits[np.argsort(-gap, kind="stable")]
-        candidates += [(int(k), e) for k in hits[:EXACT_CONFIRMATIONS]]
-    if not largest:
-        candidates.sort(key=lambda c: c[0])
-    for k, e in candidates[:EXACT_CONFIRMATIONS]:
-        point = {v: float(a[k]) for v, a in points.items()}
-        verdict = _exact_difference(e, exact_trees[e.variable], point, rtol, atol)
-        if verdict is not None:
-            got, want = verdict
-            finite = got is not None and math.isfinite(got)
-            return int(usable[:k + 1].sum()), {
-                "point": point, "variable": e.variable, "order": order, "expected_formula": e.text,
-                "expected": got if finite else None, "exact": want,
-                "difference": abs(got - want) if finite else None, "allowed": allowed(want, rtol, atol)}
-    return int(usable.sum()), None
-
-
-def _exact_difference(e: Expectation, exact_tree, point: dict[str, float], rtol: float = RTOL,
-                      atol: float = ATOL) -> tuple[float | None, float] | None:
-    """(expected, exact), both evaluated exactly at ``point``, when they really differ there; None when they
-    agree (float64 lost the digits) or the exact derivative is undefined there."""
-    import sympy as sp
-
-    from gradcli.methods.symbolic import symbols_for, to_sympy, value_at
-
-    symbols = symbols_for(point)
-    subs = {symbols[v]: sp.Rational(x) for v, x in point.items()}
-    want = value_at(to_sympy(exact_tree, symbols), subs)
-    if want is None or not math.isfinite(want):
-        return None
-    got = value_at(to_sympy(e.formula.tree, symbols), subs)
-    if got is not None and math.isfinite(got) and abs(got - want) <= allowed(want, rtol, atol):
-        return None
-    return got, want
-
 
 def prove(expression_tree, variables: list[str], order: int, expected: list[tuple[str, object]],
-          cancel=None) -> dict[str, str]:
-    """For each (variable, formula tree): "equal" when SymPy simplifies formula - exact derivative to 0,
-    "different" when to a nonzero number, else "unknown" (SymPy's simplify proves no identity it misses).
-    Module-level with picklable arguments, for a forked worker."""
+          use_equals: bool = False, cancel=None) -> dict[str, tuple[str, str | None]]:
+    """For each (variable, formula tree): ("equal", None) when SymPy simplifies formula - exact derivative to
+    0 (or, with ``use_equals``, its ``equals(0)`` proves it), ("different", the difference) when it is a
+    nonzero number, else ("unknown", None): simplify proves no identity it misses. Module-level with
+    picklable arguments, for a forked worker."""
     import sympy as sp
 
     from gradcli.methods.symbolic import diff, symbols_for, to_sympy
 
     symbols = symbols_for(variables)
     f = to_sympy(expression_tree, symbols)
-    out: dict[str, str] = {}
+    out: dict[str, tuple[str, str | None]] = {}
     for name, tree in expected:
         if cancel is not None:
             cancel.check()
         d = diff(f, *[symbols[name]] * order)
         difference = sp.simplify(to_sympy(tree, symbols) - d)
         if difference.is_zero is True:
-            out[name] = "equal"
+            out[name] = ("equal", None)
         elif difference.is_number and difference.is_zero is False and difference.is_finite:
-            out[name] = "different"
+            out[name] = ("different", str(difference))
+        elif use_equals and difference.equals(0) is True:
+            out[name] = ("equal", None)
         else:
-            out[name] = "unknown"
+            out[name] = ("unknown", None)
     return out
 
 
 def check_derivatives(expression: str, *, expect: list[str], order: int = 1, at: list[str] | None = None,
                       points: str | None = None, grid: str | None = None, box: str = "-2:2",
                       samples: int = DEFAULT_SAMPLES, seed: int = 0, symbolic_time_limit: float = 10.0,
-                      chunk_size: int = 4096, rtol: float = RTOL, atol: float = ATOL) -> CheckReport:
+                      chunk_size: int = 4096, rtol: float | None = None, atol: float | None = None,
+                      dtype: str = "float64") -> CheckReport:
     """Everything ``gradcli check`` says, as a :class:`CheckReport` (``failed``: exit 1)."""
     from gradcli.compute.batch.derivative import check_order
+    from gradcli.compute.check_values import ExactComparison
+    from gradcli.compute.request import check_dtype
     from gradcli.errors import ComputeError
     from gradcli.methods.symbolic import differentiate
     from gradcli.methods.worker import BoundedJob, SymbolicTimeout
 
-    rtol, atol = check_tolerance("--rtol", rtol), check_tolerance("--atol", atol)
+    dtype = check_dtype(dtype)
+    rtol = check_tolerance("--rtol", TOLERANCES[dtype] if rtol is None else rtol)
+    atol = check_tolerance("--atol", TOLERANCES[dtype] if atol is None else atol)
     expr = parse(expression)
     expectations = parse_expectations(expect, expr)
     order = check_order(order)
@@ -251,94 +196,212 @@ def check_derivatives(expression: str, *, expect: list[str], order: int = 1, at:
         raise ComputeError(f"the exact derivative cannot be evaluated: {next(iter(formulas.untranslatable.values()))}")
     trees = {e.variable: formulas.trees[(e.variable,) * order] for e in expectations}
     report = CheckReport(expr.text, order, [{"variable": e.variable, "expected": e.text,
-                                             "exact": formulas.texts[(e.variable,) * order]} for e in expectations],
-                         rtol=rtol, atol=atol)
-    proof = BoundedJob(prove, (expr.tree, variables, order, [(e.variable, e.formula.tree) for e in expectations]),
-                       max(0.1, PROOF_SHARE * symbolic_time_limit), parallel=True, cancellable=True)
-    try:
-        report.proof = proof.result()
-    except SymbolicTimeout:
-        report.proof = {e.variable: "unknown" for e in expectations}
-        report.notes.append("SymPy could not decide within its time whether the formulas are equal: checked at "
-                            "points only")
-    if "different" in report.proof.values():
+                                             "exact": formulas.texts[(e.variable,) * order],
+                                             "decision": NOT_CHECKED, "sympy_difference": None}
+                                            for e in expectations], dtype=dtype, rtol=rtol, atol=atol)
+    differences = _proofs(report, expr, variables, order, expectations, symbolic_time_limit)
+    comparison = ExactComparison(expr.tree, expectations, trees, variables, order, rtol, atol)
+    cast = _caster(dtype)
+    sampled = SampledPoints(comparison)
+    if at is not None or points is not None or grid is not None:
+        for batch, size in _given_points(variables, at, points, grid, chunk_size, cast):
+            if sampled.add(batch, size, share=1.0):
+                break
+    elif "unknown" in report.proof.values() and "different" not in report.proof.values():
+        _sample_box(sampled, expr, trees, expectations, variables, bounds, samples, seed, cast)
+    report.points_checked = sampled.checked
+    report.points_exact = sampled.exact
+    report.points_undecided = sampled.left
+    report.counterexample = sampled.counterexample
+    proved_wrong = [e for e in expectations if report.proof[e.variable] == "different"]
+    if proved_wrong and report.counterexample is None:
+        report.counterexample = _any_counterexample(comparison, proved_wrong[0], expr, trees, variables, bounds,
+                                                    seed, cast, sampled.seen)
+    for entry, e in zip(report.expectations, expectations):
+        status = report.proof[e.variable]
+        entry["sympy_difference"] = differences.get(e.variable)
+        if status == "equal":
+            entry["decision"] = PROVED_EQUAL
+        elif status == "different":
+            entry["decision"] = PROVED_DIFFERENT
+        elif e.variable in sampled.differing:
+            entry["decision"] = DIFFERS
+        elif report.counterexample is None and report.points_checked > 0:
+            entry["decision"] = SAMPLED
+    if report.counterexample is not None or proved_wrong:
         report.failed = True
-    for batch, size, sweep in _batches(expr, trees, variables, at, points, grid, bounds, samples, seed, chunk_size):
-        checked, counterexample = compare(expr, expectations, trees, batch, size, order, largest=sweep, rtol=rtol,
-                                          atol=atol)
-        report.points_checked += checked
-        if counterexample is not None:
-            report.counterexample = counterexample
-            report.failed = True
-            return report
-    if report.points_checked == 0 and not report.passed and not report.failed:
+    elif not report.passed:
         report.failed = True
-        report.warnings.append(f"no point where {expr.text} and its exact derivative are defined: nothing checked")
-    if report.counterexample is None and "different" in report.proof.values():
-        names = ", ".join(v for v, p in report.proof.items() if p == "different")
+        report.warnings.append(f"no point where {expr.text} and its exact derivative are defined could be "
+                               "checked: nothing decided")
+    if proved_wrong and report.counterexample is None:
+        names = ", ".join(e.variable for e in proved_wrong)
         report.warnings.append(f"SymPy proves the expected derivative by {names} wrong (the difference is a "
-                               "nonzero constant), but no point of the check shows it")
+                               "nonzero constant), but no point where both are defined was found to show it")
+    if sampled.left:
+        from gradcli.compute.check_values import EXACT_POINTS, EXACT_SECONDS
+
+        report.notes.append(f"{sampled.left:,} of the points sampled could be decided only at 30 digits (float64 "
+                            f"cannot vouch for the values there), past the check's {EXACT_POINTS} such "
+                            f"evaluations or {EXACT_SECONDS:g} s: not counted as checked")
     return report
 
 
-def _batches(expr, trees, variables, at, points, grid, bounds, samples, seed, chunk_size):
-    """The points to check at, as (values by variable, count, whether a sweep of gradcli's own) batches."""
+def _proofs(report: CheckReport, expr, variables, order, expectations, time_limit) -> dict[str, str]:
+    """SymPy's proofs into ``report.proof``; returns the proven nonzero differences by variable."""
+    from gradcli.methods.worker import BoundedJob, SymbolicTimeout
+
+    report.proof = {e.variable: "unknown" for e in expectations}
+    differences: dict[str, str] = {}
+    for use_equals, share in ((False, PROOF_SHARE), (True, EQUALS_SHARE)):
+        open_ = [(e.variable, e.formula.tree) for e in expectations if report.proof[e.variable] == "unknown"]
+        if not open_:
+            break
+        job = BoundedJob(prove, (expr.tree, variables, order, open_, use_equals), max(0.1, share * time_limit),
+                         parallel=True, cancellable=True)
+        try:
+            found = job.result()
+        except SymbolicTimeout:
+            if not use_equals:
+                report.notes.append("SymPy could not simplify the differences within its share of "
+                                    "--symbolic-timeout: decided at points")
+            continue
+        for name, (status, difference) in found.items():
+            report.proof[name] = status
+            if difference is not None:
+                differences[name] = difference
+    return differences
+
+
+class SampledPoints:
+    """The points compared so far: counts, the first counterexample, and the points that came closest to
+    differing (for :func:`gradcli.compute.check_points.around`)."""
+
+    def __init__(self, comparison):
+        self.comparison = comparison
+        self.checked = self.exact = self.left = 0
+        self.counterexample: dict | None = None
+        self.differing: set[str] = set()
+        self.closest: list[tuple[float, dict]] = []
+        self.seen: list[dict] = []  # a few points where everything is defined
+
+    def add(self, batch: dict, size: int, share: float = 0.5) -> bool:
+        """Compare at ``batch``; True once a counterexample is found (the check stops)."""
+        import numpy as np
+
+        from gradcli.compute.check_points import REFINE_POINTS
+
+        outcome = self.comparison.compare(batch, size, share)
+        self.checked += outcome.checked
+        self.exact += outcome.exact
+        self.left += outcome.left
+        closeness = np.asarray(outcome.closeness)
+        decided = np.flatnonzero(np.isfinite(closeness))
+        if len(self.seen) < 4:
+            self.seen += [{v: float(a[k]) for v, a in batch.items()} for k in decided[:4 - len(self.seen)]]
+        best = decided[np.argsort(-closeness[decided], kind="stable")][:REFINE_POINTS]
+        self.closest += [(float(closeness[k]), {v: float(a[k]) for v, a in batch.items()})
+                         for k in best if closeness[k] > 0]
+        self.closest = sorted(self.closest, key=lambda c: -c[0])[:REFINE_POINTS]
+        if outcome.counterexample is not None:
+            self.counterexample = outcome.counterexample
+            self.differing |= outcome.differing
+            return True
+        return False
+
+
+def _sample_box(sampled: SampledPoints, expr, trees, expectations, variables, bounds, samples, seed, cast):
+    """Random samples, ladders, the formulas' features, a sweep, then refinement, until a counterexample."""
+    from gradcli.compute import check_points as where
+
+    defined = _defined(expr, trees)
+    chosen = where.random_points(variables, bounds, samples, seed, defined, cast)
+    if sampled.add(chosen, len(chosen[variables[0]])):
+        return
+    centre = {v: (bounds[0] + bounds[1]) / 2 for v in variables}
+    lines = min(where.EXTRA_LINES, len(chosen[variables[0]])) if len(variables) > 1 else 0
+    bases = [centre] + [{v: float(chosen[v][k]) for v in variables} for k in range(lines)]
+    functions = where.feature_functions([expr.tree, *(e.formula.tree for e in expectations), *trees.values()])
+    for points in (lambda: where.ladder_points(variables, bounds, cast),
+                   lambda: where.feature_points(functions, variables, bounds, bases, cast),
+                   lambda: where.dense_points(variables, bounds, seed, cast)):
+        batch = _only(points(), defined)
+        if sampled.add(batch, len(batch[variables[0]])):
+            return
+    for round_ in range(where.REFINE_ROUNDS):
+        if not sampled.closest:
+            return
+        batch = _only(where.around([p for _, p in sampled.closest], variables, bounds, seed + round_, cast),
+                      defined)
+        if sampled.add(batch, len(batch[variables[0]]), share=0.5 if round_ < where.REFINE_ROUNDS - 1 else 1.0):
+            return
+
+
+def _defined(expr, trees):
+    """A mask function: where the expression and every exact derivative are defined in float64."""
+    import numpy as np
+
+    from gradcli.methods import symbolic
+
+    def defined(candidates):
+        size = len(next(iter(candidates.values())))
+        mask = ~np.isnan(symbolic.evaluate(expr.tree, candidates, size))
+        for tree in trees.values():
+            mask &= ~np.isnan(symbolic.evaluate(tree, candidates, size))
+        return mask
+
+    return defined
+
+
+def _only(points: dict, defined) -> dict:
+    mask = defined(points)
+    return {v: a[mask] for v, a in points.items()}
+
+
+def _caster(dtype: str):
+    """Coordinates rounded to the dtype checked (float32 points are float32 numbers), kept as float64."""
+    import numpy as np
+
+    if dtype == "float64":
+        return lambda a: np.asarray(a, dtype=np.float64)
+
+    def cast(a):
+        with np.errstate(over="ignore"):
+            return np.asarray(a, dtype=np.float64).astype(np.float32).astype(np.float64)
+
+    return cast
+
+
+def _given_points(variables, at, points, grid, chunk_size, cast):
+    """The points of --at, --points or --grid, as (values by variable, count) batches."""
     import numpy as np
 
     from gradcli.expression.points import check_covers, parse_point
-    from gradcli.methods import symbolic
 
     if at is not None:
         point = parse_point(at)
         check_covers(point, variables)
-        yield {v: np.array([point.values[v]]) for v in variables}, 1, False
+        yield {v: cast(np.array([point.values[v]])) for v in variables}, 1
         return
-    if points is not None or grid is not None:
-        from gradcli.expression.sources import grid_points, open_points
+    from gradcli.expression.sources import grid_points, open_points
 
-        source = (open_points(points, variables=variables, chunk_size=chunk_size) if points is not None
-                  else grid_points(grid, variables=variables, chunk_size=chunk_size))
-        for chunk in source.chunks():
-            yield {v: chunk.values[v] for v in variables}, len(chunk), False
-        return
-    def defined(candidates):
-        size = len(candidates[variables[0]])
-        mask = np.isfinite(symbolic.evaluate(expr.tree, candidates, size))
-        for tree in trees.values():
-            mask &= np.isfinite(symbolic.evaluate(tree, candidates, size))
-        return mask
-
-    chosen = random_points(variables, bounds, samples, seed, defined)
-    yield chosen, len(chosen[variables[0]]), False
-    ladder = ladder_points(variables, bounds)
-    mask = defined(ladder)
-    ladder = {v: a[mask] for v, a in ladder.items()}
-    yield ladder, len(ladder[variables[0]]), True
-    dense = dense_points(variables, bounds, seed)
-    mask = defined(dense)
-    yield {v: a[mask] for v, a in dense.items()}, int(mask.sum()), True
+    source = (open_points(points, variables=variables, chunk_size=chunk_size) if points is not None
+              else grid_points(grid, variables=variables, chunk_size=chunk_size))
+    for chunk in source.chunks():
+        yield {v: cast(chunk.values[v]) for v in variables}, len(chunk)
 
 
-def dense_points(variables: list[str], box: tuple[float, float], seed: int) -> dict:
-    """:data:`DENSE` points filling the box: an even grid for one variable, uniform random points for more."""
-    import numpy as np
+def _any_counterexample(comparison, e, expr, trees, variables, bounds, seed, cast, seen) -> dict | None:
+    """For a formula SymPy proved off by a constant: the exact values at the first point where both are
+    defined (from those compared, else random points in the box)."""
+    from gradcli.compute.check_points import random_points
 
-    if len(variables) == 1:
-        return {variables[0]: np.linspace(box[0], box[1], DENSE)}
-    rng = np.random.default_rng(seed + 1)
-    return {v: rng.uniform(box[0], box[1], DENSE) for v in variables}
-
-
-def ladder_points(variables: list[str], box: tuple[float, float]) -> dict:
-    """Points closing in geometrically on the box's centre (and on 0 when the box holds it), every variable
-    at the same offset: a feature narrower than the box (a spike, a band, a bump) that uniform samples
-    almost never hit lies on such a ladder when it sits at the centre or at 0."""
-    import numpy as np
-
-    low, high = box
-    half = (high - low) / 2
-    centres = [low + half] + ([0.0] if low < 0.0 < high and low + half != 0.0 else [])
-    offsets = half * 2.0 ** -np.arange(LADDER)
-    values = np.concatenate([np.clip(np.concatenate([[c], c + offsets, c - offsets]), low, high) for c in centres])
-    values = np.unique(values)
-    return {v: values.copy() for v in variables}
+    candidates = list(seen)
+    if not candidates:
+        found = random_points(variables, bounds, 8, seed, _defined(expr, trees), cast)
+        candidates = [{v: float(found[v][k]) for v in variables} for k in range(len(found[variables[0]]))]
+    for point in candidates:
+        values = comparison.values_at(e.variable, point)
+        if values is not None:
+            return comparison.counterexample(e, point, *values)
+    return None
