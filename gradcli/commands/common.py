@@ -3,6 +3,7 @@ exceptions become exit codes (0 ok, 1 cannot be computed, 2 usage or parse error
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import functools
 import math
@@ -20,6 +21,7 @@ class OutputFormat(str, enum.Enum):
     json = "json"
     jsonl = "jsonl"
     csv = "csv"
+    latex = "latex"
 
 
 class DType(str, enum.Enum):
@@ -37,17 +39,55 @@ def at_option(requirement: str):
 
 
 AtOption = at_option("required unless --points/--grid")
+
+
 FormatOption = Annotated[OutputFormat, typer.Option(
     "--format", "-f", case_sensitive=False, metavar="FORMAT",
     help="table, json, jsonl (per point) or csv.")]
+FormatWithLatexOption = Annotated[OutputFormat, typer.Option(
+    "--format", "-f", case_sensitive=False, metavar="FORMAT",
+    help="table, json, jsonl (per point), csv or latex (a tabular).")]
+
+
+def export_path(value: str | None) -> str | None:
+    """--svg/--html: a file that can be created, checked before anything is computed."""
+    if value is None:
+        return None
+    import os
+
+    if not value or value.endswith(os.sep) or os.path.isdir(value):
+        raise typer.BadParameter(f"{value!r} is a folder: give a file name, e.g. table.svg")
+    folder = os.path.dirname(value) or "."
+    if not os.path.isdir(folder):
+        raise typer.BadParameter(f"no folder {folder!r} to write {os.path.basename(value)!r} in")
+    if not os.access(folder, os.W_OK):
+        raise typer.BadParameter(f"cannot write in the folder {folder!r}")
+    return value
+
+
+SvgOption = Annotated[Optional[str], typer.Option(
+    "--svg", metavar="FILE", callback=export_path, show_default=False,
+    help="Also save what is shown as an SVG image.")]
+HtmlOption = Annotated[Optional[str], typer.Option(
+    "--html", metavar="FILE", callback=export_path, show_default=False,
+    help="Also save what is shown as an HTML page.")]
 PointsOption = Annotated[Optional[str], typer.Option(
     "--points", metavar="FILE|-", help="Many points: CSV (header: variable names) or JSON Lines; "
     "'-': stdin.", show_default=False)]
 GridOption = Annotated[Optional[str], typer.Option(
     "--grid", metavar="X=A:B:N,...", help="Many points: every combination, e.g. x=-2:2:41,y=-1:3:41.",
     show_default=False)]
+
+
+def batch_size_option(value: int) -> int:
+    # checked here rather than by Click's min/max: the range would take a second line of every --help
+    if not 1 <= value <= 1_000_000:
+        raise typer.BadParameter(f"{value} is not in the range 1<=x<=1000000")
+    return value
+
+
 BatchSizeOption = Annotated[int, typer.Option(
-    "--batch-size", min=1, max=1_000_000, metavar="N", help="Points computed together.")]
+    "--batch-size", callback=batch_size_option, metavar="N", help="Points per batch (1 to 10^6).")]
 DTypeOption = Annotated[DType, typer.Option(
     "--dtype", case_sensitive=False, metavar="DTYPE", help="float64 or float32.")]
 ShowCodeOption = Annotated[
@@ -59,15 +99,23 @@ FileOption = Annotated[Optional[str], typer.Option(
 
 
 def seconds_option(value: float | None) -> float | None:
-    """A time bound: finite (NaN passes Click's range check, infinity overflows the thread's timer)."""
+    """A time bound: finite (infinity overflows the thread's timer)."""
     if value is not None and not math.isfinite(value):
         raise typer.BadParameter(f"must be a finite number of seconds, not {value}")
     return value
 
 
+def symbolic_seconds(value: float) -> float:
+    # the range checked here rather than by Click's min/max: it would take a second line of every --help
+    value = seconds_option(value)
+    if not 0.1 <= value <= 86_400.0:
+        raise typer.BadParameter(f"{value} is not in the range 0.1<=x<=86400.0")
+    return value
+
+
 SymbolicTimeoutOption = Annotated[
-    float, typer.Option("--symbolic-timeout", min=0.1, max=86_400.0, callback=seconds_option, metavar="SECONDS",
-                        help="Wait this long for SymPy at most.")
+    float, typer.Option("--symbolic-timeout", callback=symbolic_seconds, metavar="SECONDS",
+                        help="SymPy's limit (0.1 to 86400).")
 ]
 
 
@@ -98,7 +146,9 @@ def handle_errors(fn: Callable) -> Callable:
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         try:
-            return fn(*args, **kwargs)
+            refuse_latex(fn, kwargs)
+            with export_of(fn, kwargs):
+                return fn(*args, **kwargs)
         except GradcliError as exc:
             report_error(exc)
             raise typer.Exit(exc.exit_code) from None
@@ -122,6 +172,32 @@ def handle_errors(fn: Callable) -> Callable:
             raise typer.Exit(1) from None
 
     return wrapper
+
+
+# The commands whose -f latex is written (gradcli.render.latex): any other refuses it, whatever its option says.
+LATEX_COMMANDS = frozenset({"grad", "derivative", "hessian", "jvp", "hvp", "trace"})
+
+
+def refuse_latex(command: Callable, options: dict) -> None:
+    if getattr(options.get("output"), "value", None) == "latex" and command.__name__ not in LATEX_COMMANDS:
+        from gradcli.errors import UsageError
+
+        raise UsageError(f"-f latex is not available for this command yet ({', '.join(sorted(LATEX_COMMANDS))} "
+                         "have it): use table, json, jsonl or csv")
+
+
+def export_of(command: Callable, options: dict):
+    """A command with ``svg``/``html`` parameters (SvgOption, HtmlOption) records what it shows and saves it
+    there (gradcli.render.common.exporting); its ``output`` says whether that is a table (or text) at all."""
+    svg, html = options.get("svg"), options.get("html")
+    if svg is None and html is None:
+        return contextlib.nullcontext()
+    from gradcli.render.common import exporting
+
+    # the function's name is the command's (eval's is eval_value: eval is a builtin)
+    title = "gradcli " + command.__name__.split("_")[0]
+    return exporting(svg, html, output=options.get("output"), title=title,
+                     shown=lambda exc: isinstance(exc, typer.Exit) and exc.exit_code in (0, 1))
 
 
 def run_many(computation, *, points: str | None, grid: str | None, at: list[str] | None,
@@ -155,11 +231,13 @@ def refuse_show_code_for_many(points: str | None, grid: str | None, point_option
 
 
 def emit(output: OutputFormat, *, json: Callable[[], str], table: Callable[[], None],
-         csv: Callable[[], str] | None = None) -> None:
+         csv: Callable[[], str] | None = None, latex: Callable[[], str] | None = None) -> None:
     """Print the report in the chosen format (the renderers are passed in, already bound to it). grad,
     derivative and hessian have no ``csv``: their CSV at one point comes from the batch core (as_batch)."""
     if output is OutputFormat.json:
         print(json())
+    elif output is OutputFormat.latex:
+        print(latex(), end="")
     elif output is OutputFormat.jsonl:  # one point: its document on one line
         import json as json_module
 

@@ -7,7 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from gradcli.commands.common import DType, DTypeOption, FileOption, at_option, conclude, handle_errors
+from gradcli.commands.common import (DType, DTypeOption, FileOption, HtmlOption, SvgOption, at_option, conclude,
+                                     handle_errors)
 from gradcli.commands.expression_file import expression_text
 
 
@@ -28,6 +29,8 @@ def eval_value(
         "--format", "-f", case_sensitive=False, metavar="FORMAT",
         help="plain: the number alone; json: with the point and dtype.")
     ] = ValueFormat.plain,
+    svg: SvgOption = None,
+    html: HtmlOption = None,
 ) -> None:
     """The value alone, computed operation by operation in the dtype (no SymPy, no TensorFlow).
 

@@ -7,9 +7,9 @@ from typing import Annotated, Optional
 import typer
 
 from gradcli.commands.common import (METHOD_HELP, AtOption, BatchSizeOption, DType, DTypeOption, FileOption,
-                                     FormatOption, GridOption, OutputFormat, PointsOption, ShowCodeOption,
-                                     RuleOption, StrictOption, SymbolicTimeoutOption, handle_errors,
-                                     refuse_show_code_for_many, run_many)
+                                     FormatWithLatexOption, GridOption, HtmlOption, OutputFormat, PointsOption,
+                                     RuleOption, ShowCodeOption, StrictOption, SvgOption, SymbolicTimeoutOption,
+                                     handle_errors, refuse_show_code_for_many, run_many)
 from gradcli.commands.completion import complete_methods
 from gradcli.commands.expression_file import expressions_from
 from gradcli.methods.fd_schemes import Scheme
@@ -43,7 +43,9 @@ def grad(
     eps: Annotated[Optional[float], typer.Option(
         "--eps", metavar="H", help="Fixed fd step (default: from dtype and scheme).")] = None,
     dtype: DTypeOption = DType.float64,
-    output: FormatOption = OutputFormat.table,
+    output: FormatWithLatexOption = OutputFormat.table,
+    svg: SvgOption = None,
+    html: HtmlOption = None,
     show_code: ShowCodeOption = False,
     symbolic_timeout: SymbolicTimeoutOption = 10.0,
     batch_size: BatchSizeOption = 4096,

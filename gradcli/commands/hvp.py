@@ -6,8 +6,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from gradcli.commands.common import (AtOption, DType, DTypeOption, FileOption, FormatOption, GridOption,
-                                     OutputFormat, PointsOption, ShowCodeOption, SymbolicTimeoutOption, handle_errors)
+from gradcli.commands.common import (AtOption, DType, DTypeOption, FileOption, FormatWithLatexOption, GridOption,
+                                     HtmlOption, OutputFormat, PointsOption, ShowCodeOption, SvgOption,
+                                     SymbolicTimeoutOption, handle_errors)
 
 
 @handle_errors
@@ -27,7 +28,9 @@ def hvp(
         help="Any of forward-over-reverse (for), reverse-over-reverse (ror), reverse-over-forward (rof), "
              "fd-of-gradient (fd), exact (symbolic); default all.")] = None,
     dtype: DTypeOption = DType.float64,
-    output: FormatOption = OutputFormat.table,
+    output: FormatWithLatexOption = OutputFormat.table,
+    svg: SvgOption = None,
+    html: HtmlOption = None,
     show_code: ShowCodeOption = False,
     symbolic_timeout: SymbolicTimeoutOption = 10.0,
 ) -> None:
@@ -66,8 +69,10 @@ def hvp(
     from gradcli.commands.common import conclude, emit
     from gradcli.compute.hvp import compute_hvp
     from gradcli.render import hvp as render
+    from gradcli.render.latex import hvp_latex
 
     report = compute_hvp(text, at=at, along=along, dtype=dtype.value, methods=method,
                          symbolic_time_limit=symbolic_timeout)
-    emit(output, json=lambda: render.hvp_json(report), table=lambda: render.hvp_table(report))
+    emit(output, json=lambda: render.hvp_json(report), table=lambda: render.hvp_table(report),
+         latex=lambda: hvp_latex(report.to_dict()))
     conclude(report)

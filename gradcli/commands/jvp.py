@@ -6,8 +6,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from gradcli.commands.common import (AtOption, DType, DTypeOption, FormatOption, GridOption, OutputFormat,
-                                     PointsOption, ShowCodeOption, SymbolicTimeoutOption, handle_errors)
+from gradcli.commands.common import (AtOption, DType, DTypeOption, FormatWithLatexOption, GridOption, HtmlOption,
+                                     OutputFormat, PointsOption, ShowCodeOption, SvgOption, SymbolicTimeoutOption,
+                                     handle_errors)
 
 
 @handle_errors
@@ -25,7 +26,9 @@ def jvp(
         "--method", "-m", metavar="METHODS", help="Any of symbolic,tape,fd,complex (comma-separated).")
     ] = "symbolic,tape,fd,complex",
     dtype: DTypeOption = DType.float64,
-    output: FormatOption = OutputFormat.table,
+    output: FormatWithLatexOption = OutputFormat.table,
+    svg: SvgOption = None,
+    html: HtmlOption = None,
     show_code: ShowCodeOption = False,
     symbolic_timeout: SymbolicTimeoutOption = 10.0,
 ) -> None:
@@ -66,8 +69,10 @@ def jvp(
     from gradcli.commands.common import conclude, emit
     from gradcli.compute.jvp import compute_jvp
     from gradcli.render import jvp as render
+    from gradcli.render.latex import jvp_latex
 
     report = compute_jvp(expressions, at=at, along=along, dtype=dtype.value, methods=method,
                          symbolic_time_limit=symbolic_timeout)
-    emit(output, json=lambda: render.jvp_json(report), table=lambda: render.jvp_table(report))
+    emit(output, json=lambda: render.jvp_json(report), table=lambda: render.jvp_table(report),
+         latex=lambda: jvp_latex(report.to_dict()))
     conclude(report)

@@ -7,14 +7,15 @@ from typing import Annotated, Optional
 
 import typer
 
-from gradcli.commands.common import (DType, DTypeOption, ShowCodeOption, SymbolicTimeoutOption, at_option,
-                                     handle_errors)
+from gradcli.commands.common import (DType, DTypeOption, HtmlOption, ShowCodeOption, SvgOption, SymbolicTimeoutOption,
+                                     at_option, handle_errors)
 
 
 class TraceFormat(str, enum.Enum):
     table = "table"
     json = "json"
     dot = "dot"
+    latex = "latex"
 
 
 @handle_errors
@@ -31,7 +32,9 @@ def trace(
     dtype: DTypeOption = DType.float64,
     output: Annotated[TraceFormat, typer.Option(
         "--format", "-f", case_sensitive=False, metavar="FORMAT",
-        help="table, json or dot (Graphviz: values and adjoints on the nodes).")] = TraceFormat.table,
+        help="table, json, latex or dot (Graphviz: values and adjoints on the nodes).")] = TraceFormat.table,
+    svg: SvgOption = None,
+    html: HtmlOption = None,
     show_code: ShowCodeOption = False,
     symbolic_timeout: SymbolicTimeoutOption = 10.0,
 ) -> None:
@@ -75,6 +78,10 @@ def trace(
         print(render.trace_json(report))
     elif output is TraceFormat.dot:
         print(render.trace_dot(report), end="")
+    elif output is TraceFormat.latex:
+        from gradcli.render.latex import trace_latex
+
+        print(trace_latex(report.to_dict()), end="")
     else:
         render.trace_table(report)
     sys.stdout.flush()

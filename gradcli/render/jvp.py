@@ -55,8 +55,9 @@ def jvp_table(report) -> None:
 # ---------------------------------------------------------------------------------------------
 def write_many(run, output: str, csv_rows, table_row, title) -> None:
     """``run`` (an along_points.ManyPoints) in ``output`` (table, json, jsonl, csv), by grad's batch writers."""
-    from gradcli.render.batch import CsvSink, JsonlSink, JsonSink, TableSink
+    from gradcli.render.batch import CsvSink, JsonlSink, JsonSink, TableSink, refuse_latex_for_many
 
+    refuse_latex_for_many(many=output == "latex")
     sink = {"jsonl": JsonlSink, "json": JsonSink}.get(output)
     sink = sink() if sink else CsvSink(csv_rows) if output == "csv" else TableSink(table_row, title)
     sink.start(run.header)

@@ -1,0 +1,244 @@
+"""Slide-ready output: --svg FILE and --html FILE record what a command shows (its tables on stdout, its
+warnings and notes styled apart), -f latex writes its tables as LaTeX tabulars with every number as -f json
+has it. Every command runs in process (CliRunner); the JSON document is the reference."""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import re
+
+import pytest
+from typer.testing import CliRunner
+
+from gradcli.cli import app
+from gradcli.launcher import run_command
+
+# JSON fields the tables leave out on purpose (as tests/test_render_widths.py lists them): settings, full
+# digits of the steps, timings. -f latex has these too; the SVG and HTML have what the terminal shows.
+NOT_SHOWN = {"step", "gradient", "fd_accuracy", "seconds", "fd_gradient_error_estimate", "fd_error_estimate",
+             "complex_error_estimate", "order", "complex_step", "outputs", "inputs", "fd_points", "seed"}
+
+# One point of each command with a table (TensorFlow only where the command needs it)
+COMMANDS = {
+    "grad": ["grad", "(x1+5)*x2**2", "x1*sin(x2)", "--at", "x1=2,x2=3", "-m", "symbolic,fd,complex"],
+    "hessian": ["hessian", "x**2*y - sin(y)", "--at", "x=0.5,y=2", "-m", "symbolic,fd", "--formulas"],
+    "derivative": ["derivative", "sin(x)*exp(x)", "--at", "x=1", "-n", "3", "-m", "symbolic,fd", "--formulas"],
+    "jvp": ["jvp", "(x1+5)*x2**2", "x1*x2", "--at", "x1=2,x2=3", "--along", "x1=1,x2=2",
+            "-m", "symbolic,fd,complex"],
+    "hvp": ["hvp", "x**2*y + sin(x*y)", "--at", "x=1,y=2", "--along", "x=1,y=-1"],
+    "trace": ["trace", "(x1+5)*x2**2", "--at", "x1=2,x2=3", "--along", "x1=1,x2=2"],
+}
+
+
+def run(*args: str, columns: int = 120):
+    result = CliRunner().invoke(app, list(args), env={"COLUMNS": str(columns)})
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return result
+
+
+def numbers(doc, key: str = "", skip=frozenset()):
+    """(key, number) for every number of a JSON document outside ``skip``."""
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            if k not in skip:
+                yield from numbers(v, k, skip)
+    elif isinstance(doc, list):
+        for v in doc:
+            yield from numbers(v, key, skip)
+    elif isinstance(doc, (int, float)) and not isinstance(doc, bool):
+        yield key, doc
+
+
+def shown_forms(x) -> set[str]:
+    """How gradcli's tables write a number: every digit, errors (.2e), steps (.3g), integers."""
+    if isinstance(x, int):
+        return {str(x)}
+    return {repr(x), f"{x:.2e}", f"{x:.3g}", f"{x:.3f}", "0" if x == 0 else repr(x)}
+
+
+def appears_whole(text: str, piece: str) -> bool:
+    return re.search(r"(?<![\w.])" + re.escape(piece) + r"(?![\w.])", text) is not None
+
+
+def svg_text(svg: str) -> str:
+    """The lines an SVG export draws: its <text> elements joined by their y, unescaped (rich writes a
+    segment of one style per element, spaces as &#160;)."""
+    lines: dict[str, str] = {}
+    for y, text in re.findall(r'<text[^>]*\by="([\d.]+)"[^>]*>(.*?)</text>', svg):
+        lines[y] = lines.get(y, "") + html.unescape(text).replace("\xa0", " ")
+    return "\n".join(lines.values())
+
+
+def html_text(page: str) -> str:
+    body = page[page.index("<pre"):page.index("</pre>")]
+    return html.unescape(re.sub(r"<[^>]+>", "", body))
+
+
+def timeless(text: str) -> str:
+    """hvp's timings (seconds to 3 places) vary from run to run."""
+    return re.sub(r"(?<![\w.])\d+\.\d{3}(?![\w.])", "T", text)
+
+
+def missing(text: str, doc: dict, forms, skip=NOT_SHOWN) -> list:
+    return [(k, x) for k, x in numbers(doc, skip=skip) if not any(appears_whole(text, f) for f in forms(x))]
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    """Each command's JSON, its stdout without an export and with one, and its SVG and HTML, at 120 and 30
+    columns."""
+    out = {}
+    for name, args in COMMANDS.items():
+        doc = json.loads(run(*args, "-f", "json").stdout)
+        for columns in (120, 30):
+            folder = tmp_path_factory.mktemp(f"{name}{columns}")
+            plain = run(*args, columns=columns)
+            shown = run(*args, "--svg", str(folder / "t.svg"), "--html", str(folder / "t.html"), columns=columns)
+            out[name, columns] = (doc, plain, shown, (folder / "t.svg").read_text(), (folder / "t.html").read_text())
+    return out
+
+
+@pytest.mark.parametrize("columns", [120, 30])
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_the_svg_and_html_have_every_number_the_table_shows(exported, name, columns):
+    doc, plain, shown, svg, page = exported[name, columns]
+    assert shown.exit_code == 0, shown.stderr
+    assert timeless(shown.stdout) == timeless(plain.stdout)  # stdout is what it is without the export
+    for text in (svg_text(svg), html_text(page)):
+        assert "…" not in text
+        assert not missing(text, doc, shown_forms), (name, columns)
+        assert plain.stdout.split("\n")[0].strip() in text
+
+
+def test_the_svg_frame_holds_its_widest_line(tmp_path):
+    """rich clips an SVG's text at its console's width: the export's frame is as wide as its widest line,
+    also where a number is wider than the terminal."""
+    svg, page = tmp_path / "t.svg", tmp_path / "t.html"
+    run("derivative", "sin(x)", "--at", "x=0.3", "-m", "symbolic,fd", "--svg", str(svg), "--html", str(page),
+        columns=12)
+    lines = html_text(page.read_text()).splitlines()
+    widest = max(len(line) for line in lines)
+    assert widest > 12 and any(appears_whole(line, repr(math.cos(0.3))) for line in lines)
+    frame = re.search(r'<svg[^>]*viewBox="0 0 ([\d.]+)', svg.read_text())
+    assert float(frame.group(1)) >= widest * 12.2  # rich's cell: 12.2 px wide at its default font size
+
+
+def test_warnings_and_notes_are_in_the_export_styled_apart(tmp_path):
+    svg = tmp_path / "kink.svg"
+    result = run("derivative", "abs(x-1)", "--at", "x=1", "-m", "symbolic,fd", "--svg", str(svg))
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("gradcli: warning")]
+    assert warnings, result.stderr
+    assert "gradcli: warning" not in result.stdout
+    text = svg_text(svg.read_text())
+    joined = " ".join(text.split())
+    for line in warnings:
+        assert " ".join(line.split()) in joined or line.split(":")[2].strip()[:40] in joined
+    # the warning's text has a class of its own (bold yellow), not the table's
+    warning_class = re.search(r'class="([\w-]+)"[^>]*>gradcli:&#160;warning', svg.read_text())
+    table_class = re.search(r'class="([\w-]+)"[^>]*>abs', svg.read_text())
+    assert warning_class and (table_class is None or warning_class.group(1) != table_class.group(1))
+
+
+def test_many_points_export_the_table_and_its_summary(tmp_path):
+    page = tmp_path / "grid.html"
+    result = run("grad", "x**2*y", "--grid", "x=-1:1:3,y=0:1:2", "-m", "symbolic,fd", "--html", str(page))
+    assert result.exit_code == 0, result.stderr
+    text = html_text(page.read_text())
+    assert "gradcli: summary:" in text and "gradcli: summary:" not in result.stdout
+    for line in result.stdout.splitlines():
+        assert line in text
+
+
+def test_an_undefined_value_still_exports_its_table(tmp_path):
+    svg = tmp_path / "log.svg"
+    result = run("grad", "log(x)", "--at", "x=-1", "-m", "symbolic,fd", "--svg", str(svg))
+    assert result.exit_code == 1
+    assert "undefined" in svg_text(svg.read_text())
+
+
+def test_eval_exports_its_value(tmp_path):
+    svg = tmp_path / "value.svg"
+    result = run("eval", "sin(x)*1e-20", "--at", "x=1.3", "--svg", str(svg))
+    assert result.exit_code == 0
+    assert result.stdout.strip() in svg_text(svg.read_text())
+
+
+def test_show_code_exports_the_program(tmp_path):
+    page = tmp_path / "program.html"
+    result = run("grad", "x**2", "--at", "x=3", "--show-code", "--html", str(page))
+    assert result.exit_code == 0
+    assert "GradientTape" in result.stdout and html_text(page.read_text()).strip() == result.stdout.strip()
+
+
+# ---------------------------------------------------------------------------------------------
+# refusals: one line on stderr, exit 2, nothing written
+# ---------------------------------------------------------------------------------------------
+def one_line_error(argv: list[str], capsys) -> str:
+    code = run_command(argv)
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, (code, err)
+    return err
+
+
+def test_a_folder_or_a_missing_folder_is_refused_before_computing(tmp_path, capsys):
+    err = one_line_error(["eval", "x", "--at", "x=1", "--svg", str(tmp_path)], capsys)
+    assert "is a folder" in err
+    err = one_line_error(["eval", "x", "--at", "x=1", "--html", str(tmp_path / "no" / "t.html")], capsys)
+    assert "no folder" in err
+    assert not (tmp_path / "no").exists()
+
+
+@pytest.mark.parametrize("output", ["json", "jsonl", "csv", "latex"])
+def test_an_export_of_a_machine_format_is_refused(tmp_path, capsys, output):
+    err = one_line_error(["grad", "x**2", "--at", "x=1", "-m", "fd", "-f", output, "--svg",
+                          str(tmp_path / "t.svg")], capsys)
+    assert f"drop -f {output}" in err and not (tmp_path / "t.svg").exists()
+
+
+def test_the_same_file_twice_is_refused(tmp_path, capsys):
+    path = str(tmp_path / "t")
+    assert "same file" in one_line_error(["eval", "x", "--at", "x=1", "--svg", path, "--html", path], capsys)
+
+
+@pytest.mark.parametrize("argv", [["descend", "x**2", "--from", "x=1"], ["steps", "sin(x)", "--at", "x=1"],
+                                  ["grad", "x**2", "--grid", "x=0:1:3"],
+                                  ["jvp", "x**2", "--grid", "x=0:1:3", "--along", "x=1"]])
+def test_latex_where_it_is_not_written_is_refused(argv, capsys):
+    assert "latex" in one_line_error([*argv, "-f", "latex"], capsys)
+
+
+# ---------------------------------------------------------------------------------------------
+# -f latex
+# ---------------------------------------------------------------------------------------------
+def latex_forms(x) -> set[str]:
+    return {json.dumps(x)}
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_latex_has_every_number_exactly_as_the_json(exported, name):
+    doc = exported[name, 120][0]
+    result = run(*COMMANDS[name], "-f", "latex")
+    assert result.exit_code == 0, result.stderr
+    text = result.stdout
+    # the trace's node indices are no numbers to show; hvp's timings differ from run to run
+    assert not missing(text, doc, latex_forms, skip={"outputs", "seconds"}), name
+    assert text.count(r"\begin{tabular}") == text.count(r"\end{tabular}") >= 1
+    for row in re.findall(r"^(.*) \\\\$", text, re.M):  # every row has its tabular's number of cells
+        assert "&" in row or row.startswith(r"\multicolumn")
+    assert text.count("{") == text.count("}") + text.count(r"\}") - text.count(r"\{")  # balanced groups
+
+
+def test_latex_formulas_go_through_sympy(exported):
+    text = run(*COMMANDS["derivative"], "-f", "latex").stdout
+    assert r"e^{x} \sin{\left(x \right)}" in text  # sin(x)*exp(x), SymPy's latex
+    text = run(*COMMANDS["grad"], "-f", "latex").stdout
+    assert "$x_{1}$" in text and r"\left(x_{1} + 5\right)" in text
+
+
+def test_latex_escapes_text_and_shows_warnings():
+    result = run("derivative", "abs(x-1)", "--at", "x=1", "-m", "symbolic,fd", "-f", "latex")
+    assert r"\textbf{warning:}" in result.stdout
+    body = result.stdout.split(r"\textbf{warning:}", 1)[1]
+    assert not re.search(r"(?<!\\)[_%&#]", body.split("\n")[0])  # LaTeX's specials escaped in the prose
