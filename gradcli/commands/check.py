@@ -7,8 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from gradcli.commands.common import (DType, DTypeOption, FileOption, GridOption, PointsOption, RuleOption,
-                                     SymbolicTimeoutOption, at_option, handle_errors)
+from gradcli.commands.common import (DType, DTypeOption, FileOption, GridOption, HtmlOption, PointsOption,
+                                     RuleOption, SvgOption, SymbolicTimeoutOption, at_option, handle_errors)
 from gradcli.commands.expression_file import expression_text
 
 
@@ -37,6 +37,8 @@ def check(
     seed: Annotated[int, typer.Option("--seed", metavar="N", help="Seed of the random points.")] = 0,
     output: Annotated[CheckFormat, typer.Option("--format", "-f", case_sensitive=False, metavar="FORMAT",
                                                 help="text, or json for scripts.")] = CheckFormat.text,
+    svg: SvgOption = None,
+    html: HtmlOption = None,
     rtol: Annotated[Optional[float], typer.Option(
         "--rtol", metavar="R", help="Agree where |expected - exact| <= ATOL + R*|exact| (numpy's isclose; "
         "default 1e-9, float32: 1e-5).", show_default=False)] = None,
