@@ -242,3 +242,15 @@ def test_latex_escapes_text_and_shows_warnings():
     assert r"\textbf{warning:}" in result.stdout
     body = result.stdout.split(r"\textbf{warning:}", 1)[1]
     assert not re.search(r"(?<!\\)[_%&#]", body.split("\n")[0])  # LaTeX's specials escaped in the prose
+
+
+def test_check_exports_its_counterexample(tmp_path):
+    args = ["check", "x**2*y", "--expect", "x=2*x*y+0.001", "--at", "x=1.5,y=-2.25"]
+    doc = json.loads(run(*args, "-f", "json").stdout)
+    svg = tmp_path / "check.svg"
+    result = run(*args, "--svg", str(svg))
+    assert result.exit_code == 1  # the counterexample is the result: its text is exported
+    text = svg_text(svg.read_text())
+    c = doc["counterexample"]
+    for x in (c["expected"], c["exact"], c["difference"], *c["point"].values()):
+        assert appears_whole(text, repr(x)), (x, text)
