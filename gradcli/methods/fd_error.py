@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from gradcli.dtypes import MACHINE_EPSILON
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 TRUNCATION_SAFETY = 2.0
 ROUNDING_ULPS = 2.0
@@ -129,6 +129,18 @@ class StencilRounding:
     def __getitem__(self, m):
         return self.values[self.row_of[m]]
 
+    @classmethod
+    def joined(cls, parts: list["StencilRounding"]) -> "StencilRounding":
+        """The roundings of stencils evaluated in groups, as one over all their points (same offsets)."""
+        if len(parts) == 1:
+            return parts[0]
+        np = np_()
+        out = cls.__new__(cls)
+        out.row_of = parts[0].row_of
+        out.values = np.concatenate([r.values for r in parts], axis=1)
+        out.bounded = np.concatenate([r.bounded for r in parts])
+        return out
+
 
 def truncation(d_h, d_2h, d_4h, accuracy: int):
     """The truncation part of the estimate from the same formula at h, 2h and 4h (error ~ h^accuracy).
@@ -192,6 +204,11 @@ class LineResult:
     how: object = None  # [Q] int: 0 default step, ADAPTED, ONE_SIDED
     jump: object = None  # [Q] bool: f jumps inside the stencil (two-sided schemes; see fd._jumps)
     noise: object = None  # [Q]: the rounding part of the estimate (one-sided lines: tells divergence from noise)
+
+    def part(self, start: int, stop: int) -> "LineResult":
+        """The points start .. stop (a block of a line computed for several variables at once)."""
+        return LineResult(*(None if getattr(self, f.name) is None else getattr(self, f.name)[start:stop]
+                            for f in fields(self)))
 
 
 def kink(r: LineResult):
