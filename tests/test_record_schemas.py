@@ -61,3 +61,27 @@ def test_the_one_point_document_is_the_run_and_the_record(runner, argv):
     assert {k: document[k] for k in record} == record
     many = json.loads((SCHEMAS / f"{argv[0]}-batch.json").read_text())["properties"]
     assert set(document) - set(record) <= set(many) | {"tape_sources"}
+
+
+def _timeless(record: dict) -> dict:
+    """A descend record without its runs' seconds (they vary from one call to the next)."""
+    return {**record, "runs": [{k: v for k, v in run.items() if k != "seconds"} for run in record["runs"]]}
+
+
+@pytest.mark.parametrize("argv", [["descend", "3*x**2+2*x-1", "--from", "x=1", "--steps", "30"],
+                                  ["descend", "x**2+3*y**2", "--from", "y=1", "-o", "sgd,adam:0.05", "--steps",
+                                   "20", "--every", "10", "--stationary-timeout", "0"],
+                                  ["descend", "log(x)", "--from", "x=0", "--stationary-timeout", "0"]])
+def test_the_one_start_document_is_the_run_and_the_record(runner, argv):
+    """descend at one start: the -f json document holds, key for key, the record -f jsonl (and --points) writes
+    for that start; it adds the run's keys (those above a many-start document's starts), --every and the kept
+    trajectory, and TensorFlow's one-time setup."""
+    (document,) = outputs(runner, ("", argv, "json"))
+    (record,) = outputs(runner, ("", argv, "jsonl"))
+    assert _timeless({k: document[k] for k in record}) == _timeless(record)
+    many = json.loads((SCHEMAS / "descend-batch.json").read_text())["properties"]
+    assert set(document) - set(record) <= set(many) | {"every", "trajectory", "setup_seconds"}
+    one_point_grid = ",".join(f"{k}={v!r}:{v!r}:1" for k, v in record["start"].items())
+    options = [a for a in argv[4:] if a not in ("--every", "10")]  # many starts keep no trajectory
+    (grid,) = outputs(runner, ("", [*argv[:2], "--grid", one_point_grid, *options], "jsonl"))
+    assert _timeless(grid) == _timeless(record)

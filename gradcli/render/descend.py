@@ -3,7 +3,7 @@ writer turns the run's header, that start's record and the run's notes into one 
 
 ``-f json`` prints the document: the header's run-level keys, then the record's keys exactly as
 ``--points`` writes them (``start``, ``runs``, ``warnings``), then ``every`` and the ``trajectory`` (with
-``--every``), ``setup_seconds`` and the notes. The table is a view of the same document (the race, a row per
+``--every`` or ``--plot``), ``setup_seconds`` and the notes. The table is a view of the same document (the race, a row per
 optimizer, and the trajectories); ``-f csv`` is the rows ``--points`` writes (a row per run) or, with
 ``--every``, the trajectory; ``-f jsonl`` the record. ``--plot`` draws f by step from the kept trajectory.
 """
@@ -27,12 +27,12 @@ _MARKERS = ["•", "+", "x", "o", "*", "#", "@", "%", "&", "$", "=", "~", "^"]
 
 
 def start_document(header: dict, record: dict, summary: dict, notes: list[str], every: int | None) -> dict:
-    """The one-start ``-f json`` document: run-level keys, the start's record, the trajectory when asked
-    (``every``), TensorFlow's one-time setup, the notes."""
+    """The one-start ``-f json`` document: run-level keys, the start's record, ``every`` (--every as given)
+    and the trajectory when one was kept (--every, or --plot's spacing), TensorFlow's one-time setup, the
+    notes."""
     run = {"every": every}
-    if every is not None:
-        run["trajectory"] = {name: [row.to_dict() for row in rows]
-                             for name, rows in summary.get("trajectory", {}).items()}
+    if summary.get("trajectory"):  # kept for --every or --plot
+        run["trajectory"] = {name: [row.to_dict() for row in rows] for name, rows in summary["trajectory"].items()}
     run["setup_seconds"] = summary.get("setup_seconds", 0.0)
     document = one_point_document({**header, **record}, run, notes)
     return document
@@ -67,14 +67,14 @@ class StartSink:
         (record,) = self.records  # one start, one record
         document = self.document = start_document(self.header, record, summary, notes, self.every)
         if self.output == "json":
-            print(to_json(document))
+            print(descend_json(document))
         elif self.output == "table":
             descend_table(document)
         elif self.output == "csv" and self.inner is None:
             print(trajectory_csv(document), end="")
         sys.stdout.flush()  # a write failure shows now, before the plot, the diagnostics and the exit code
         if self.plot is not None:
-            descend_plot(self.header, record, summary.get("trajectory", {}), file=self.plot)
+            descend_plot(document, file=self.plot)
         print_diagnostics(record["warnings"], notes)
 
 
@@ -87,6 +87,10 @@ def start_sink(output: str, plan, *, plot=None) -> StartSink:
 
         inner = descend_sink(output, variables=plan.names)
     return StartSink(output, every=plan.every, plot=plot, inner=inner)
+
+
+def descend_json(document: dict) -> str:
+    return to_json(document)
 
 
 def descend_table(document: dict) -> None:
@@ -105,7 +109,8 @@ def descend_table(document: dict) -> None:
                         f"[bold]setup[/bold]  {document['setup_seconds']:.2f} s")
     print_table(console, _race_table(document))
     names = document["variables"]
-    for name, rows in (document.get("trajectory") or {}).items():
+    kept = document.get("trajectory") if document["every"] is not None else None
+    for name, rows in (kept or {}).items():
         traj = FittedTable([Column("step"), *[Column(v) for v in names], Column("f"), Column("|grad f|")],
                            title=f"{name}: every {document['every']} steps")
         for h in rows:
@@ -167,13 +172,15 @@ def trajectory_csv(document: dict) -> str:
 
 
 def decade_ticks(low: float, high: float, height: int) -> list[int]:
-    """Whole powers of ten from ``low`` to ``high`` (log10 values), about one per 4 rows."""
+    """Whole powers of ten from ``low`` to ``high`` (log10 values), about one per 4 rows, at round multiples
+    (1e-40, 1e-20, 1e0, not 1e-31)."""
     lo, hi = math.floor(low), math.ceil(high)
-    every = max(1, math.ceil((hi - lo + 1) / max(2, height // 4)))
-    return list(range(hi, lo - 1, -every))[::-1]
+    raw = (hi - lo) / max(2, height // 4)
+    every = next(m * 10 ** e for e in range(0, 6) for m in (1, 2, 5) if m * 10 ** e >= raw)
+    return [t for t in range(lo, hi + 1) if t % every == 0] or [lo, hi]
 
 
-def descend_plot(header: dict, record: dict, trajectories: dict, *, file=None) -> None:
+def descend_plot(document: dict, *, file=None) -> None:
     """f against the step, one line per optimizer, drawn with plotext at the terminal's width; the title
     above it and the legend under it, so no step is hidden. f spanning more than 3 decades is drawn on a
     log axis labelled in powers of ten (1e-4), as ``steps`` labels its axes."""
@@ -182,9 +189,10 @@ def descend_plot(header: dict, record: dict, trajectories: dict, *, file=None) -
     from gradcli.render import terminal_plot as tp
 
     file = file or sys.stdout
-    runs = record["runs"]
-    series = [[(h.step, h.value) for h in trajectories.get(run["optimizer"], [])
-               if h.value is not None and math.isfinite(h.value)] for run in runs]
+    runs = document["runs"]
+    trajectories = document.get("trajectory") or {}
+    series = [[(h["step"], h["value"]) for h in trajectories.get(run["optimizer"], [])
+               if h["value"] is not None and math.isfinite(h["value"])] for run in runs]
     values = [v for points in series for _, v in points]
     if not values:
         print("gradcli: note: nothing to plot (no finite values recorded)", file=sys.stderr)
@@ -214,6 +222,6 @@ def descend_plot(header: dict, record: dict, trajectories: dict, *, file=None) -
         decades = decade_ticks(min(logs), max(logs), height)
         fig.ruler("y").ticks(decades, [f"1e{t}" for t in decades])
         fig.label("f (log scale)", axis="y")
-    tp.print_title(f"f = {header['expression']}", file=file, width=width)
+    tp.print_title(f"f = {document['expression']}", file=file, width=width)
     tp.print_figure(fig, file=file, width=width, height=height)
     tp.print_legend(legend, file=file, width=width)
