@@ -151,6 +151,21 @@ def test_a_formula_sympy_cannot_prove_passes_on_points_and_says_so(invoke):
     assert how.startswith("  x  equal at ") and how.endswith(" sampled points, not proved")
 
 
+def test_a_kink_s_own_point_is_no_counterexample(invoke):
+    # at x == y (on the ladder, every point) abs has no derivative: SymPy's sign(0) = 0 is a convention, and
+    # the formula's choice there is not wrong; beside it, the exact values decide
+    result = invoke("check", "abs(x - y)", "--expect", "x=where(x > y, 1, -1)", "-f", "json")
+    assert result.exit_code == 0, result.stdout
+    assert json.loads(result.stdout)["decision"] == "sampled"
+    # x - sin(x) is 0 in float64 near 0 but not exactly: those points are no kink
+    from gradcli.compute.check import check_derivatives
+
+    report = check_derivatives("1e30*abs(x - sin(x))", expect=["x=3e30*where(x > 0, 1, -1)*sin(x/2)**2"],
+                               box="-1e-8:1e-8", samples=4, symbolic_time_limit=2.0)
+    c = report.counterexample
+    assert report.failed and c["expected"] == pytest.approx(1.5 * c["exact"], rel=1e-12) and c["exact"] != 0
+
+
 def test_features_are_found_where_the_formulas_have_them():
     from gradcli.compute.check_points import feature_functions, feature_points, minima_of_abs
     from gradcli.expression import parse

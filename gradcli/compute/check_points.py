@@ -91,6 +91,20 @@ def feature_functions(trees: list[Node]) -> list[Node]:
     return out
 
 
+def kink_functions(tree: Node) -> list[Node]:
+    """The functions whose zeros are the kinks and jumps of ``tree`` (abs, sign, relu, max/min/clip, where's
+    comparisons): there the derivative does not exist, and SymPy's value (sign(0) = 0) is a convention."""
+    out: list[Node] = []
+    for node in walk(tree):
+        if not isinstance(node, Call) or not node.args:
+            continue
+        if node.func in ("abs", "sign", "heaviside", "relu"):
+            out.append(node.args[0])
+        elif node.func in _COMPARISONS or node.func in _KINKS:
+            out += [Add(((1, node.args[0]), (-1, other))) for other in node.args[1:]]
+    return [g for g in out if not _constant(g)]
+
+
 def _constant(node: Node) -> bool:
     return not _names(node)
 

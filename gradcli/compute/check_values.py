@@ -54,6 +54,9 @@ class ExactComparison:
         self.spent_points = 0
         self.spent_seconds = 0.0
         self._sympy = None
+        from gradcli.compute.check_points import kink_functions
+
+        self.kinks = kink_functions(expression_tree)
 
     def budget_left(self) -> int:
         if self.spent_seconds > EXACT_SECONDS:
@@ -72,6 +75,9 @@ class ExactComparison:
             return outcome
         env = {v: np.asarray(points[v], dtype=np.float64) for v in self.variables}
         defined = ~np.isnan(symbolic.evaluate(self.expression_tree, env, size))
+        for g in self.kinks:  # no derivative there to compare with, where the kink's argument is certainly 0
+            value, bound, _ = bounded(g, env)
+            defined &= ~np.broadcast_to((value == 0) & (bound == 0), (size,))
         agree = defined.copy()
         undecided = np.zeros(size, dtype=bool)
         q = np.zeros(size)
