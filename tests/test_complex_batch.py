@@ -110,10 +110,11 @@ def test_fd_at_a_coarse_step_is_named_by_the_complex_step(invoke_json, invoke):
     assert agree["warnings"] == []
 
 
-def cross(tape, fd, complex_, fd_estimate, complex_estimate=1e-16):
+def cross(tape, fd, complex_, fd_estimate, complex_estimate=1e-16, fd_doubted=False):
     columns = {m: np.array([[[v]]]) for m, v in (("tape", tape), ("fd", fd), ("complex", complex_)) if v is not None}
     estimates = {"fd": np.array([[[fd_estimate]]]), "complex": np.array([[[complex_estimate]]])}
-    c = cross_check_complex(np.array([[0.0]]), columns, np.array([[0.5]]), estimates, dtype="float64")
+    c = cross_check_complex(np.array([[0.0]]), columns, np.array([[0.5]]), estimates, dtype="float64",
+                            fd_doubted=fd_doubted)
     return complex_cross_warnings(c, (0, 0, 0), "d(f)/dx", dtype="float64")
 
 
@@ -123,8 +124,10 @@ def test_cross_check_names_the_suspect():
     assert "the complex step is suspect" in w
     (w,) = cross(1.5, 1.0 + 1e-12, 1.0, 1e-11)  # complex and fd agree: the tape is outvoted
     assert w.startswith("complex and tape disagree") and "tape is suspect (complex and fd agree" in w
-    (w,) = cross(None, 1.2, 1.0, 1e-3)  # fd alone, with a large estimate of its own
+    (w,) = cross(None, 1.2, 1.0, 1e-3, fd_doubted=True)  # fd alone, a large estimate its diagnostics doubt
     assert "fd is suspect (its own error estimate is large)" in w
+    (w,) = cross(None, 1.2, 1.0, 1e-3)  # a large estimate alone may be honest: no suspect is named
+    assert "suspect" not in w and "either may be wrong" in w
     (w,) = cross(1.5, None, 1.0, 1e-11)  # two methods, neither proven fragile: no suspect is named
     assert "suspect" not in w and "either may be wrong" in w
     assert cross_check_complex(np.array([[0.0]]), {"symbolic": np.zeros((1, 1, 1)), "complex": np.zeros((1, 1, 1))},

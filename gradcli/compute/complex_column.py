@@ -96,9 +96,11 @@ class ComplexCross:
     fd_suspect: object
 
 
-def cross_check_complex(values, columns: dict, x, estimates: dict, *, dtype: str) -> ComplexCross | None:
+def cross_check_complex(values, columns: dict, x, estimates: dict, *, dtype: str,
+                        fd_doubted=False) -> ComplexCross | None:
     """The complex step against the tape and fd where the exact column is absent (``-m tape,complex``, a
-    SymPy timeout). ``estimates`` {"fd": ..., "complex": ...}, all arrays [T, P, n]."""
+    SymPy timeout). ``estimates`` {"fd": ..., "complex": ...}, all arrays [T, P, n]; ``fd_doubted``: where
+    fd's own diagnostics doubt its estimate (gradcli.compute.judge.fd_is_suspect)."""
     import numpy as np
 
     if "symbolic" in columns or "complex" not in columns:
@@ -111,7 +113,8 @@ def cross_check_complex(values, columns: dict, x, estimates: dict, *, dtype: str
     if len(others) == 2:
         _, tape_fd_apart, _ = cross_pair("tape", "fd", values, columns, x, estimates, dtype=dtype)
         outvoted = pairs["tape"][1] & pairs["fd"][1] & ~tape_fd_apart
-    fd_suspect = fd_is_suspect(columns["fd"], estimates["fd"], dtype) if "fd" in others else outvoted
+    fd_suspect = fd_is_suspect(columns["fd"], estimates["fd"], dtype, doubted=fd_doubted) if "fd" in others \
+        else outvoted
     return ComplexCross(pairs, outvoted, fd_suspect)
 
 

@@ -76,21 +76,23 @@ def fd_tolerance(estimate, reference):
 # ---------------------------------------------------------------------------------------------
 # who is suspect, and the warnings' words
 # ---------------------------------------------------------------------------------------------
-def fd_is_suspect(fd, estimates, dtype: str):
-    """Where fd's own estimate is large (more than sqrt(eps) of the value), elementwise: a step that large is
-    where fd's estimate itself stops being reliable (truncation beyond the two-step estimate, a kink inside
-    the stencil), so fd, not the other method, is the one to doubt."""
+def fd_is_suspect(fd, estimates, dtype: str, *, doubted=False):
+    """Where fd is the one to doubt, elementwise: its own estimate is large (more than sqrt(eps) of the
+    value) and fd's own diagnostics say the estimate is not to be trusted (``doubted``: a kink inside the
+    stencil, a step fixed by --eps rather than chosen for the point). A large estimate alone names no one:
+    where it is honest (the rounding of an f that cancels), a disagreement beyond it says the other method
+    is off, and fd is right within it ((exp(x) - 1)/x at 1e-8 without SymPy: the tape is off by 1.1)."""
     import numpy as np
 
     with np.errstate(invalid="ignore"):
-        return estimates > MACHINE_EPSILON[dtype] ** 0.5 * np.maximum(1.0, np.abs(fd))
+        return (estimates > MACHINE_EPSILON[dtype] ** 0.5 * np.maximum(1.0, np.abs(fd))) & np.asarray(doubted)
 
 
 def unsettled(*, fd_suspect: bool = False, outvoted: str | None = None, agreeing: str = "") -> str:
     """How a disagreement without the exact value ends: a suspect only where one can be justified (two
-    methods that agree outvote a third; fd's own estimate says it is fragile). A small fd estimate does not
-    clear fd (a step far beyond the scale f varies on can look settled) and nothing clears the tape
-    (cancellation inside f), so otherwise neither is named."""
+    methods that agree outvote a third; fd's own diagnostics doubt its large estimate: :func:`fd_is_suspect`).
+    A small fd estimate does not clear fd (a step far beyond the scale f varies on can look settled) and
+    nothing clears the tape (cancellation inside f), so otherwise neither is named."""
     if outvoted:
         return f"{outvoted} is suspect ({agreeing} agree with each other)"
     if fd_suspect:
@@ -175,13 +177,21 @@ def cross_pair(a: str, b: str, values, columns: dict, x, estimates: dict, *, dty
         return gap, gap > tol, tol
 
 
-def cross_check(values, columns: dict, x, estimates, *, dtype: str, order: int = 1):
+def cross_check(values, columns: dict, x, estimates, *, dtype: str, order: int = 1, doubted=False):
     """Without the exact column: tape against fd, within fd's estimate plus the tape's rounding. Returns
-    (|tape - fd|, where it is more [T, P, n], that tolerance, fd suspect [T, P, n]) or None."""
+    (|tape - fd|, where it is more [T, P, n], that tolerance, fd suspect [T, P, n]) or None; ``doubted``:
+    where fd's own diagnostics doubt its estimate (:func:`fd_is_suspect`)."""
     if "symbolic" in columns or "tape" not in columns or "fd" not in columns or estimates is None:
         return None
     gap, apart, tol = cross_pair("tape", "fd", values, columns, x, {"fd": estimates}, dtype=dtype, order=order)
-    return gap, apart, tol, fd_is_suspect(columns["fd"], estimates, dtype)
+    return gap, apart, tol, fd_is_suspect(columns["fd"], estimates, dtype, doubted=doubted)
+
+
+def unchecked_tape(subject: str, tape: float, estimate: float) -> str:
+    """The warning where nothing checks the tape: no exact value, and fd cannot resolve the derivative, so
+    agreeing with fd says little (cancellation inside f leaves the tape wrong and fd unresolved alike)."""
+    return (f"tape: {subject} = {tape:.6g} is not checked: fd cannot resolve it (estimate {estimate:.2g}) and "
+            "there is no exact value (add symbolic to --method)")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -221,9 +231,9 @@ def judge_hessian(method: str, matrix, exact, *, wrt: list[str], dtype: str, est
                                           dtype=dtype, tol=float(tol[i, j]))
 
 
-def cross_check_hessian(tape, fd, estimates, *, wrt: list[str], dtype: str) -> str | None:
+def cross_check_hessian(tape, fd, estimates, *, wrt: list[str], dtype: str, doubted=False) -> str | None:
     """Without the exact matrix: tape against fd entry by entry, within fd's estimate plus the tape's rounding;
-    the warning names the entry furthest apart."""
+    the warning names the entry furthest apart (``doubted`` n x n: :func:`fd_is_suspect`)."""
     import numpy as np
 
     t, f, e = (np.asarray(a, dtype=np.float64) for a in (tape, fd, estimates))
@@ -234,8 +244,9 @@ def cross_check_hessian(tape, fd, estimates, *, wrt: list[str], dtype: str) -> s
     if not np.any(gap > tol):
         return None
     i, j = np.unravel_index(int(np.argmax(gap / tol)), gap.shape)
+    doubt = np.broadcast_to(np.asarray(doubted), gap.shape)[i, j]
     return cross_disagreement(f"the Hessian's entry ({wrt[i]}, {wrt[j]})", float(gap[i, j]), float(tol[i, j]),
-                              bool(fd_is_suspect(f[i, j], e[i, j], dtype)), dtype=dtype)
+                              bool(fd_is_suspect(f[i, j], e[i, j], dtype, doubted=doubt)), dtype=dtype)
 
 
 def tape_asymmetry_warning(asymmetry: float | None, exact, *, dtype: str) -> str | None:
@@ -302,17 +313,21 @@ def judge_derivative(method: str, order: int, got: float | None, exact: float | 
 
 
 def cross_derivative(order: int, tape: float | None, fd: float | None, estimate: float | None, *, dtype: str,
-                     value: float | None) -> str | None:
+                     value: float | None, doubted: bool = False) -> str | None:
     """Without the exact value: the warning when tape and fd are further apart than fd's estimate and the
-    tape's rounding explain (:func:`cross_pair`'s rule, one value)."""
+    tape's rounding explain (:func:`cross_pair`'s rule, one value), or when fd cannot resolve the value and
+    so checks nothing (:func:`unchecked_tape`)."""
     import numpy as np
 
     if any(v is None or not math.isfinite(v) for v in (tape, fd, estimate)):
         return None
     columns = {"tape": np.array([[[tape]]]), "fd": np.array([[[fd]]])}
     gap, apart, tol, fd_suspect = cross_check(np.array([[value or 0.0]]), columns, None, np.array([[[estimate]]]),
-                                              dtype=dtype, order=order)
+                                              dtype=dtype, order=order, doubted=doubted)
     if not apart[0, 0, 0]:
-        return None
+        from gradcli.methods.fd_error import cannot_resolve
+
+        unresolved = bool(cannot_resolve(np.float64(fd), np.float64(estimate), dtype, order))
+        return unchecked_tape(f"derivative {order}", tape, estimate) if unresolved else None
     return cross_disagreement(f"derivative {order}", float(gap[0, 0, 0]), float(tol[0, 0, 0]),
                               bool(fd_suspect[0, 0, 0]), dtype=dtype)

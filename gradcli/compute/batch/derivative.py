@@ -132,7 +132,7 @@ class DerivativeBatch(engine.BatchCore):
                 record["complex_error_estimate"] = cc.estimates[0, p].tolist()
             self._judge(record, point, steps, p, shift[p])
             if cc is not None:
-                self._judge_complex(record, point, cc, p, shift[:, 0])
+                self._judge_complex(record, point, cc, steps, p, shift[:, 0])
             warnings, undefined = record.pop("warnings"), record.pop("undefined")
             record.pop("not_analytic")
             records.append(engine.close_record(engine.json_safe(record), warnings, undefined))  # null: not finite
@@ -178,7 +178,7 @@ class DerivativeBatch(engine.BatchCore):
             if ref is None and "tape" in ds and "fd" in ds and record["value"] is not None:
                 for k in range(min(len(ds["tape"]), len(ds["fd"]))):
                     warning = cross_derivative(k + 1, ds["tape"][k], ds["fd"][k], float(fd.estimates[p, k]),
-                                               dtype=self.dtype, value=value)
+                                               dtype=self.dtype, value=value, doubted=self._fd_doubted(fd, p, k))
                     if warning:
                         record["warnings"].append(warning)
             return
@@ -195,6 +195,12 @@ class DerivativeBatch(engine.BatchCore):
                 if warning:
                     record["warnings"].append(warning)
             record["error"][m] = errors
+
+    def _fd_doubted(self, fd, p: int, k: int) -> bool:
+        """Whether fd's own diagnostics doubt its estimate of order k + 1 at point p: a step --eps fixed, or a
+        kink inside the stencil (order 1 as grad's central fd sees it, orders 2 and up one-sided)."""
+        kink = bool(fd.kinks.kinks[p, 0]) if k == 0 else bool(fd.sided[0][p, k])
+        return self.eps is not None or kink
 
     def _fd_warnings(self, record: dict, fd, p: int) -> None:
         """Kinks (both one-sided values in the record, per order: order 1 as grad's central fd sees it, orders
@@ -237,7 +243,7 @@ class DerivativeBatch(engine.BatchCore):
             shift = np.abs(there - cols["symbolic"])
         return np.where(np.isnan(shift), np.inf, shift)
 
-    def _judge_complex(self, record: dict, point: dict, cc, p: int, shift) -> None:
+    def _judge_complex(self, record: dict, point: dict, cc, fd, p: int, shift) -> None:
         """The complex step at order 1: a note where not analytic, else against the exact value or, without
         it, against the tape and fd (gradcli.compute.complex_column, as at one point)."""
         import numpy as np
@@ -264,6 +270,7 @@ class DerivativeBatch(engine.BatchCore):
         columns = {m: np.array([[[np.nan if not engine.finite(ds[m][0]) else ds[m][0]]]]) for m in ds}
         fd_estimate = record.get("fd_error_estimate", [np.nan])[0]
         estimates = {"complex": np.array([[[est]]]), "fd": np.array([[[fd_estimate]]])}
+        doubted = fd is not None and self._fd_doubted(fd, p, 0)
         cross = cross_check_complex(np.array([[record["value"]]]), columns, np.array([[point[self.variable]]]),
-                                    estimates, dtype=self.dtype)
+                                    estimates, dtype=self.dtype, fd_doubted=doubted)
         record["warnings"] += complex_cross_warnings(cross, (0, 0, 0), "derivative 1", dtype=self.dtype)

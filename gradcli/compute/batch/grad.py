@@ -8,7 +8,8 @@ import warnings as python_warnings
 from gradcli.compute.batch import engine
 from gradcli.compute.batch import grad_point_notes as point_notes
 from gradcli.compute.request import needed_variables, parse_expressions
-from gradcli.compute.judge import cross_check, cross_disagreement, disagreement, judge_gradients
+from gradcli.compute.judge import (cross_check, cross_disagreement, disagreement, judge_gradients,
+                                  unchecked_tape)
 from gradcli.errors import UsageError
 from gradcli.methods.fd import fd_gradients
 from gradcli.methods.fd_schemes import SCHEMES, STEP_POWER
@@ -120,7 +121,7 @@ class GradBatch(engine.BatchCore):
                        for t in self.trees]
             columns["fd"] = np.stack([r.values for r in results])
             steps = results[0].steps
-            fd = _FdExtras(results)
+            fd = _FdExtras(results, self.dtype)
             if self.at_point is not False:  # which values, and with which step (a batch counts the points instead)
                 point_notes.adapted_notes(self, results)
             else:
@@ -165,9 +166,11 @@ class GradBatch(engine.BatchCore):
         errors, disagree, tols = judge_gradients(values, columns, x, dtype=self.dtype, estimates=estimates,
                                                  shift=self._point_shift(columns, pts),
                                                  complex_estimates=complex_estimates)
+        # fd's own diagnostics that doubt its estimate: a kink inside the stencil, a step --eps fixed
+        doubted = None if fd is None else fd.kinks | (self.eps is not None)
         cross_complex = cross_check_complex(values, columns, x, {"fd": estimates, "complex": complex_estimates},
-                                            dtype=self.dtype)
-        cross = cross_check(values, columns, x, estimates, dtype=self.dtype)
+                                            dtype=self.dtype, fd_doubted=False if doubted is None else doubted)
+        cross = cross_check(values, columns, x, estimates, dtype=self.dtype, doubted=doubted)
         from gradcli.expression.functions import value_only
 
         for i, tree in enumerate(self.trees):  # stop_gradient: fd differentiates the value, by design apart
@@ -212,7 +215,7 @@ class GradBatch(engine.BatchCore):
             for _, apart, _ in cross_complex.pairs.values():
                 flagged = flagged | apart.any(axis=2)
         if fd is not None:
-            flagged = flagged | fd.remarkable(self.dtype, self.eps is not None)
+            flagged = flagged | fd.remarkable()
         if cc is not None:  # values the complex step cannot resolve: a warning each (complex_column)
             flagged = flagged | (cc.unresolved != "").any(axis=2)
         for m, e in errors.items():
@@ -283,6 +286,7 @@ class GradBatch(engine.BatchCore):
         undefined value or derivative. Where the expression is not analytic, the complex step's note is
         the point's warning (the point is not undefined for it)."""
         from gradcli.compute.complex_column import complex_cross_warnings
+        from gradcli.expression.functions import value_only
         from gradcli.methods.complex_step import not_analytic_note
 
         errors, disagree, tols, cross, cross_complex = judged
@@ -322,6 +326,9 @@ class GradBatch(engine.BatchCore):
                     warnings.append(cross_disagreement(f"d({text})/d{v}", float(cross[0][i, k, j]),
                                                        float(cross[2][i, k, j]), bool(cross[3][i, k, j]),
                                                        dtype=self.dtype))
+                elif cross is not None and fd.unresolved[i, k, j] and not value_only(self.trees[i]):
+                    warnings.append(unchecked_tape(f"d({text})/d{v}", float(columns["tape"][i, k, j]),
+                                                   float(fd.estimates[i, k, j])))
                 warnings += complex_cross_warnings(cross_complex, (i, k, j), f"d({text})/d{v}", dtype=self.dtype)
                 warnings += cc.warnings((i, k, j), text, v, None) if cc is not None else []
                 if fd is not None:
@@ -335,13 +342,16 @@ class GradBatch(engine.BatchCore):
 class _FdExtras:
     """fd's estimates, kinks and adapted steps for a chunk, stacked over the expressions: [T, P, n]."""
 
-    def __init__(self, results):
+    def __init__(self, results, dtype: str):
         import numpy as np
+
+        from gradcli.methods.fd_error import cannot_resolve
 
         self.results = results
         self.estimates = np.stack([r.estimates for r in results])
         self.kinks = np.stack([r.kinks for r in results])
         self.values = np.stack([r.values for r in results])
+        self.unresolved = cannot_resolve(self.values, self.estimates, dtype)  # estimate above 1% of the value
 
     def one_sided(self, i: int, k: int, wrt: list[str], dtype: str) -> dict:
         """{variable: {"left", "right"}}: the one-sided derivatives of expression i at point k where they differ."""
@@ -349,14 +359,10 @@ class _FdExtras:
         return {v: {"left": shortest(float(r.left[k, j]), dtype), "right": shortest(float(r.right[k, j]), dtype)}
                 for j, v in enumerate(wrt) if r.kinks[k, j]}
 
-    def remarkable(self, dtype: str, explicit_step: bool):
-        """[P]: points with a kink or (adaptive steps only) a value no step resolves."""
-        from gradcli.methods.fd_error import cannot_resolve
-
-        odd = self.kinks
-        if not explicit_step:
-            odd = odd | cannot_resolve(self.values, self.estimates, dtype)
-        return odd.any(axis=(0, 2))
+    def remarkable(self):
+        """[P]: points with a kink or a value no step resolves (fd's own warning says so with adaptive
+        steps; beside the tape without the exact column, :func:`gradcli.compute.judge.unchecked_tape`)."""
+        return (self.kinks | self.unresolved).any(axis=(0, 2))
 
     def warnings(self, i: int, k: int, j: int, what: str, dtype: str, explicit_step: bool) -> list[str]:
         """The kink / cannot-resolve warnings of one value (adapted steps are not noted per point in a batch)."""

@@ -19,7 +19,8 @@ from gradcli.compute.request import needed_variables
 from gradcli.errors import UsageError
 from gradcli.expression import parse
 from gradcli.expression.points import check_hessian_size
-from gradcli.compute.judge import best_analysis, cross_check_hessian, judge_hessian, tape_asymmetry_warning
+from gradcli.compute.judge import (best_analysis, cross_check, cross_check_hessian, cross_disagreement, disagreement,
+                                  judge_gradients, judge_hessian, tape_asymmetry_warning)
 from gradcli.methods import fd_error
 from gradcli.methods.fd import fd_gradients
 from gradcli.methods.fd_hessian import fd_hessians
@@ -163,6 +164,7 @@ class HessianBatch(engine.BatchCore):
             mats["symbolic"], grads["symbolic"] = m, g
         shift = self._point_shift(pts, size, mats)
         order = [m for m in self.methods if m in mats]
+        gradient_said = self._judge_gradients(pts, size, value, grads, fg if "fd" in grads else None)
         records = []
         for k, point in enumerate(engine.point_dicts(chunk, self.variables)):
             record = engine.base_record(chunk, k, point)
@@ -183,7 +185,11 @@ class HessianBatch(engine.BatchCore):
                         mats["fd"][k].tolist(), estimates[k].tolist(), self.wrt, self.dtype,
                         one_sided=int(f.how[k]) == fd_error.ONE_SIDED))
             est = None if estimates is None else estimates[k]
-            self._judge(record, {m: mats[m][k] for m in order}, est, None if shift is None else shift[k])
+            doubted = False if estimates is None else \
+                (fg.kinks[k][:, None] | fg.kinks[k][None, :]) | (self.eps is not None)
+            self._judge(record, {m: mats[m][k] for m in order}, est, None if shift is None else shift[k], doubted)
+            if record["value"] is not None:
+                record["warnings"] += gradient_said(k)
             if record["value"] is not None:
                 self._analyse(record, {m: mats[m][k] for m in order}, {m: grads[m][k] for m in order}, est)
             warnings, undefined = record.pop("warnings"), record.pop("undefined")
@@ -225,9 +231,49 @@ class HessianBatch(engine.BatchCore):
             shift = np.abs(there - mats["symbolic"])
         return np.where(np.isnan(shift), np.inf, shift)
 
-    def _judge(self, record: dict, mats: dict, estimates, shift=None) -> None:
+    def _judge_gradients(self, pts, size: int, value, grads: dict, fg):
+        """The record's gradient judged as grad judges it, every point at once: tape and fd against the exact
+        gradient (fd within its own estimates), or, without it, against each other. Returns the warnings of
+        point k, as a function of k."""
+        import numpy as np
+
+        x = np.stack([np.asarray(pts[v], dtype=np.float64) for v in self.wrt], axis=1)
+        columns = {m: np.asarray(g, dtype=np.float64)[None] for m, g in grads.items()}  # [1, P, n]
+        values = np.asarray(value, dtype=np.float64)[None]
+        estimates = None if fg is None else fg.estimates[None]
+        shift = None
+        if self.dtype != "float64" and "symbolic" in columns:  # the point's rounding is no method's error
+            with np.errstate(over="ignore"):
+                rounded = {k: np.asarray(v, dtype=np.float64).astype(self.dtype).astype(np.float64)
+                           for k, v in pts.items()}
+            there = np.stack([self.exact_column(0, (v,), rounded, size) for v in self.wrt], axis=1)[None]
+            with np.errstate(invalid="ignore"):
+                shift = np.nan_to_num(np.abs(there - columns["symbolic"]), nan=np.inf)
+        errors, disagree, tols = judge_gradients(values, columns, x, dtype=self.dtype, estimates=estimates,
+                                                 shift=shift)
+        doubted = None if fg is None else fg.kinks[None] | (self.eps is not None)
+        cross = cross_check(values, columns, x, estimates, dtype=self.dtype, doubted=doubted)
+        text = self.expr.text
+
+        def said(k: int) -> list[str]:
+            out = []
+            for j, v in enumerate(self.wrt):
+                for m, d in disagree.items():
+                    if d[0, k, j] and not (m == "fd" and fg.kinks[k, j]):  # a kink: fd's own warning says why
+                        out.append(disagreement(m, f"d({text})/d{v}", float(errors[m][0, k, j]), dtype=self.dtype,
+                                                tol=float(tols[m][0, k, j])))
+                if cross is not None and cross[1][0, k, j]:
+                    out.append(cross_disagreement(f"d({text})/d{v}", float(cross[0][0, k, j]),
+                                                  float(cross[2][0, k, j]), bool(cross[3][0, k, j]),
+                                                  dtype=self.dtype))
+            return out
+
+        return said
+
+    def _judge(self, record: dict, mats: dict, estimates, shift=None, doubted=False) -> None:
         """Each entry on its own scale (|exact entry|, |f|): a tiny entry beside a huge one is still judged;
-        ``shift`` [n, n]: the exact entries' move with the point's rounding, allowed for."""
+        ``shift`` [n, n]: the exact entries' move with the point's rounding, allowed for; ``doubted`` [n, n]:
+        where fd's own diagnostics doubt its estimate (a kink along either variable, a step --eps fixed)."""
         import numpy as np
 
         text, value = self.expr.text, record["value"]
@@ -248,7 +294,8 @@ class HessianBatch(engine.BatchCore):
                 record["symmetry"][m] = float(np.max(np.abs(h - h.T), initial=0.0))
         ref = mats.get("symbolic")
         if ref is None and "tape" in mats and "fd" in mats and estimates is not None and record["value"] is not None:
-            warning = cross_check_hessian(mats["tape"], mats["fd"], estimates, wrt=self.wrt, dtype=self.dtype)
+            warning = cross_check_hessian(mats["tape"], mats["fd"], estimates, wrt=self.wrt, dtype=self.dtype,
+                                          doubted=doubted)
             if warning:
                 record["warnings"].append(warning)
         if ref is None or record["value"] is None or not np.all(np.isfinite(ref)):
