@@ -224,7 +224,7 @@ def batches(invoke):
                                           "--order", "2", "-m", "symbolic,fd"),
         "hessian --grid": capture_sink(invoke, batch.TableSink, "hessian", "x**2*y", "--grid", "x=-1:1:2,y=0:2:2",
                                        "-m", "symbolic,fd"),
-        "descend --grid": capture_sink(invoke, descend_batch.TableSink, "descend", "(x**2-1)**2 + y**2",
+        "descend --grid": capture_sink(invoke, descend_batch.BasinsTableSink, "descend", "(x**2-1)**2 + y**2",
                                        "--grid", "x=-2:2:2,y=-1:1:2", "-o", "sgd,adam", "--lr", "0.05",
                                        "--steps", "200", *NO_SYMPY),
     }
@@ -251,11 +251,11 @@ def test_descend_basins_and_starts_show_every_start_whole(batches, width):
     out, _ = render(lambda: type(sink).finish(sink, *kept["args"]), width=width)
     assert "…" not in out
     assert_fits(out, width)
-    records = kept["records"]
-    assert {r["optimizer"] for r in records} == {"sgd", "adam"} and len(records) == 8
-    for r in records:
+    runs = [(record["start"], r) for record in kept["records"] for r in record["runs"]]
+    assert {r["optimizer"] for _, r in runs} == {"sgd", "adam"} and len(runs) == 8
+    for start, r in runs:
         pieces = [r["optimizer"], r["status"], str(r["steps"]), common.number(r["value"])]
-        pieces += [common.number(v) for v in [*r["start"].values(), *r["final"].values()]]
+        pieces += [common.number(v) for v in [*start.values(), *r["final"].values()]]
         assert all(appears_whole(out, p) for p in pieces), (width, pieces, out)
     summary = kept["args"][0]
     for basin in summary["basins"].values():
@@ -393,8 +393,9 @@ def test_starts_plot_fits_and_is_ascii_when_asked(batches):
     kept = batches["descend --grid"]
     sink = kept["sink"]
     samples: dict = {}
-    for r in kept["records"]:
-        samples.setdefault(r["optimizer"], []).append((r["start"]["x"], r["start"]["y"], "elsewhere"))
+    for record in kept["records"]:
+        for r in record["runs"]:
+            samples.setdefault(r["optimizer"], []).append((record["start"]["x"], record["start"]["y"], "elsewhere"))
     seen = {k: len(v) for k, v in samples.items()}
     file = Terminal("ascii")
     with pytest.MonkeyPatch.context() as mp:

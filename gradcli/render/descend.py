@@ -128,6 +128,13 @@ def _stationary_cell(run: dict) -> str:
     return f"{s.get('kind') or 'unclassified'} at {where}{distance}"
 
 
+def _basin_cell(run: dict) -> str:
+    b = run.get("basin")
+    if b is None:
+        return "- (not converged)" if run["status"] != "converged" else "-"
+    return f"{b['index']}: {b.get('kind') or 'unclassified'}"
+
+
 def _race_table(document: dict) -> FittedTable:
     """A row per optimizer: how it ended, where, and (when SymPy found them) the nearest stationary point."""
     names = document["variables"]
@@ -135,8 +142,12 @@ def _race_table(document: dict) -> FittedTable:
     columns = [Column("optimizer", "left", "bold"), Column("status", "left", role=SECONDARY, under="optimizer"),
                Column("steps"), *[Column(v) for v in names], Column("f"),
                Column("|grad f|", role=SECONDARY, under="f")]
-    if document["stationary_points"] is not None:
-        columns.append(Column("nearest stationary point (SymPy)", "left", role=FORMULA))
+    tolerance = f"{document['stationary_tolerance']:g} x max(1, |p|)"
+    sympy = document["stationary_points"] is not None
+    if sympy:
+        columns.append(Column(f"nearest stationary point (SymPy; reached within {tolerance})", "left", role=FORMULA))
+    else:  # the end point, grouped as many starts' are (a start alone founds its own basin)
+        columns.append(Column(f"basin of end points (within {tolerance})", "left", role=FORMULA))
     columns.append(Column("time", role=SECONDARY, under="steps"))
     table = FittedTable(columns, title="gradient descent")
     runs = document["runs"]
@@ -145,8 +156,7 @@ def _race_table(document: dict) -> FittedTable:
         name = f"{run['optimizer']} lr={run['learning_rate']:g}" if per_optimizer_rates else run["optimizer"]
         row = [name, Text(run["status"], style=_STATUS_STYLE.get(run["status"], "")), str(run["steps"]),
                *[number(run["final"].get(v)) for v in names], number(run["value"]), _short(run["gradient_norm"])]
-        if document["stationary_points"] is not None:
-            row.append(_stationary_cell(run))
+        row.append(_stationary_cell(run) if sympy else _basin_cell(run))
         row.append(f"{run['seconds']:.2f} s")
         table.add_row(*row)
     return table
