@@ -148,6 +148,8 @@ class ExactComparison:
                 certain = math.isfinite(bound) and abs(value - want) + bound <= limit
                 got = value if certain else self.expected_at(e.variable, point)
                 if got is None or not math.isfinite(got) or abs(got - want) > limit:
+                    if self.at_kink(point):  # exp(x) - 1 at 0: a zero float64's bound could not vouch for
+                        return "undefined", None
                     return "differs", self.counterexample(e, point, got, want)
                 worst = max(worst, abs(got - want) / limit if limit > 0 else (0.0 if got == want else math.inf))
             return "agrees", worst
@@ -171,6 +173,14 @@ class ExactComparison:
 
         symbols, _, expected = self.sympy_forms()
         return exact_value(expected[variable], symbols, point)
+
+    def at_kink(self, point: dict[str, float]) -> bool:
+        """Whether the argument of one of the expression's kinks is exactly 0 at ``point``."""
+        from gradcli.methods.symbolic import to_sympy
+        from gradcli.methods.symbolic_values import exact_value
+
+        symbols = self.sympy_forms()[0]
+        return any(exact_value(to_sympy(g, symbols), symbols, point) == 0 for g in self.kinks)
 
     def sympy_forms(self):
         if self._sympy is None:
