@@ -32,10 +32,12 @@ DENSE = 2**16
 # Points of each feature scan along a variable, and the features kept per scan (the smallest |g| first).
 SCAN = 4097
 FEATURES_PER_SCAN = 12
-# Feature functions taken from the formulas (the first ones found, outermost first), and scan lines per
-# variable besides the one through the centre (through the first random samples).
+# Feature functions taken from the formulas (the first ones found, outermost first), scan lines per
+# variable besides the one through the centre (through the first random samples), and scans in all (a
+# function along a variable through a base point: ~10 ms each), taken through the centre first.
 MAX_FEATURE_FUNCTIONS = 48
 EXTRA_LINES = 2
+MAX_SCANS = 64
 # Refinement: rounds, points refined per round, and offsets around each (half-widths 2^-1 .. 2^-REFINE_DEPTH).
 REFINE_ROUNDS = 3
 REFINE_POINTS = 6
@@ -174,21 +176,19 @@ def feature_points(functions: list[Node], variables: list[str], box: tuple[float
     half = (high - low) / 2
     line = np.unique(np.concatenate([np.linspace(low, high, SCAN),
                                      *(ladder_values(c, half, box) for c in {low + half, 0.0} if low <= c <= high)]))
+    scans = [(b, g, v) for b in range(len(bases)) for g in functions for v in variables if v in _names(g)]
+    found: dict[tuple[int, str], list[float]] = {}
+    for b, g, v in scans[:MAX_SCANS]:
+        env = {w: np.full(line.size, bases[b][w]) for w in variables}
+        env[v] = line
+        found.setdefault((b, v), []).extend(minima_of_abs(g, env, v, line))
     chunks: dict[str, list] = {v: [] for v in variables}
-    for base in bases:
-        for v in variables:
-            env = {w: np.full(line.size, base[w]) for w in variables}
-            env[v] = line
-            found: list[float] = []
-            for g in functions:
-                if v not in _names(g):
-                    continue
-                found += minima_of_abs(g, env, v, line)
-            if not found:
-                continue
-            spots = np.unique(cast(np.concatenate([ladder_values(x, half, box) for x in found])))
-            for w in variables:
-                chunks[w].append(spots if w == v else np.full(spots.size, base[w]))
+    for (b, v), spots in found.items():
+        if not spots:
+            continue
+        spots = np.unique(cast(np.concatenate([ladder_values(x, half, box) for x in spots])))
+        for w in variables:
+            chunks[w].append(spots if w == v else np.full(spots.size, bases[b][w]))
     if not chunks[variables[0]]:
         return {v: np.empty(0) for v in variables}
     return {v: np.concatenate(c) for v, c in chunks.items()}
