@@ -224,9 +224,11 @@ def test_latex_has_every_number_exactly_as_the_json(exported, name):
     text = result.stdout
     # the trace's node indices are no numbers to show; hvp's timings differ from run to run
     assert not missing(text, doc, latex_forms, skip={"outputs", "seconds"}), name
-    assert text.count(r"\begin{tabular}") == text.count(r"\end{tabular}") >= 1
-    for row in re.findall(r"^(.*) \\\\$", text, re.M):  # every row has its tabular's number of cells
-        assert "&" in row or row.startswith(r"\multicolumn")
+    tabulars = re.findall(r"\\begin\{tabular\}\{([lr]+)\}\n(.*?)\\end\{tabular\}", text, re.DOTALL)
+    assert len(tabulars) == text.count(r"\begin{tabular}") == text.count(r"\end{tabular}") >= 1
+    for align, body in tabulars:  # every row has its tabular's number of cells
+        rows = [row for row in body.splitlines() if row.endswith(r" \\")]
+        assert rows and all(len(re.findall(r"(?<!\\)&", row)) == len(align) - 1 for row in rows), (align, rows)
     assert text.count("{") == text.count("}") + text.count(r"\}") - text.count(r"\{")  # balanced groups
 
 
@@ -254,3 +256,22 @@ def test_check_exports_its_counterexample(tmp_path):
     c = doc["counterexample"]
     for x in (c["expected"], c["exact"], c["difference"], *c["point"].values()):
         assert appears_whole(text, repr(x)), (x, text)
+
+
+def test_an_error_writes_no_file_and_the_next_command_records_nothing(tmp_path, capsys):
+    """As gradcli shell runs lines: one process, one command after another."""
+    import sys
+
+    from gradcli.render import common
+
+    stdout = sys.stdout
+    svg = tmp_path / "bad.svg"
+    assert run_command(["eval", "x**", "--at", "x=1", "--svg", str(svg)]) == 2
+    assert not svg.exists() and sys.stdout is stdout and common.stdout_console().record is False
+    page = tmp_path / "first.html"
+    assert run_command(["eval", "x**2", "--at", "x=3", "--html", str(page)]) == 0
+    assert run_command(["eval", "x**3", "--at", "x=2"]) == 0
+    assert sys.stdout is stdout and common.stdout_console().record is False
+    assert capsys.readouterr().out == "9.0\n8.0\n"
+    text = html_text(page.read_text())
+    assert "9.0" in text and "8.0" not in text

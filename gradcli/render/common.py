@@ -113,14 +113,12 @@ class Export:
         self.console = Console(file=encodable_file(self.stdout), record=True, highlight=False,
                                width=terminal_width(self.stdout, default=160))
 
-    def record(self, text, *, style: str = "") -> None:
+    def record(self, text) -> None:
         """``text`` (a str, which may carry ANSI styles, or rich Text) into the recording only."""
         from rich.text import Text
 
         if isinstance(text, str):
             text = _text_from_ansi(text) if "\x1b" in text else Text(text)
-        if style:
-            text.stylize(style)
         shown, self.console.file = self.console.file, io.StringIO()
         try:
             self.console.print(text, end="", soft_wrap=True, markup=False, highlight=False)
@@ -152,8 +150,7 @@ def _text_from_ansi(text: str):
     """Styled text from ANSI escapes (a plot drawn in colour), with its trailing newline kept."""
     from rich.text import Text
 
-    decoded = Text("\n").join(Text.from_ansi(line) for line in text.split("\n"))
-    return decoded
+    return Text("\n").join(Text.from_ansi(line) for line in text.split("\n"))
 
 
 def _write_export(path: str, content: str) -> None:
@@ -200,7 +197,7 @@ def exporting(svg: str | None, html: str | None, *, output=None, title: str = "g
     format_name = getattr(output, "value", output)
     if format_name is not None and format_name not in HUMAN_FORMATS:
         raise UsageError(f"--svg and --html record the table a person reads: drop -f {format_name} "
-                         "(or write it with shell redirection: -f json > FILE)")
+                         f"(or write it with shell redirection: -f {format_name} > FILE)")
     if svg is not None and html is not None and os.path.abspath(svg) == os.path.abspath(html):
         raise UsageError("--svg and --html name the same file: give each its own")
     export = Export(svg, html, title)
