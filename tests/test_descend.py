@@ -456,3 +456,34 @@ def test_setup_is_shown_once_and_not_billed_to_the_first_run(invoke_json):
                       "--stationary-timeout", "0")
     assert doc["setup_seconds"] > 0
     assert all(run["seconds"] > 0 for run in doc["runs"])
+
+
+def test_a_rule_s_custom_gradient_drives_the_loop_and_its_program(invoke, invoke_json, tmp_path):
+    """--rule: the tape's gradient in the compiled loop is the rule's tf.custom_gradient, and --show-code
+    defines the rule as that function; the program ends where gradcli does."""
+    from gradcli.expression.tree import set_active_rules
+
+    args = ("descend", "sq(x-3)+sq(y)", "--from", "x=0,y=1", "-o", "manual,adam", "--steps", "30", "--tol", "0",
+            "--rule", "sq(u) = u**2; d/du = 2*u")
+    try:
+        doc = invoke_json(*args, *NO_SYMPY)
+        set_active_rules([])
+        result = invoke(*args, "--show-code")
+    finally:
+        set_active_rules([])
+    assert result.exit_code == 0, result.stderr
+    assert "@tf.custom_gradient\ndef rule_sq(u):" in result.stdout
+    for line, run in zip(run_program(result.stdout, tmp_path), doc["runs"]):
+        words = line.split()
+        assert float(words[4]) == pytest.approx(run["final"]["x"], abs=1e-15)
+    assert doc["runs"][0]["final"]["x"] == pytest.approx(3 - 3 * 0.8 ** 30, abs=1e-12)  # x_k = 3 - 3 (1 - 2 lr)^k
+
+
+def test_a_wrong_rule_exits_1_before_descending(invoke):
+    from gradcli.expression.tree import set_active_rules
+
+    try:
+        result = invoke("descend", "sq(x)", "--from", "x=1", "--rule", "sq(u) = u**2; d/du = 3*u")
+    finally:
+        set_active_rules([])
+    assert result.exit_code == 1 and "rule sq is wrong" in result.stderr

@@ -34,9 +34,9 @@ OptimizerOption = Annotated[str, typer.Option(
     help="manual (the guide's loop), sgd, momentum, nesterov, adam, adamw, rmsprop, adagrad, adadelta, "
          "adamax, nadam, lion, ftrl, or all; several race.")]
 LearningRateOption = Annotated[float, typer.Option(
-    "--lr", metavar="LR", help="Learning rate of optimizers without :LR.")]
+    "--lr", metavar="LR", help="Of optimizers without :LR.")]
 StepsOption = Annotated[int, typer.Option(
-    "--steps", metavar="N", help="At most this many steps (then status max_steps).")]
+    "--steps", metavar="N", help="Step limit (then: max_steps).")]
 TolOption = Annotated[Optional[float], typer.Option(
     "--tol", metavar="G", help="Stop (converged) below this gradient norm (default 1e-10, float32 1e-6; "
          "0: never).")]
@@ -67,8 +67,8 @@ def descend(
     show_code: ShowProgramOption = False, stationary_timeout: StationaryTimeoutOption = 2.0,
     batch_size: StartsBatchSizeOption = 1024, rule: RuleOption = None,
 ) -> None:
-    """Gradient descent: the guide's hand-written loop and Keras optimizers, compiled; a diverged or
-    unbounded run exits 1. Many starts (--points/--grid): a record per start, or the basins.
+    """Gradient descent: the guide's loop and Keras optimizers, compiled; exit 1 when a run
+    diverges. --points/--grid: many starts and their basins.
 
     The guide's loops run all 100 steps in float32 (--tol 0 never stops early): the first example ends
     at their x = -0.3333333.

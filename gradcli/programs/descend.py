@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from gradcli.compute.descend.optimizers import _CAST_HYPERPARAMETERS, _KERAS_CLASSES, optimizer_hyperparameters
+from gradcli.compute.descend.optimizers import CAST_HYPERPARAMETERS, KERAS_CLASSES, optimizer_hyperparameters
 from gradcli.compute.descend.options import DescentPlan
 from gradcli.programs.common import code_names, renamed_comment, tf_code
+from gradcli.programs.rules import rule_definitions, rule_names
 
 # Names the descent program defines beyond gradcli.programs.common.PROGRAM_NAMES.
 _DESCEND_PROGRAM_NAMES = ("learning_rate", "max_steps", "tol", "descend", "np", "numpy", "keras")
@@ -14,20 +15,25 @@ def show_code_descend(plan: DescentPlan) -> str:
     """One runnable program per optimizer (concatenated, they still run as one script).
 
     Built from the plan alone: nothing is run. User variables whose names the program uses itself
-    (f, step, tape, z, optimizer, print, ...) are renamed in the code, never in the printed labels.
+    (f, step, tape, z, optimizer, print, ...) are renamed in the code, never in the printed labels. A --rule's
+    function is defined as the ``tf.custom_gradient`` function the tape uses.
     """
-    names = code_names(plan.names, taken=_DESCEND_PROGRAM_NAMES)
+    trees = [plan.expression.tree]
+    names = code_names(plan.names, taken=(*_DESCEND_PROGRAM_NAMES, *rule_names(trees)))
     body = tf_code(plan.expression.tree, names)
-    return "\n\n".join(_program(name, plan, names, body) for name in plan.optimizers)
+    rules = rule_definitions(trees)
+    return "\n\n".join(_program(name, plan, names, body, rules) for name in plan.optimizers)
 
 
-def _program(name: str, plan: DescentPlan, names: dict[str, str], body: str) -> str:
-    """The program for optimizer ``name``; ``body`` is f's TensorFlow expression."""
+def _program(name: str, plan: DescentPlan, names: dict[str, str], body: str, rules: list[str]) -> str:
+    """The program for optimizer ``name``; ``body`` is f's TensorFlow expression, ``rules`` the lines that
+    define the --rule functions it calls."""
     hyper = {} if name == "manual" else _program_hyperparameters(name, plan)
-    exact = plan.dtype == "float64" and any(k in _CAST_HYPERPARAMETERS for k in hyper)
+    exact = plan.dtype == "float64" and any(k in CAST_HYPERPARAMETERS for k in hyper)
     params = ", ".join(names[v] for v in plan.names)
     lines = _preamble(name, plan, names, exact)
-    lines += ["", "", f"def f({params}):", f"    return {body}", ""]
+    lines += rules if rules else ["", ""]
+    lines += [f"def f({params}):", f"    return {body}", ""]
     if name != "manual":
         lines += _optimizer_lines(name, plan, hyper, exact, f"[{params}]")
     lines += _loop_lines(name, plan, names, params)
@@ -58,14 +64,14 @@ def _optimizer_lines(name: str, plan: DescentPlan, hyper: dict[str, float], exac
     """The Keras optimizer, built with gradcli's hyper-parameters before the loop is traced."""
     args = ["learning_rate=learning_rate"]
     for k, value in hyper.items():
-        args.append(f"{k}=np.float64({value!r})" if exact and k in _CAST_HYPERPARAMETERS else f"{k}={value!r}")
+        args.append(f"{k}=np.float64({value!r})" if exact and k in CAST_HYPERPARAMETERS else f"{k}={value!r}")
     if name == "nesterov":
         args.append("nesterov=True")
     lines = [f"keras.config.set_floatx('{plan.dtype}')  # Keras keeps the learning rate in floatx: match DTYPE"]
     if exact:
         lines.append("# np.float64: Keras casts these through float32 when given as Python floats")
     return lines + [
-        f"optimizer = keras.optimizers.{_KERAS_CLASSES[name]}({', '.join(args)})",
+        f"optimizer = keras.optimizers.{KERAS_CLASSES[name]}({', '.join(args)})",
         f"optimizer.build({var_list})  # create its slots now, not inside the compiled loop",
         "",
     ]
@@ -105,7 +111,7 @@ def _loop_lines(name: str, plan: DescentPlan, names: dict[str, str], params: str
 def _program_hyperparameters(name: str, plan: DescentPlan) -> dict[str, float]:
     """The hyper-parameters a program spells out: those gradcli hands over as float64, and the momentum."""
     hyper = optimizer_hyperparameters(name, plan.momentum)
-    keep = set(_CAST_HYPERPARAMETERS) if plan.dtype == "float64" else {"momentum"}
+    keep = set(CAST_HYPERPARAMETERS) if plan.dtype == "float64" else {"momentum"}
     if name not in ("momentum", "nesterov"):
         keep.discard("momentum")  # SGD's and RMSprop's default 0.0: nothing to say
     return {k: v for k, v in hyper.items() if k in keep}

@@ -142,14 +142,15 @@ def _race_table(document: dict) -> FittedTable:
     columns = [Column("optimizer", "left", "bold"), Column("status", "left", role=SECONDARY, under="optimizer"),
                Column("steps"), *[Column(v) for v in names], Column("f"),
                Column("|grad f|", role=SECONDARY, under="f")]
-    tolerance = f"{document['stationary_tolerance']:g} x max(1, |p|)"
     sympy = document["stationary_points"] is not None
     if sympy:
-        columns.append(Column(f"nearest stationary point (SymPy; reached within {tolerance})", "left", role=FORMULA))
+        columns.append(Column("nearest stationary point (SymPy)", "left", role=FORMULA))
     else:  # the end point, grouped as many starts' are (a start alone founds its own basin)
-        columns.append(Column(f"basin of end points (within {tolerance})", "left", role=FORMULA))
+        columns.append(Column("basin (end points)", "left", role=FORMULA))
     columns.append(Column("time", role=SECONDARY, under="steps"))
-    table = FittedTable(columns, title="gradient descent")
+    where = "stationary point" if sympy else "basin"
+    table = FittedTable(columns, title=f"gradient descent (a run ends at a {where} within "
+                                       f"{document['stationary_tolerance']:g} x max(1, |p|) of it)")
     runs = document["runs"]
     per_optimizer_rates = len({run["learning_rate"] for run in runs}) > 1  # -o sgd:0.1,adam:0.01
     for run in runs:
