@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from gradcli.compute.check_values import allowed
 from gradcli.errors import UsageError
 from gradcli.expression import Expression, parse
 from gradcli.expression.points import split_top_level
@@ -220,12 +219,12 @@ def check_derivatives(expression: str, *, expect: list[str], order: int = 1, at:
     for entry, e in zip(report.expectations, expectations):
         status = report.proof[e.variable]
         entry["sympy_difference"] = differences.get(e.variable)
-        if status == "equal":
+        if e.variable in sampled.differing:  # even where SymPy's simplify said equal: x/x is no number at 0
+            entry["decision"] = DIFFERS
+        elif status == "equal":
             entry["decision"] = PROVED_EQUAL
         elif status == "different":
             entry["decision"] = PROVED_DIFFERENT
-        elif e.variable in sampled.differing:
-            entry["decision"] = DIFFERS
         elif report.counterexample is None and report.points_checked > 0:
             entry["decision"] = SAMPLED
     if report.counterexample is not None or proved_wrong:
