@@ -45,32 +45,33 @@ def tape_scale(value, derivative, x=None):
     return scale if x is None else np.maximum(scale, np.abs(x))
 
 
-def tolerance(method: str, *, dtype: str, order: int = 1, scale=1.0, estimate=None, reference=0.0, shift=0.0):
-    """How far ``method``'s derivative of ``order`` may be from the exact one before gradcli calls it a
-    disagreement, elementwise over arrays:
-
-    - fd and the complex step: their own error ``estimate`` plus the float64 rounding of the exact value
-      (``reference``), the number the estimate is compared with;
-    - the tape: TAPE_ROUNDINGS roundings of the dtype at ``scale`` (:func:`tape_scale`), ORDER_GROWTH times
-      more per further order.
-
-    Both plus ``shift`` (how far the exact value moves between the point as typed and its rounding to the
-    dtype: no method's error) and :func:`underflow_floor`."""
-    import numpy as np
-
-    if method in ("fd", "complex"):
-        if estimate is None:
-            raise ValueError(f"{method} is judged by its own error estimate, and none was given")
-        own = estimate + 4 * MACHINE_EPSILON["float64"] * np.abs(reference)
-    else:
-        own = TAPE_ROUNDINGS * ORDER_GROWTH ** (order - 1) * MACHINE_EPSILON[dtype] * scale
-    return own + shift + underflow_floor(dtype)
+def tape_roundings(*, dtype: str, order: int = 1, scale=1.0):
+    """The tape's own share of a tolerance: TAPE_ROUNDINGS roundings of the dtype at ``scale``
+    (:func:`tape_scale`), ORDER_GROWTH times more per further order."""
+    return TAPE_ROUNDINGS * ORDER_GROWTH ** (order - 1) * MACHINE_EPSILON[dtype] * scale
 
 
 def fd_tolerance(estimate, reference):
-    """fd (or the complex step) against an exact value: its own error estimate plus the exact value's float64
-    rounding; no shift, no floor (the callers add theirs)."""
-    return tolerance("fd", dtype="float64", estimate=estimate, reference=reference) - underflow_floor("float64")
+    """fd's (or the complex step's) own share of a tolerance: its error estimate plus the float64 rounding of
+    the exact value it is compared with."""
+    import numpy as np
+
+    return estimate + 4 * MACHINE_EPSILON["float64"] * np.abs(reference)
+
+
+def tolerance(method: str, *, dtype: str, order: int = 1, scale=1.0, estimate=None, reference=0.0, shift=0.0):
+    """How far ``method``'s derivative of ``order`` may be from the exact one (``reference``) before gradcli
+    calls it a disagreement, elementwise over arrays: fd and the complex step by their own error ``estimate``
+    (:func:`fd_tolerance`), the tape by its roundings at ``scale`` (:func:`tape_roundings`); both plus
+    ``shift`` (how far the exact value moves between the point as typed and its rounding to the dtype: no
+    method's error) and :func:`underflow_floor`."""
+    if method in ("fd", "complex"):
+        if estimate is None:
+            raise ValueError(f"{method} is judged by its own error estimate, and none was given")
+        own = fd_tolerance(estimate, reference)
+    else:
+        own = tape_roundings(dtype=dtype, order=order, scale=scale)
+    return own + shift + underflow_floor(dtype)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -110,6 +111,13 @@ def disagreement(method: str, subject: str, error: float, *, dtype: str, tol: fl
     if not by_estimate:
         why = f"{dtype} explains"
     return f"{method} and symbolic disagree on {subject}: error {error:.3g} is more than {why} (~{tol:.1g})"
+
+
+def doubtful_tape_warning(subject: str, error: float, tol: float, exact: float) -> str:
+    """The warning for a tape within its tolerance only because the point's scale makes that tolerance far
+    larger than the value (where a trace of the tape shows a node that went wrong)."""
+    return (f"tape and symbolic disagree on {subject}: error {error:.3g}, within the tolerance of the point's "
+            f"scale (~{tol:.1g}) but not of the value {exact:.6g}")
 
 
 def cross_disagreement(subject: str, gap: float, tol: float, fd_suspect: bool, *, dtype: str) -> str:
@@ -161,8 +169,7 @@ def method_spread(method: str, values, columns: dict, estimates: dict, *, dtype:
 
     if method != "tape":
         return estimates[method]
-    scale = tape_scale(np.asarray(values)[..., None], columns["tape"])
-    return tolerance("tape", dtype=dtype, order=order, scale=scale) - underflow_floor(dtype)
+    return tape_roundings(dtype=dtype, order=order, scale=tape_scale(np.asarray(values)[..., None], columns["tape"]))
 
 
 def cross_pair(a: str, b: str, values, columns: dict, x, estimates: dict, *, dtype: str, order: int = 1):
@@ -281,7 +288,7 @@ def best_analysis(matrices: dict, gradients: dict, *, dtype: str, fd_estimates=N
     if grad_source == "fd":  # relative to the matrix's scale (analyse_hessian): fd is good to about sqrt(eps)
         gtol = 100 * math.sqrt(MACHINE_EPSILON[dtype])
     elif grad_source == "tape":
-        gtol = TAPE_ROUNDINGS * MACHINE_EPSILON[dtype]
+        gtol = tape_roundings(dtype=dtype)
     if source == "fd":
         errors = np.asarray(fd_estimates, dtype=np.float64)
     else:

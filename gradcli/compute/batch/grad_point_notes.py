@@ -71,8 +71,9 @@ def doubtful_tape(core, i: int, v: str, error: float, exact: float, tol: float, 
     0.7071, inside a tolerance of 3e188). There the trace settles it: a node that went wrong is a warning."""
     if core.at_point is False or not math.isfinite(error) or error <= 1e-6 * abs(exact) or tol <= 1e6 * abs(exact):
         return
-    said = f"tape and symbolic disagree on d({core.exprs[i].text})/d{v}: error {error:.3g}, within the " \
-        f"tolerance of the point's scale (~{tol:.1g}) but not of the value {exact:.6g}"
+    from gradcli.compute.judge import doubtful_tape_warning
+
+    said = doubtful_tape_warning(f"d({core.exprs[i].text})/d{v}", error, tol, exact)
     at = len(warnings)
     if origin_note(core, i, into=warnings):  # the trace found where: the tape is off by more than its digits
         warnings.insert(at, said)
