@@ -307,3 +307,9 @@ def test_a_rule_s_function_can_be_checked(invoke):
     assert abs(c["point"]["x"] - 0.5) < 1e-2 and c["exact"] == pytest.approx(3 * c["point"]["x"] ** 2)
     wrong_rule = invoke("check", "g(x)", "--rule", "g(u) = u**3; d/du = 3*u", "--expect", "x=3*x")
     assert wrong_rule.exit_code == 1 and "rule g is wrong" in wrong_rule.stderr
+
+
+def test_an_exact_value_beyond_float64_agrees_only_with_the_same_infinity(invoke):
+    assert invoke("check", "exp(x)", "--expect", "x=where(x > 0, exp(x), 1)", "--at", "x=800").exit_code == 0
+    result = invoke("check", "exp(x)", "--expect", "x=1e300", "--at", "x=800")
+    assert result.exit_code == 1 and "the exact value is beyond float64's range" in result.stdout

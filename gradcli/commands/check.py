@@ -99,8 +99,10 @@ def _print_text(report) -> None:
         print(f"differs: {what} by {c['variable']} at {point}")
         print(f"  expected  {c['expected_formula']} = {c['expected'] if c['expected'] is not None else 'undefined'}")
         print(f"  exact     {entry['exact']} = {c['exact']!r}")
-        if c["difference"] is None:
-            print("  difference: undefined")
+        if c["expected"] is None:
+            print("  difference: undefined (the expected formula has no number here)")
+        elif c["difference"] is None:
+            print("  difference: the exact value is beyond float64's range, the expected one is not")
         elif entry["decision"] == PROVED_DIFFERENT:
             print(f"  difference {c['difference']!r} (SymPy proves expected - exact = {entry['sympy_difference']}, "
                   "not 0)")
