@@ -326,3 +326,29 @@ def test_strict_marks_a_result_with_warnings_failed():
     assert gradcli.derivative("abs(x)", at="x=0", strict=True).failed
     assert gradcli.grad("abs(x)", grid="x=-1:1:3", strict=True).failed
     assert not gradcli.hessian("x**2*y", at="x=1,y=1", strict=True).failed
+
+
+LOG1PEXP_RULE = "log1pexp(x) = log(1 + exp(x)); d/dx = 1 - 1/(1 + exp(x))"
+
+
+def test_rules_are_options_of_one_call_and_end_with_it():
+    doc = gradcli.grad("log1pexp(x)", at={"x": 100}, dtype="float32", method="symbolic,tape",
+                       rule=LOG1PEXP_RULE).to_dict()
+    assert doc["results"][0]["gradient"]["tape"] == {"x": 1.0}  # the rule's tf.custom_gradient
+    assert doc["results"][0]["gradient"]["symbolic"] == {"x": 1.0}
+    assert any("changes the tape's numerics" in n for n in doc["notes"])
+    with pytest.raises(gradcli.ParseError):  # the rule was this call's only
+        gradcli.grad("log1pexp(x)", at={"x": 1})
+    sq = "sq(u) = u**2; d/du = 2*u"
+    assert gradcli.hessian("sq(x)*y", at="x=1,y=2", rule=[sq, LOG1PEXP_RULE], method="tape").to_dict()[
+        "hessian"]["tape"] == [[4.0, 2.0], [2.0, 0.0]]
+    assert gradcli.derivative("sq(x)**2", at="x=1", order=3, rule=sq, method="symbolic").to_dict()[
+        "derivatives"]["symbolic"] == [4.0, 12.0, 24.0]
+    columns = api.grad_columns("sq(x)", {"x": [1.0, 3.0]}, method="symbolic", rule=sq)
+    assert list(columns["symbolic_dx"]) == [2.0, 6.0]
+
+
+def test_a_wrong_rule_raises_a_compute_error_with_its_counterexample():
+    with pytest.raises(gradcli.ComputeError, match=r"rule g is wrong: .* at u="):
+        gradcli.grad("g(x)", at="x=1", rule="g(u) = u**3; d/du = 3*u")
+    assert gradcli.eval("x**2", at="x=3").to_dict()["value"] == 9.0  # nothing of the wrong rule stays

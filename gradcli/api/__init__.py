@@ -43,11 +43,12 @@ __all__ = ["ComputeError", "GradcliError", "ParseError", "Result", "UsageError",
 def grad(*expressions: str, at=None, points=None, grid: str | None = None, wrt: str | None = None,
          method: str = CLI_DEFAULT, scheme: str = CLI_DEFAULT, eps: float | None = None, dtype: str = CLI_DEFAULT,
          symbolic_timeout: float = CLI_DEFAULT, batch_size: int = CLI_DEFAULT, constants: str | None = None,
-         watch: str | None = None, strict: bool = False) -> Result:
+         watch: str | None = None, rule: str | list[str] | None = None, strict: bool = False) -> Result:
     """``gradcli grad EXPR...``: the gradient, SymPy's exact value beside GradientTape and finite differences
     (several expressions: the Jacobian and the tape's sum). ``at``: {"x1": 2, "x2": 3} or "x1=2,x2=3";
     ``points``: a CSV/JSON Lines path, a mapping of columns or a DataFrame; ``grid``: "x=-1:1:5,y=0:1:3";
     ``constants``/``watch`` (one point): "x1,x2" enter the tape as tf.constant / are tape.watch()ed;
+    ``rule``: one ``--rule`` text or a list of them (checked first; a wrong rule raises ComputeError);
     ``strict``: ``failed`` on any warning too."""
     expressions = _expression_list(expressions)
     _check_scheme(scheme)
@@ -62,15 +63,26 @@ def grad(*expressions: str, at=None, points=None, grid: str | None = None, wrt: 
         return GradBatch(expressions, wrt=wrt, methods=method, scheme=scheme, eps=eps, dtype=dtype,
                          symbolic_time_limit=symbolic_timeout, constants=constants, watch=watch)
 
-    return _run("grad", core, at=at, points=points, grid=grid, batch_size=batch_size, strict=strict)
+    return _run("grad", core, at=at, points=points, grid=grid, batch_size=batch_size, strict=strict, rule=rule,
+                symbolic_timeout=symbolic_timeout)
 
 
-def _run(command: str, core, *, at, points, grid, batch_size: int, strict: bool) -> Result:
-    """One point as a batch of one, or many; ``strict``: ``failed`` on any warning too (--strict's exit 1)."""
-    if points is None and grid is None:
-        result = batch_of_one(command, core, at=at, batch_size=batch_size)
-    else:
-        result = many_points(command, core, points=points, grid=grid, at=at, batch_size=batch_size)
+def _run(command: str, core, *, at, points, grid, batch_size: int, strict: bool, rule, symbolic_timeout: float
+         ) -> Result:
+    """One point as a batch of one, or many, with the call's ``--rule`` s in force (checked first, as the CLI
+    does; they end with the call); ``strict``: ``failed`` on any warning too (--strict's exit 1)."""
+    from gradcli.expression.rules import rules_in_force
+
+    with rules_in_force(rule, time_limit=symbolic_timeout) as checked:
+        def ruled_core():
+            made = core()
+            made.notes += checked.notes
+            return made
+
+        if points is None and grid is None:
+            result = batch_of_one(command, ruled_core, at=at, batch_size=batch_size)
+        else:
+            result = many_points(command, ruled_core, points=points, grid=grid, at=at, batch_size=batch_size)
     result.failed = result.failed or (strict and bool(result.warnings))
     return result
 
@@ -79,31 +91,35 @@ def _run(command: str, core, *, at, points, grid, batch_size: int, strict: bool)
 def hessian(expression: str, *, at=None, points=None, grid: str | None = None, wrt: str | None = None,
             method: str = CLI_DEFAULT, eps: float | None = None, dtype: str = CLI_DEFAULT,
             formulas: bool = CLI_DEFAULT, symbolic_timeout: float = CLI_DEFAULT,
-            batch_size: int = CLI_DEFAULT, strict: bool = False) -> Result:
+            batch_size: int = CLI_DEFAULT, rule: str | list[str] | None = None, strict: bool = False) -> Result:
     """``gradcli hessian EXPR``: the Hessian three ways and what it says (eigenvalues, definiteness, kind of
-    critical point)."""
+    critical point); ``rule`` as for :func:`grad`."""
     def core():
         from gradcli.compute.batch.hessian import HessianBatch
 
         return HessianBatch(expression, wrt=wrt, methods=method, eps=eps, dtype=dtype, formulas=formulas,
                             symbolic_time_limit=symbolic_timeout)
 
-    return _run("hessian", core, at=at, points=points, grid=grid, batch_size=batch_size, strict=strict)
+    return _run("hessian", core, at=at, points=points, grid=grid, batch_size=batch_size, strict=strict, rule=rule,
+                symbolic_timeout=symbolic_timeout)
 
 
 @cli_command("derivative")
 def derivative(expression: str, *, at=None, points=None, grid: str | None = None, order: int = CLI_DEFAULT,
                wrt: str | None = None, method: str = CLI_DEFAULT, eps: float | None = None,
                accuracy: int = CLI_DEFAULT, dtype: str = CLI_DEFAULT, formulas: bool = CLI_DEFAULT,
-               symbolic_timeout: float = CLI_DEFAULT, batch_size: int = CLI_DEFAULT, strict: bool = False) -> Result:
-    """``gradcli derivative EXPR``: the first ``order`` derivatives of a one-variable function."""
+               symbolic_timeout: float = CLI_DEFAULT, batch_size: int = CLI_DEFAULT,
+               rule: str | list[str] | None = None, strict: bool = False) -> Result:
+    """``gradcli derivative EXPR``: the first ``order`` derivatives of a one-variable function; ``rule`` as for
+    :func:`grad`."""
     def core():
         from gradcli.compute.batch.derivative import DerivativeBatch
 
         return DerivativeBatch(expression, order=order, wrt=wrt, methods=method, eps=eps, dtype=dtype,
                                accuracy=accuracy, formulas=formulas, symbolic_time_limit=symbolic_timeout)
 
-    return _run("derivative", core, at=at, points=points, grid=grid, batch_size=batch_size, strict=strict)
+    return _run("derivative", core, at=at, points=points, grid=grid, batch_size=batch_size, strict=strict,
+                rule=rule, symbolic_timeout=symbolic_timeout)
 
 
 @cli_command("descend")
@@ -226,7 +242,8 @@ def _check_scheme(scheme: str) -> None:
 @cli_command("grad")
 def grad_columns(expressions, batch, *, at=None, wrt: str | None = None, method: str = CLI_DEFAULT,
                  scheme: str = CLI_DEFAULT, eps: float | None = None, dtype: str = CLI_DEFAULT,
-                 symbolic_timeout: float = CLI_DEFAULT, batch_size: int = CLI_DEFAULT) -> dict:
+                 symbolic_timeout: float = CLI_DEFAULT, batch_size: int = CLI_DEFAULT,
+                 rule: str | list[str] | None = None) -> dict:
     """grad's batch core on a dict of arrays (a column per variable; ``at`` may fix some): the CLI's
     ``-f csv`` columns as NumPy arrays (a row per point and expression), the batch's other columns first::
 
@@ -241,13 +258,13 @@ def grad_columns(expressions, batch, *, at=None, wrt: str | None = None, method:
         return GradBatch(expressions, wrt=wrt, methods=method, scheme=scheme, eps=eps, dtype=dtype,
                          symbolic_time_limit=symbolic_timeout)
 
-    return _columns("grad", core, batch, at=at, batch_size=batch_size)
+    return _columns("grad", core, batch, at=at, batch_size=batch_size, rule=rule, symbolic_timeout=symbolic_timeout)
 
 
 @cli_command("hessian")
 def hessian_columns(expression: str, batch, *, at=None, wrt: str | None = None, method: str = CLI_DEFAULT,
                     eps: float | None = None, dtype: str = CLI_DEFAULT, symbolic_timeout: float = CLI_DEFAULT,
-                    batch_size: int = CLI_DEFAULT) -> dict:
+                    batch_size: int = CLI_DEFAULT, rule: str | list[str] | None = None) -> dict:
     """hessian's batch core on a dict of arrays: the CLI's ``-f csv`` columns (a row per point)."""
     def core():
         from gradcli.compute.batch.hessian import HessianBatch
@@ -255,14 +272,15 @@ def hessian_columns(expression: str, batch, *, at=None, wrt: str | None = None, 
         return HessianBatch(expression, wrt=wrt, methods=method, eps=eps, dtype=dtype,
                             symbolic_time_limit=symbolic_timeout)
 
-    return _columns("hessian", core, batch, at=at, batch_size=batch_size)
+    return _columns("hessian", core, batch, at=at, batch_size=batch_size, rule=rule,
+                    symbolic_timeout=symbolic_timeout)
 
 
 @cli_command("derivative")
 def derivative_columns(expression: str, batch, *, at=None, order: int = CLI_DEFAULT, wrt: str | None = None,
                        method: str = CLI_DEFAULT, eps: float | None = None, accuracy: int = CLI_DEFAULT,
                        dtype: str = CLI_DEFAULT, symbolic_timeout: float = CLI_DEFAULT,
-                       batch_size: int = CLI_DEFAULT) -> dict:
+                       batch_size: int = CLI_DEFAULT, rule: str | list[str] | None = None) -> dict:
     """derivative's batch core on a dict of arrays: the CLI's ``-f csv`` columns (a row per point)."""
     def core():
         from gradcli.compute.batch.derivative import DerivativeBatch
@@ -270,7 +288,8 @@ def derivative_columns(expression: str, batch, *, at=None, order: int = CLI_DEFA
         return DerivativeBatch(expression, order=order, wrt=wrt, methods=method, eps=eps, dtype=dtype,
                                accuracy=accuracy, symbolic_time_limit=symbolic_timeout)
 
-    return _columns("derivative", core, batch, at=at, batch_size=batch_size)
+    return _columns("derivative", core, batch, at=at, batch_size=batch_size, rule=rule,
+                    symbolic_timeout=symbolic_timeout)
 
 
 class _Records:
@@ -289,18 +308,19 @@ class _Records:
         pass
 
 
-def _columns(command: str, core, batch, *, at, batch_size: int) -> dict:
+def _columns(command: str, core, batch, *, at, batch_size: int, rule, symbolic_timeout: float) -> dict:
     import numpy as np
 
     from gradcli.compute.batch.engine import run_batch
     from gradcli.expression.points import parse_point
+    from gradcli.expression.rules import rules_in_force
     from gradcli.expression.sources.shapes import Needs, PointChunk
     from gradcli.render.batch import sink_for
 
     arrays = _arrays_of(batch)
     size = len(next(iter(arrays.values()))) if arrays else 0
     sink = _Records()
-    with quiet():
+    with quiet(), rules_in_force(rule, time_limit=symbolic_timeout):
         computation = core()
         needs = Needs(computation.variables, parse_point(at_texts(at), required=False), "--at", computation.dtype)
         values = {}

@@ -132,6 +132,9 @@ def _declared(annotation: ast.expr | None, aliases: dict) -> tuple[str | None, s
         for keyword in option.keywords:
             if keyword.arg in ("min", "max"):
                 bounds[keyword.arg == "max"] = ast.literal_eval(keyword.value)
+            elif keyword.arg == "callback" and isinstance(keyword.value, ast.Call) \
+                    and _name(keyword.value.func) == "in_range":  # the range the callback checks
+                bounds = [ast.literal_eval(a) for a in keyword.value.args]
     return kind, flag, tuple(bounds)
 
 
@@ -166,8 +169,9 @@ class _CliDefault:
 
 
 CLI_DEFAULT = _CliDefault()
-# Converted by the API itself (a mapping or text for a point, a path, mapping or DataFrame for points).
-_OWN = frozenset({"at", "start", "points", "expressions", "expect", "batch"})
+# Converted by the API itself (a mapping or text for a point, a path, mapping or DataFrame for points; a rule
+# text or a list of them, read by gradcli's own rule parser).
+_OWN = frozenset({"at", "start", "points", "expressions", "expect", "batch", "rule"})
 # Options that are comma-separated lists on the command line: a list of names is joined.
 _COMMA_LISTS = frozenset({"wrt", "method", "optimizer"})
 

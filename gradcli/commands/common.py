@@ -79,15 +79,20 @@ GridOption = Annotated[Optional[str], typer.Option(
     show_default=False)]
 
 
-def batch_size_option(value: int) -> int:
-    # checked here rather than by Click's min/max: the range would take a second line of every --help
-    if not 1 <= value <= 1_000_000:
-        raise typer.BadParameter(f"{value} is not in the range 1<=x<=1000000")
-    return value
+def in_range(low: float, high: float):
+    """A callback that refuses a value outside [low, high] (NaN too) as Click's min/max would, without the range
+    line min/max add to every --help. The Python API reads the two numbers from the declaration
+    (``callback=in_range(LOW, HIGH)``), so the range is written once."""
+    def check(value):
+        if value is not None and not low <= value <= high:
+            raise typer.BadParameter(f"{value} is not in the range {low}<=x<={high}")
+        return value
+
+    return check
 
 
 BatchSizeOption = Annotated[int, typer.Option(
-    "--batch-size", callback=batch_size_option, metavar="N", help="Points per batch (1 to 10^6).")]
+    "--batch-size", callback=in_range(1, 1_000_000), metavar="N", help="Points per batch (1 to 10^6).")]
 DTypeOption = Annotated[DType, typer.Option(
     "--dtype", case_sensitive=False, metavar="DTYPE", help="float64 or float32.")]
 ShowCodeOption = Annotated[
@@ -105,16 +110,8 @@ def seconds_option(value: float | None) -> float | None:
     return value
 
 
-def symbolic_seconds(value: float) -> float:
-    # the range checked here rather than by Click's min/max: it would take a second line of every --help
-    value = seconds_option(value)
-    if not 0.1 <= value <= 86_400.0:
-        raise typer.BadParameter(f"{value} is not in the range 0.1<=x<=86400.0")
-    return value
-
-
 SymbolicTimeoutOption = Annotated[
-    float, typer.Option("--symbolic-timeout", callback=symbolic_seconds, metavar="SECONDS",
+    float, typer.Option("--symbolic-timeout", callback=in_range(0.1, 86_400.0), metavar="SECONDS",
                         help="SymPy's limit (0.1 to 86400).")
 ]
 

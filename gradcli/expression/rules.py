@@ -24,6 +24,8 @@ the command's point, with the tape's value with the rule and without it.
 
 from __future__ import annotations
 
+import contextlib
+
 import math
 import random
 import re
@@ -299,6 +301,21 @@ def define_rules(texts: list[str] | None, *, time_limit: float = 10.0) -> Checke
     if not rules:
         return Checked()
     return check_rules(rules, time_limit=time_limit)
+
+
+@contextlib.contextmanager
+def rules_in_force(texts: str | list[str] | None, *, time_limit: float = 10.0):
+    """:func:`define_rules` for the length of a block, then the rules that were in force before (the Python
+    API: one call's rules end with the call). Yields the :class:`Checked` notes. Without texts nothing
+    changes (the rules already in force stay)."""
+    if not texts:
+        yield Checked()
+        return
+    saved = dict(active_rules())
+    try:
+        yield define_rules([texts] if isinstance(texts, str) else texts, time_limit=time_limit)
+    finally:
+        set_active_rules(saved.values())
 
 
 # ---------------------------------------------------------------------------------------------
