@@ -325,3 +325,40 @@ def test_a_stale_client_is_refused_and_the_daemon_stops_then_restart(running):
     stopped = gradcli(running, "daemon", "stop", daemon=False)
     assert stopped.returncode == 0 and b"stopped" in stopped.stdout
     assert served(running) is None
+
+
+def test_every_docs_example_through_the_daemon_prints_what_the_docs_show(running, tmp_path):
+    """Each ```console example of README.md and docs/ (tests/test_docs_examples.py holds them equal to an
+    in-process run) run as a plain `gradcli` call that the daemon serves: the same output, stdout and, where the
+    example shows it, stderr in the order written, and the same exit code."""
+    import docs_tools
+
+    failures, commands = [], 0
+    before = served(running)
+    for path in docs_tools.doc_files():
+        for n, block in enumerate(docs_tools.parse_blocks(path)):
+            cwd = tmp_path / f"{path.stem}-{n}"
+            cwd.mkdir()
+            for command in block.commands:
+                parsed = docs_tools.parse_command(command.text)
+                if parsed.kind == "cat":
+                    (cwd / parsed.argv[0]).write_text("".join(line + "\n" for line in command.expected))
+                    continue
+                commands += 1
+                stdin = (cwd / parsed.stdin).read_bytes() if parsed.stdin else b""
+                result = subprocess.run([GRADCLI, *parsed.argv], env=_env(running, True, str(block.width)),
+                                        cwd=cwd, input=stdin, stdout=subprocess.PIPE,
+                                        stderr=subprocess.STDOUT if parsed.with_stderr else subprocess.PIPE,
+                                        timeout=RUN_TIMEOUT_S)
+                lines = result.stdout.decode().split("\n")
+                if lines and lines[-1] == "":
+                    lines.pop()
+                if parsed.echo_status:
+                    lines.append(str(result.returncode))
+                elif result.returncode != 0:
+                    lines.append(f"(exit {result.returncode})")
+                if not docs_tools.matches(command.expected, lines):
+                    failures.append(f"{path.name}:{command.line + 1}: $ {command.text}\n"
+                                    f"{docs_tools.diff(command.expected, lines)}")
+    assert not failures, "\n".join(failures)
+    assert commands >= 25 and served(running) == before + commands  # every one was the daemon's, none ran cold
