@@ -313,3 +313,19 @@ def test_an_exact_value_beyond_float64_agrees_only_with_the_same_infinity(invoke
     assert invoke("check", "exp(x)", "--expect", "x=where(x > 0, exp(x), 1)", "--at", "x=800").exit_code == 0
     result = invoke("check", "exp(x)", "--expect", "x=1e300", "--at", "x=800")
     assert result.exit_code == 1 and "the exact value is beyond float64's range" in result.stdout
+
+
+def test_more_points_go_where_the_formulas_come_closest_to_differing():
+    # within the tolerance at the first points, but growing toward 0.3: the refinement closes in on it
+    import numpy as np
+
+    from gradcli.compute.check import SampledPoints
+    from gradcli.compute.check_points import around
+
+    sampled = SampledPoints(_comparison("sin(x)", "x", "cos(x) + 1e-11/(x - 0.3)**2", "cos(x)"))
+    assert not sampled.add({"x": np.array([1.0, 0.2, 0.5, -1.0])}, 4)
+    assert sampled.checked == 4 and sampled.closest[0][1] == {"x": 0.2}
+    batch = around([p for _, p in sampled.closest], ["x"], (-2.0, 2.0), 0, lambda a: a)
+    assert sampled.add(batch, len(batch["x"]))
+    c = sampled.counterexample
+    assert abs(c["point"]["x"] - 0.3) < 0.1 and c["difference"] > c["allowed"]
