@@ -126,13 +126,16 @@ class Export:
             self.console.file = shown
 
     def diagnostic(self, line: str, kind: str) -> None:
-        """A stderr line in the recording, wrapped at the console's width where a line may break."""
+        """A stderr line in the recording, wrapped at spaces to the console's width (prose: 'two-sided'
+        stays whole; a word longer than a line keeps a line of its own)."""
+        import textwrap
+
         from rich.text import Text
 
-        from gradcli.render.layout import wrap_text
-
-        for piece in wrap_text(Text(line, style=DIAGNOSTIC_STYLES[kind]), self.console.width, indent=2):
-            self.record(Text.assemble(piece, "\n"))
+        pieces = textwrap.wrap(line, self.console.width, subsequent_indent="  ", break_long_words=False,
+                               break_on_hyphens=False) or [""]
+        for piece in pieces:
+            self.record(Text(piece + "\n", style=DIAGNOSTIC_STYLES[kind]))
 
     def save(self) -> None:
         """Write the files. The frame is as wide as the widest line (never narrower: nothing is clipped)."""
