@@ -230,3 +230,21 @@ def test_the_dot_output_greys_what_the_tape_does_not_record():
     assert by_pair[("v1", "v2")][0] == "not recorded" and "dashed" in by_pair[("v1", "v2")][1]
     assert by_pair[("x", "v1")] == ("dv1/dx = 6.0", ", style=dashed, color=grey50, fontcolor=grey50")
     assert by_pair[("x", "v3")] == ("dv3/dx = 9.0", "")
+
+
+LOG1PEXP_RULE = "log1pexp(x) = log(1 + exp(x)); d/dx = 1 - 1/(1 + exp(x))"
+
+
+def test_a_rule_is_one_op_on_the_tape_its_adjoint_the_rules():
+    # the guide's log(1 + exp(x)) at 100 in float32: the value overflows either way, the adjoint is the rule's
+    doc = trace_json("log1pexp(x)*2", "--at", "x=100", "--dtype", "float32", "--rule", LOG1PEXP_RULE)
+    nodes = by_name(doc)
+    assert nodes["v1"]["op"] == "log1pexp" and nodes["v1"]["inputs"] == ["x"]
+    assert nodes["x"]["adjoint"] == nodes["x"]["tf_adjoint"] == 2.0 and nodes["x"]["exact_adjoint"] == 2.0
+    assert nodes["v1"]["value"] is None and nodes["v1"]["exact"] == 100.0  # inf in float32: JSON null
+    code = run("trace", "log1pexp(x)*2", "--at", "x=100", "--dtype", "float32", "--rule", LOG1PEXP_RULE,
+               "--show-code")
+    assert code.exit_code == 0 and "@tf.custom_gradient" in code.stdout
+    assert "x value 100.0 adjoint 2.0" in run_generated(code.stdout).splitlines()
+    wrong = run("trace", "g(x)", "--at", "x=1", "--rule", "g(u) = u**3; d/du = 3*u")
+    assert wrong.exit_code == 1 and "rule g is wrong" in wrong.output

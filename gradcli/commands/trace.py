@@ -7,8 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from gradcli.commands.common import (DType, DTypeOption, HtmlOption, ShowCodeOption, SvgOption, SymbolicTimeoutOption,
-                                     at_option, handle_errors)
+from gradcli.commands.common import (DType, DTypeOption, HtmlOption, RuleOption, ShowCodeOption, SvgOption,
+                                     SymbolicTimeoutOption, at_option, handle_errors)
 
 
 class TraceFormat(str, enum.Enum):
@@ -37,6 +37,7 @@ def trace(
     html: HtmlOption = None,
     show_code: ShowCodeOption = False,
     symbolic_timeout: SymbolicTimeoutOption = 10.0,
+    rule: RuleOption = None,
 ) -> None:
     """The computation as the tape records it: each node's value, its adjoint, and its tangent along a direction.
 
@@ -62,6 +63,9 @@ def trace(
                          "jvp, hvp and grad take --points/--grid)")
     if not expressions:
         raise UsageError("give at least one expression, e.g. gradcli trace \"x**2\" --at x=3")
+    from gradcli.expression.rules import define_rules
+
+    checked = define_rules(rule, time_limit=symbolic_timeout)  # a wrong rule: exit 1, with a counterexample
     if show_code:
         from gradcli.programs.trace import program_trace
 
@@ -72,6 +76,7 @@ def trace(
     from gradcli.render import trace as render
 
     report = compute_trace(expressions, at=at, dtype=dtype.value, along=along, symbolic_time_limit=symbolic_timeout)
+    report.notes[:0] = checked.notes
     import sys
 
     if output is TraceFormat.json:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from gradcli.errors import UsageError
 from gradcli.expression import Add, Call, Mul, Neg, Node, Pow, Var, is_constant, to_text
-from gradcli.expression.tree import RuleCall, children, is_boolean, map_children
+from gradcli.expression.tree import children, is_boolean, map_children
 
 # Names no parsed variable can have (identifiers never hold a NUL): the inputs of one node's operation.
 _INPUT = "\0in"
@@ -123,8 +123,6 @@ def build_nodes(trees: list[Node], variables: list[str]) -> list[TraceNode]:
 def _edges(node: Node) -> list[Node]:
     """The children the tape receives as tensors: the non-constant ones that are numbers (a where's condition
     is a truth value, kept inside its node's operation)."""
-    if isinstance(node, RuleCall):
-        raise UsageError("trace does not take --rule's functions")
     return [c for c in children(node) if not is_constant(c) and not is_boolean(c)]
 
 

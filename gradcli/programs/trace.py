@@ -10,6 +10,7 @@ from gradcli.compute.trace import _INPUT, plan_trace
 from gradcli.expression import Var
 from gradcli.expression.tree import substitute
 from gradcli.programs.common import code_names, program_preamble, tf_code
+from gradcli.programs.rules import rule_definitions, rule_names
 
 _OWN = ("nodes", "adjoints", "tangents", "acc", "name", "node", "adjoint", "tangent", "targets", "z", "shown")
 
@@ -17,12 +18,14 @@ _OWN = ("nodes", "adjoints", "tangents", "acc", "name", "node", "adjoint", "tang
 def program_trace(expressions: list[str], *, at, dtype: str = "float64", along=None) -> str:
     exprs, point, variables, dtype, direction, nodes = plan_trace(expressions, at=at, dtype=dtype, along=along)
     op_names = [n.name for n in nodes if n.kind == "op"]
-    names = code_names(list(point.values), taken=(*_OWN, *op_names))
+    trees = [e.tree for e in exprs]
+    names = code_names(list(point.values), taken=(*_OWN, *op_names, *rule_names(trees)))
     code = {n.name: names[n.op] if n.kind == "input" else n.name for n in nodes}
     values = {v: point.values[v] for v in point.names}
     lines = program_preamble(f"`gradcli trace` of {'; '.join(e.text for e in exprs)}: every node a tensor on the "
                              "tape.", values, variables, dtype, names, unwatched="not in the expression")
-    lines.append("")
+    # a --rule's function is one op on the tape, its gradient the rule's (the definitions end in blank lines)
+    lines += rule_definitions(trees) or [""]
     indent = "    "
     lines.append("with tf.GradientTape(persistent=True) as tape:")
     if direction is not None:
