@@ -194,11 +194,22 @@ def cross_check(values, columns: dict, x, estimates, *, dtype: str, order: int =
     return gap, apart, tol, fd_is_suspect(columns["fd"], estimates, dtype, doubted=doubted)
 
 
+def unchecked(method: str, subject: str, value: float, reason: str) -> str:
+    """The warning where nothing checks ``method``'s value: no exact value, and the method that would
+    (``reason``) cannot (cancellation inside f leaves the tape wrong and fd unresolved alike; over- or
+    underflow inside f leaves one method not finite and the other's estimate blind to it)."""
+    return (f"{method}: {subject} = {value:.6g} is not checked: {reason} and there is no exact value (add "
+            "symbolic to --method)")
+
+
 def unchecked_tape(subject: str, tape: float, estimate: float) -> str:
-    """The warning where nothing checks the tape: no exact value, and fd cannot resolve the derivative, so
-    agreeing with fd says little (cancellation inside f leaves the tape wrong and fd unresolved alike)."""
-    return (f"tape: {subject} = {tape:.6g} is not checked: fd cannot resolve it (estimate {estimate:.2g}) and "
-            "there is no exact value (add symbolic to --method)")
+    """:func:`unchecked` for the tape beside an fd that cannot resolve the value."""
+    return unchecked("tape", subject, tape, f"fd cannot resolve it (estimate {estimate:.2g})")
+
+
+def unchecked_beside_a_broken_tape(method: str, subject: str, value: float) -> str:
+    """:func:`unchecked` for fd or the complex step where the tape, the one that would check it, is not finite."""
+    return unchecked(method, subject, value, "the tape is not finite there")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from gradcli.compute.batch import engine
 from gradcli.compute.batch import grad_point_notes as point_notes
 from gradcli.compute.request import needed_variables, parse_expressions
 from gradcli.compute.judge import (cross_check, cross_disagreement, disagreement, judge_gradients,
-                                  unchecked_tape)
+                                  unchecked_beside_a_broken_tape, unchecked_tape)
 from gradcli.errors import UsageError
 from gradcli.methods.fd import fd_gradients
 from gradcli.methods.fd_schemes import SCHEMES, STEP_POWER
@@ -307,6 +307,9 @@ class GradBatch(engine.BatchCore):
                     warnings.append(f"d({text})/d{v} is not finite ({said})")
                     undefined = True
                     point_notes.where_note(self, i, v, bad, columns, k)
+                    if "tape" in bad and "symbolic" not in columns:  # what would have checked the others
+                        warnings += [unchecked_beside_a_broken_tape(m, f"d({text})/d{v}", float(c[i, k, j]))
+                                     for m, c in columns.items() if m not in bad and m != "tape"]
                 kink = fd is not None and bool(fd.kinks[i, k, j])  # fd's own warning says why it is off
                 if kink and "symbolic" in columns:
                     point_notes.kink_convention_note(self, i, v)

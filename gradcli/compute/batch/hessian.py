@@ -20,7 +20,8 @@ from gradcli.errors import UsageError
 from gradcli.expression import parse
 from gradcli.expression.points import check_hessian_size
 from gradcli.compute.judge import (best_analysis, cross_check, cross_check_hessian, cross_disagreement, disagreement,
-                                  judge_gradients, judge_hessian, tape_asymmetry_warning)
+                                  judge_gradients, judge_hessian, tape_asymmetry_warning,
+                                  unchecked_beside_a_broken_tape)
 from gradcli.methods import fd_error
 from gradcli.methods.fd import fd_gradients
 from gradcli.methods.fd_hessian import fd_hessians
@@ -266,6 +267,9 @@ class HessianBatch(engine.BatchCore):
                     out.append(cross_disagreement(f"d({text})/d{v}", float(cross[0][0, k, j]),
                                                   float(cross[2][0, k, j]), bool(cross[3][0, k, j]),
                                                   dtype=self.dtype))
+                elif cross is not None and not np.isfinite(columns["tape"][0, k, j]) \
+                        and np.isfinite(columns["fd"][0, k, j]):
+                    out.append(unchecked_beside_a_broken_tape("fd", f"d({text})/d{v}", float(columns["fd"][0, k, j])))
             return out
 
         return said
