@@ -275,3 +275,13 @@ def test_an_error_writes_no_file_and_the_next_command_records_nothing(tmp_path, 
     assert capsys.readouterr().out == "9.0\n8.0\n"
     text = html_text(page.read_text())
     assert "9.0" in text and "8.0" not in text
+
+
+def test_steps_exports_its_table_and_plot(tmp_path):
+    args = ["steps", "sin(x)", "--at", "x=1", "--formulas", "central,forward", "--plot"]
+    plain = run(*args)
+    shown = run(*args, "--svg", str(tmp_path / "s.svg"), "--html", str(tmp_path / "s.html"))
+    assert shown.exit_code == 0 and shown.stdout == plain.stdout
+    for text in (svg_text((tmp_path / "s.svg").read_text()), html_text((tmp_path / "s.html").read_text())):
+        for line in plain.stdout.splitlines():  # every line of the table and of the plot, drawn whole
+            assert line.rstrip() in text, line

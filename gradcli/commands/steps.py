@@ -7,8 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from gradcli.commands.common import (FileOption, FormatOption, OutputFormat, SymbolicTimeoutOption, at_option,
-                                     conclude, emit, handle_errors)
+from gradcli.commands.common import (FileOption, FormatOption, HtmlOption, OutputFormat, SvgOption,
+                                     SymbolicTimeoutOption, at_option, conclude, emit, handle_errors)
 from gradcli.commands.completion import complete_dtypes
 from gradcli.commands.expression_file import expression_text
 
@@ -30,6 +30,8 @@ def steps(
         "--formulas", metavar="NAMES", help="Only these, in this order, e.g. "
         "central,forward,complex (default: all those named above).", show_default=False)] = None,
     output: FormatOption = OutputFormat.table,
+    svg: SvgOption = None,
+    html: HtmlOption = None,
     plot: Annotated[bool, typer.Option(
         "--plot", help="Also draw the errors against h, log-log (on stderr with -f json/csv).")] = False,
     symbolic_timeout: SymbolicTimeoutOption = 10.0,
