@@ -67,16 +67,13 @@ def read_at_prompt(prompt: str) -> str:
     return input()
 
 
-def terminal_lines(read: Callable[[str], str] = read_at_prompt, *,
-                   before_each: Callable[[], None] = lambda: None) -> Iterator[tuple[int, str]]:
-    """Lines typed at the prompt, with line editing and history (Python's ``readline``, where it exists);
-    ``before_each`` runs after a line is typed, before it is handed on (Ctrl-C there cancels the line)."""
+def terminal_lines(read: Callable[[str], str] = read_at_prompt) -> Iterator[tuple[int, str]]:
+    """Lines typed at the prompt, with line editing and history (Python's ``readline``, where it exists)."""
     history = start_line_editing()
     number = 0
     while True:
         try:
             text = read(PROMPT)
-            before_each()
         except EOFError:  # Ctrl-D
             print(file=sys.stderr)
             return

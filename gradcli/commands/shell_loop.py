@@ -8,9 +8,11 @@ gradcli's messages when reading from a pipe, the worst exit code, and Ctrl-C.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import re
 import sys
-from typing import Iterator, TextIO
+from typing import Callable, ContextManager, Iterator, TextIO
 
 from gradcli import streams
 from gradcli.errors import UsageError
@@ -40,56 +42,36 @@ def run_shell(stdin: TextIO, *, interactive: bool) -> int:
     streams.reserve_stdin()  # a line's --points /dev/stdin would read the session's own lines
     streams.csv_headers.start_session()
     try:
-        from gradcli.commands.shell_sympy import start_fork_server
+        # SymPy first: the fork server imports it at once, and every SymPy job's worker comes from there
+        # (see gradcli.commands.shell_sympy); started before any thread, as forking requires.
+        from gradcli.commands.shell_sympy import fork_server_running, prepare_worker, start_fork_server
 
-        start_fork_server()  # before any thread or TensorFlow (see gradcli.commands.shell_sympy)
-        if interactive:  # (the console script lets Ctrl-C raise KeyboardInterrupt here: gradcli.interrupts)
-            warm_up = start_warm_up()
-            lines = terminal_lines(before_each=warm_up.join)
-        else:
-            lines = pipe_lines(stdin)
-        return run_lines(lines, interactive=interactive)
+        start_fork_server()
+        prepare_worker()
+        waiting = contextlib.nullcontext
+        if fork_server_running():  # (else jobs fork from this process: never while TensorFlow loads)
+            from gradcli.commands.shell_tensorflow import start_loading
+
+            loader = start_loading()
+            waiting = functools.partial(loader.waiting_for_a_line, None if interactive else stdin)
+        # (the console script lets Ctrl-C raise KeyboardInterrupt at the prompt: gradcli.interrupts)
+        lines = terminal_lines() if interactive else pipe_lines(stdin)
+        return run_lines(lines, interactive=interactive, waiting=waiting)
     finally:
         _active = False
         streams.reserve_stdin(False)
         streams.csv_headers.start_session(False)
 
 
-def start_warm_up():
-    """At a terminal, load TensorFlow and SymPy while the first line is typed (a pipe gains nothing: its
-    first command starts at once and imports them itself, SymPy in a forked worker on the other core).
-
-    SymPy's worker is forked first, before any thread runs (see gradcli.methods.worker), and takes the
-    first symbolic job; later jobs go to workers of the fork server (gradcli.commands.shell_sympy).
-    Commands wait for the warm-up to end: TensorFlow's import silences file descriptor 2 while it runs,
-    which would swallow their messages."""
-    import threading
-
-    from gradcli.methods.worker import prestart_worker
-
-    prestart_worker()
-    thread = threading.Thread(target=_load_heavy_modules, daemon=True, name="gradcli-warm-up")
-    thread.start()
-    return thread
-
-
-def _load_heavy_modules() -> None:
-    try:
-        from gradcli.methods.tf_runtime import load_tensorflow
-
-        load_tensorflow()
-        import sympy  # noqa: F401
-
-        from gradcli.methods import symbolic  # noqa: F401
-    except Exception:  # the command that needs the module will say what is wrong, in its own words
-        pass
-
-
-def run_lines(lines: Iterator[tuple[int, str]], *, interactive: bool) -> int:
+def run_lines(lines: Iterator[tuple[int, str]], *, interactive: bool,
+              waiting: Callable[[], ContextManager] = contextlib.nullcontext) -> int:
+    """Run the lines; ``waiting()`` is entered while the next line is awaited (TensorFlow's background
+    load works then: gradcli.commands.shell_tensorflow)."""
     worst = 0
     while True:
         try:
-            number, text = next(lines)
+            with waiting():
+                number, text = next(lines)
         except StopIteration:
             return worst
         except KeyboardInterrupt:  # while reading a pipe: the run ends (at a prompt, see terminal_lines)
@@ -198,7 +180,7 @@ def run_command_line(argv: list[str]) -> int:
     from gradcli.commands.shell_sympy import prepare_worker
     from gradcli.launcher import run_command
 
-    prepare_worker()  # no-op once one waits (see below) or before TensorFlow is loaded
+    prepare_worker()  # no-op once one waits (see below)
     try:
         return run_command(argv)
     finally:

@@ -1,19 +1,21 @@
-"""SymPy's jobs in a long-lived ``gradcli shell``: always in a killable process, never in a thread.
+"""SymPy's jobs in a long-lived ``gradcli shell``: always in a killable process, never in a thread, and
+from a process that has SymPy loaded already.
 
-Why: :class:`gradcli.methods.worker.BoundedJob` forks a process for a SymPy job only while TensorFlow is
-not loaded (forking a process that runs TensorFlow's threads is unsafe); after that the job runs in a
-thread, which cannot be stopped at its deadline. In a one-shot command such a thread dies with the
-process. In the shell it lives on, holding the GIL: after ``grad "x**x**x**x" --at x=10`` every later line
-stalled. So the shell starts multiprocessing's *fork server* at once: a fresh interpreter (exec'd, so
-safe whatever this process loads later) that imports SymPy on the other core while the first line
-imports TensorFlow, and forks each worker from there in milliseconds. Before each line, once TensorFlow
-is loaded, the shell offers one such worker (:func:`gradcli.methods.worker.offer_worker`, the slot
-:func:`~gradcli.methods.worker.prestart_worker` fills), and the line's first SymPy job is handed to it, with the worker module's own protocol, deadline
-and kill. (Before TensorFlow is loaded the launcher's ordinary fork is used, as in a one-shot command.)
+Why: a one-shot command forks each SymPy job (:class:`gradcli.methods.worker.BoundedJob`) from itself, and
+the fork imports SymPy (0.3-0.8 s a job, two jobs for a ``check`` line); once TensorFlow is loaded it may
+not fork at all, and the job runs in a thread, which cannot be stopped at its deadline (in the shell such
+a thread lives on, holding the GIL: after ``grad "x**x**x**x" --at x=10`` every later line stalled). So the
+shell starts multiprocessing's *fork server* first thing: a fresh interpreter (exec'd, so safe whatever
+this process loads later) that imports SymPy on the other core while the shell starts, and forks each
+worker from there in milliseconds. :func:`prepare_worker` makes it the source of every SymPy job's worker
+(:func:`gradcli.methods.worker.use_worker_source`) and keeps one started ahead, and the job is handed to
+it with the worker module's own protocol, deadline and kill.
 
-A worker's life stays tied to the shell's: the fork server exits when the shell does (even by SIGKILL:
-its end of a pipe closes), and the worker gets SIGKILL when the fork server dies (parent-death signal,
-set by the worker module).
+A worker's life stays tied to the shell's: the fork server gets SIGKILL the moment the shell ends, even
+mid-import (Linux's parent-death signal, set as its first preload; elsewhere its end of a pipe closes,
+which it sees once its preloads are done), each worker gets SIGKILL when the fork server dies
+(parent-death signal, set by the worker module), and a watchdog kills a busy worker when the shell's end
+of its lifeline closes.
 """
 
 from __future__ import annotations
@@ -22,9 +24,13 @@ import os
 
 # Imported by the fork server once, so that a worker starts with them loaded.
 PRELOAD = ["ctypes", "gradcli.methods.worker", "sympy", "gradcli.methods.symbolic", "gradcli.compute.batch.grad",
-           "gradcli.commands.shell_sympy_warm"]
+           "gradcli.compute.check", "gradcli.commands.shell_sympy_warm"]
 
 _context = None  # multiprocessing's "forkserver" context, once started
+_server_ready = False  # a worker has started: the fork server's preloads are done
+# Set only while the fork server is started, to the shell's pid: the fork server (which imports this module
+# first) knows by it whose death it must not outlive.
+SERVER_PARENT_VARIABLE = "GRADCLI_FORK_SERVER_PARENT"
 
 
 def start_fork_server() -> None:
@@ -39,29 +45,53 @@ def start_fork_server() -> None:
 
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload([__name__, *PRELOAD])
-        forkserver.ensure_running()
+        os.environ[SERVER_PARENT_VARIABLE] = str(os.getpid())
+        try:
+            forkserver.ensure_running()
+        finally:
+            os.environ.pop(SERVER_PARENT_VARIABLE, None)
     except (ValueError, OSError, ImportError):
         return
     _context = context
 
 
+def fork_server_running() -> bool:
+    return _context is not None
+
+
 def prepare_worker() -> None:
-    """Before a line: once TensorFlow is loaded, a worker from the fork server waits for its SymPy job."""
-    from gradcli.methods.worker import offer_worker
+    """From now on every SymPy job of this process gets a worker of the fork server, and one waits for the
+    next job already (called before and after each line: the next one starts while output is read)."""
+    from gradcli.methods.worker import prestart_worker, use_worker_source
 
     if _context is not None:  # without a fork server the jobs run as in a one-shot command
-        offer_worker(lambda: ServerWorker(_context))
+        use_worker_source(lambda: ServerWorker(_context))
+        if _server_ready:  # (until then a start waits for its preloads: a line without SymPy must not)
+            prestart_worker()
+
+
+def die_with_the_shell() -> None:
+    """In the fork server, as it imports this module (its first preload, before SymPy): SIGKILL when the
+    shell that started it ends (Linux's parent-death signal). A shell that ended already is not waited for."""
+    parent = os.environ.pop(SERVER_PARENT_VARIABLE, None)
+    if parent is None:  # the shell itself, the daemon's child, a worker
+        return
+    _die_with_parent()
+    if str(os.getppid()) != parent:
+        os._exit(0)
 
 
 class ServerWorker:
-    """A worker for :func:`gradcli.methods.worker.offer_worker`: ``conn`` to send the job, ``process`` to kill."""
+    """A worker for :func:`gradcli.methods.worker.use_worker_source`: ``conn`` to send the job, ``process`` to kill."""
 
     def __init__(self, context):
+        global _server_ready
         self.conn, child = context.Pipe()
         lifeline_reader, lifeline_writer = context.Pipe(duplex=False)
         self.process = context.Process(target=serve_one_job, args=(child, lifeline_reader), daemon=True,
                                        name="gradcli-sympy")
-        self.process.start()
+        self.process.start()  # (waits for the fork server's preloads, the first time)
+        _server_ready = True
         child.close()
         lifeline_reader.close()
         _lifelines.append((self.process, lifeline_writer))
@@ -115,10 +145,14 @@ def watch_the_shell(lifeline) -> None:
 
 
 def _die_with_parent() -> None:
-    """Linux's parent-death signal: the watchdog goes when its worker goes."""
+    """Linux's parent-death signal: this process gets SIGKILL when its parent ends (the watchdog its worker,
+    the fork server the shell)."""
     import ctypes
     import signal
     import sys
 
     if sys.platform.startswith("linux"):
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+
+
+die_with_the_shell()

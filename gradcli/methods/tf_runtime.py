@@ -10,12 +10,14 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import threading
 import warnings
 
 from gradcli.expression.evaluate import Backend
 from gradcli.expression.functions import tf_functions
 
 _tf = None
+_loading = threading.Lock()  # a second caller (gradcli shell imports it in a thread) waits for the first
 
 
 @contextlib.contextmanager
@@ -39,9 +41,14 @@ def _stderr_silenced():
 
 def load_tensorflow():
     """Import TensorFlow once, quietly, and return the module."""
-    global _tf
     if _tf is not None:
         return _tf
+    with _loading:
+        return _tf if _tf is not None else _import_tensorflow()
+
+
+def _import_tensorflow():
+    global _tf
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
     os.environ.setdefault("ABSL_MIN_LOG_LEVEL", "3")

@@ -107,7 +107,7 @@ def _reply(conn, fn: Callable, args: tuple, kwargs: dict) -> None:
 def serve_one_job(conn, parent: int) -> None:
     """A pre-started worker's body: pay for importing SymPy now, then run the one job sent on ``conn`` by
     ``parent`` (the process that will kill it), with the job's own deadline. Public for workers started
-    elsewhere (see :func:`offer_worker`)."""
+    elsewhere (see :func:`use_worker_source`)."""
     _enter_worker(parent)
     import sympy  # noqa: F401  (the point of starting early)
 
@@ -130,34 +130,51 @@ class _Worker:
 
 
 _worker: _Worker | None = None
+# Where the ``parallel`` jobs' workers come from instead of a fork of this process (see use_worker_source).
+_worker_source: Callable[[], Any] | None = None
+
+
+def use_worker_source(start: Callable[[], Any] | None) -> None:
+    """From now on every ``parallel`` job (and :func:`prestart_worker`) gets its worker from ``start()``
+    instead of a fork of this process: ``gradcli shell``'s fork server, whose workers start in milliseconds
+    with SymPy imported, and which stays safe to use once TensorFlow is loaded here. ``None``: fork again.
+
+    ``start()`` returns the worker: an object with ``conn`` (a multiprocessing connection to a process
+    running :func:`serve_one_job`) and ``process`` (a multiprocessing.Process, killed at the deadline). An
+    OSError from it (no process to spare) makes that job run as it would without a source."""
+    global _worker_source
+    _worker_source = start
+
+
+def _from_source() -> Any | None:
+    if _worker_source is None:
+        return None
+    try:
+        return _worker_source()
+    except OSError:
+        return None
 
 
 def prestart_worker() -> None:
-    """Fork a process that imports SymPy at once, while this one imports Typer and parses options.
+    """Start a worker that imports SymPy at once, while this process imports Typer and parses options (or,
+    in ``gradcli shell``, while the line before is written and read).
 
     The next :class:`BoundedJob` with ``parallel=True`` hands its job to it. An unused worker is a
     daemon: it ends with gradcli.
     """
     global _worker
-    if _worker is None and _fork_safe():
+    if _worker is not None:
+        return
+    if _worker_source is not None:
+        _worker = _from_source()
+    elif _fork_safe():
         _worker = _Worker()
 
 
-def offer_worker(start: Callable[[], Any]) -> None:
-    """Let a worker started another way (``gradcli shell``'s fork server) take the next ``parallel`` job,
-    where this process can no longer fork one safely (TensorFlow is loaded) and none waits already.
-
-    ``start()`` returns the worker: an object with ``conn`` (a multiprocessing connection to a process
-    running :func:`serve_one_job`) and ``process`` (a multiprocessing.Process, killed at the deadline);
-    it is called only when needed. An OSError from it (no process to spare) leaves the slot empty: the
-    job then runs in a thread, as in a one-shot command."""
+def _take_waiting_worker() -> Any | None:
     global _worker
-    if _worker is not None or _fork_safe():
-        return
-    try:
-        _worker = start()
-    except OSError:
-        pass
+    worker, _worker = _worker, None
+    return worker
 
 
 def waiting_worker() -> Any | None:
@@ -200,6 +217,8 @@ class BoundedJob:
     - :func:`prestart_worker` (called by ``gradcli.launcher`` for ``grad``) forks a process that imports
       SymPy while Typer loads; the first ``parallel`` job is handed to it, pickled. Work functions are
       therefore module-level, with picklable arguments and results.
+    - Where a worker source is set (:func:`use_worker_source`: ``gradcli shell``'s fork server), every
+      ``parallel`` job without a waiting worker gets a fresh one from it, TensorFlow loaded or not.
 
     :meth:`cancel` (alias :meth:`stop`) is for a caller that no longer needs the answer: the process is
     killed and reaped, the thread is told to stop, and :meth:`result` raises :class:`SymbolicTimeout`.
@@ -207,7 +226,6 @@ class BoundedJob:
 
     def __init__(self, fn: Callable[..., Any], args: tuple, seconds: float, *,
                  parallel: bool = False, cancellable: bool = False):
-        global _worker
         self.seconds = seconds
         self.started = time.monotonic()
         # the limit counts from SymPy's readiness (told by the worker, or the thread's import); until
@@ -223,15 +241,10 @@ class BoundedJob:
         self._finished = False
         self._lock = threading.Lock()
         kwargs = {"cancel": self.flag} if cancellable else {}
-        if parallel and _worker is not None:
-            worker, _worker = _worker, None
-            try:
-                worker.conn.send((fn, args, kwargs, seconds))  # pickled: fn must be module-level
-                self.conn, self.process = worker.conn, worker.process
-            except Exception:
-                worker.process.kill()
-                worker.process.join()
-                interrupts.forget_worker(worker.process.pid)
+        if parallel:
+            job = (fn, args, kwargs, seconds)  # pickled: fn must be module-level
+            if not self._hand_to(_take_waiting_worker(), job):
+                self._hand_to(_from_source(), job)
         if self.process is None:
             if parallel and _fork_safe():
                 self._start_process(fn, args, kwargs)
@@ -241,6 +254,20 @@ class BoundedJob:
             # a worker ends itself at its own deadline (SIGALRM, counted from its readiness); this timer
             # is the backstop for a worker whose SymPy import never finished
             self._start_timer(seconds + IMPORT_ALLOWANCE_S)
+
+    def _hand_to(self, worker, job: tuple) -> bool:
+        """Send the job to a started worker; False (and the worker ended) when there is none or it fails."""
+        if worker is None:
+            return False
+        try:
+            worker.conn.send(job)
+        except Exception:
+            worker.process.kill()
+            worker.process.join()
+            interrupts.forget_worker(worker.process.pid)
+            return False
+        self.conn, self.process = worker.conn, worker.process
+        return True
 
     def _start_timer(self, seconds: float) -> None:
         self._timer = threading.Timer(max(0.0, seconds), self._expire)
