@@ -470,6 +470,55 @@ def test_false_alarms_are_under_five_percent(measured):
 
 
 # ---------------------------------------------------------------------------------------------
+# the cases the contract found in the judge, one regression test each
+# ---------------------------------------------------------------------------------------------
+def warnings_of(result) -> list[str]:
+    return result.to_dict()["warnings"]
+
+
+def test_an_honest_large_fd_estimate_names_no_suspect():
+    # (exp(x) - 1)/x at 1e-8 without SymPy: fd 0.5 is right within its estimate 3e-7, the tape is off by 1.1
+    (w,) = [w for w in warnings_of(gradcli.grad("(exp(x) - 1)/x", at="x=1e-8", method="tape,fd")) if "disagree" in w]
+    assert "suspect" not in w and "either may be wrong" in w
+    said = warnings_of(gradcli.derivative("(1 - cos(x))/x**2", at="x=1e-5", order=3, method="tape,fd"))
+    assert not any("fd is suspect" in w for w in said) and any("derivative 2" in w and "disagree" in w for w in said)
+
+
+def test_fd_doubted_by_its_own_diagnostics_is_still_named():
+    # a step --eps fixed at a kink: fd's 0.0167 beside the tape's 1
+    assert any("fd is suspect" in w for w in
+               warnings_of(gradcli.grad("abs(x)", at="x=1e-7", method="tape,fd", eps=6e-6)))
+
+
+def test_a_tape_fd_cannot_check_is_said_to_be_unchecked():
+    # (x - sin(x))/x**3 at 1e-5: tape -0.207, the answer -1.7e-7; fd cannot resolve it (estimate 0.52)
+    said = warnings_of(gradcli.grad("(x - sin(x))/x**3", at="x=1e-5", method="tape,fd"))
+    assert any(w.startswith("tape: d((x - sin(x))/x**3)/dx = -0.20698 is not checked") for w in said)
+    assert not any("suspect" in w for w in said)
+
+
+def test_fd_beside_a_tape_that_is_not_finite_is_said_to_be_unchecked():
+    # sqrt(x**2 + y**2) at 1e-200: x**2 underflows; fd 0.0 +- 0.0 (the answer 0.7071) beside the tape's inf
+    said = warnings_of(gradcli.grad("sqrt(x**2 + y**2)", points={"x": [1e-200], "y": [1e-200]}, method="tape,fd"))
+    assert any(w.startswith("fd: d(sqrt(x**2 + y**2))/dx = 0 is not checked: the tape is not finite") for w in said)
+
+
+def test_the_derivative_cross_check_does_not_grow_with_x():
+    # cos(x) at 1e22: fd's step spans ~1e16 periods; 1e3 eps |x| in the tolerance let fd's -1.4e-17 through
+    said = warnings_of(gradcli.derivative("cos(x)", at="x=1e22", order=1, method="tape,fd"))
+    assert any("tape and fd disagree on derivative 1" in w for w in said)
+
+
+@pytest.mark.parametrize("expression, variable", [("sqrt(x**2 + y**2)", "x"), ("x/y", "y")])
+def test_hessian_judges_the_gradient_it_prints(expression, variable):
+    # at 1e-200, 1e-200 fd's gradient was 0.0 beside 0.7071 (and 2.7e-190 beside -1e200), unwarned
+    said = warnings_of(gradcli.hessian(expression, at="x=1e-200,y=1e-200"))
+    assert any(w.startswith(f"fd and symbolic disagree on d({expression})/d{variable}") for w in said)
+    agree = warnings_of(gradcli.hessian(expression, at="x=3,y=4"))
+    assert not any("disagree" in w for w in agree)
+
+
+# ---------------------------------------------------------------------------------------------
 # generated compositions (Hypothesis), at a scale drawn from 1e-300 to 1e200
 # ---------------------------------------------------------------------------------------------
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
