@@ -7,7 +7,8 @@ and every printed derivative is checked against the independent mpmath oracle (t
 
 - the stated error of a number: fd's and the complex step's own error estimates (the record's
   ``*_error_estimate``), the tape's tolerance of the error model (gradcli.compute.judge: a few hundred
-  roundings at the scale of f, the derivative and the point), the exact column's float64 rounding;
+  roundings at the scale of f, the derivative and the point), the exact column's and grad's value column's
+  float64 rounding bound (2^-40 of the value);
 - a number outside its stated error is *warned* when a warning of its point names its method and what it is
   (``d(f)/dx``, ``derivative 2``, the Hessian entry ``(x, y)``), else it is *silent*;
 - a warning is a *false alarm* when nothing it says is off is off: "M and symbolic disagree" with M within its
@@ -182,6 +183,24 @@ def cached_truth(expression: str, at: tuple, orders: tuple):
         return float(fine), float(abs(fine - coarse))
 
 
+@functools.lru_cache(maxsize=None)
+def cached_value(expression: str, at: tuple):
+    """(f, the oracle's doubt) at ``at`` as the exact value column claims it: 200 digits against 120."""
+    f = oracle.translate(expression)
+    found = []
+    for digits in (200, 120):
+        with mpmath.mp.workdps(digits):
+            try:
+                y = f({v: mpmath.mpf(x) for v, x in at})
+            except (ZeroDivisionError, ValueError, OverflowError):
+                return None
+            if isinstance(y, mpmath.mpc) or not mpmath.isfinite(y):
+                return None
+            found.append(y)
+    with mpmath.mp.workdps(200):
+        return float(found[0]), float(abs(found[0] - found[1]))
+
+
 def truth_at(expression: str, point: dict, dtype: str, orders: dict, *, typed: bool = True):
     """(the true derivative, the oracle's own uncertainty) at the point the methods computed at (``typed``:
     the point's rounding to the dtype; else the float64 point, where the exact column is evaluated), or None
@@ -198,7 +217,7 @@ def rounding_of(got: float, dtype: str) -> float:
 def stated_error(method: str, got: float, truth: float, *, dtype: str, order, estimate, value, x) -> float:
     """What the number claims: fd and complex their estimates, the tape the error model's tolerance, the exact
     column float64's rounding (2^-40 of the value: its stated rounding bound)."""
-    if method == "symbolic":
+    if method in ("symbolic", "value"):
         return 2.0 ** -40 * abs(truth) + 4 * float(np.finfo("float64").tiny)
     if method in ("fd", "complex"):
         if estimate is None or not math.isfinite(estimate):
@@ -216,7 +235,10 @@ def number(expression: str, point: dict, dtype: str, orders: dict, method: str, 
     """One printed derivative, or None where it is not a number or the truth is not a finite real."""
     if got is None:
         return None
-    found = truth_at(expression, point, dtype, orders, typed=method != "symbolic")
+    if method == "value":
+        found = cached_value(expression, tuple((v, float(x)) for v, x in point.items()))
+    else:
+        found = truth_at(expression, point, dtype, orders, typed=method != "symbolic")
     if found is None or not math.isfinite(found[0]):
         return None
     truth, doubt = found
@@ -225,23 +247,28 @@ def number(expression: str, point: dict, dtype: str, orders: dict, method: str, 
 
 
 def numbers_of(command: str, record: dict, expression: str, dtype: str, wrt: list[str]) -> list[Number]:
-    """Every finite printed derivative of one record, with its truth and stated error."""
+    """Every finite printed value and derivative of one record, with its truth and stated error."""
     point, out = record["point"], []
     if command == "grad":
         for r in record["results"]:
+            out.append(number(r["expression"], point, dtype, {}, "value", "value", r["value"], None, order=0,
+                              value=None, x=None))
             for v in wrt:
                 for m, g in r["gradient"].items():
                     est = (r.get("fd_error_estimate") if m == "fd" else r.get("complex_error_estimate")) or {}
                     out.append(number(r["expression"], point, dtype, {v: 1}, m, f"d({r['expression']})/d{v}",
                                       g.get(v), est.get(v), order=1, value=r["value"], x=point[v]))
-    elif command == "derivative":
+    else:
+        out.append(number(expression, point, dtype, {}, "value", "value", record["value"], None, order=0,
+                          value=None, x=None))
+    if command == "derivative":
         v = wrt[0]
         for m, values in record["derivatives"].items():
             est = record.get("fd_error_estimate") if m == "fd" else record.get("complex_error_estimate")
             for k, got in enumerate(values):
                 out.append(number(expression, point, dtype, {v: k + 1}, m, f"derivative {k + 1}", got,
                                   None if est is None else est[k], order=k + 1, value=record["value"], x=point[v]))
-    else:  # hessian: its entries (upper triangle) and its gradient
+    elif command == "hessian":  # its entries (upper triangle) and its gradient
         for m, rows in record["hessian"].items():
             for i, a in enumerate(wrt):
                 for j in range(i, len(wrt)):
