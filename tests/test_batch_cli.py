@@ -258,3 +258,16 @@ def test_csv_carries_fds_error_estimate(runner, command, expression, columns):
         assert value > 0
     estimate = record["fd_error_estimate"] if command != "grad" else record["results"][0]["fd_error_estimate"]
     assert json.dumps(estimate).count(",") + 1 >= len(columns)
+
+
+def test_many_points_name_where_the_tape_first_went_wrong_once_per_expression(runner):
+    # exp(x) overflows float32 from x = 88.7: every point here is undefined on the tape, the first one is traced
+    result = run(runner, "grad", "log(1+exp(x))", "x*2", "--grid", "x=90:100:3", "--dtype", "float32", "-f", "jsonl")
+    assert result.exit_code == 1
+    pointers = [line for line in result.stderr.splitlines() if "first goes wrong" in line]
+    assert pointers == [
+        "gradcli: note: log(1 + exp(x)) at x=90: the tape first goes wrong at exp(x) (trace node v1): its value is "
+        "inf, exact 1.2204e+39 (v1 = exp(x) overflows float32 (largest finite 3.403e+38) from x = 90.0); gradcli "
+        "trace shows every node"]
+    one = run(runner, "grad", "log(1+exp(x))", "--at", "x=90", "--dtype", "float32")
+    assert "log(1 + exp(x)): the tape first goes wrong at exp(x)" in one.stderr  # one point: no 'at'

@@ -306,7 +306,7 @@ class GradBatch(engine.BatchCore):
                     said = ", ".join(f"{m}: {'undefined' if math.isnan(x) else x}" for m, x in bad.items())
                     warnings.append(f"d({text})/d{v} is not finite ({said})")
                     undefined = True
-                    point_notes.where_note(self, i, v, bad, columns, k)
+                    point_notes.where_note(self, i, v, bad, columns, k, point)
                     if "tape" in bad and "symbolic" not in columns:  # what would have checked the others
                         warnings += [unchecked_beside_a_broken_tape(m, f"d({text})/d{v}", float(c[i, k, j]))
                                      for m, c in columns.items() if m not in bad and m != "tape"]
@@ -318,7 +318,7 @@ class GradBatch(engine.BatchCore):
                         warnings.append(disagreement(m, f"d({text})/d{v}", float(errors[m][i, k, j]),
                                                      dtype=self.dtype, tol=float(tols[m][i, k, j])))
                         if m == "tape":
-                            point_notes.origin_note(self, i)
+                            point_notes.origin_note(self, i, point=point)
                 if "tape" in errors and "tape" not in bad and not disagree["tape"][i, k, j]:
                     point_notes.doubtful_tape(self, i, v, float(errors["tape"][i, k, j]),
                                               float(columns["symbolic"][i, k, j]), float(tols["tape"][i, k, j]),
@@ -338,7 +338,7 @@ class GradBatch(engine.BatchCore):
                     warnings += fd.warnings(i, k, j, f"d({text})/d{v}", self.dtype, self.eps is not None)
             if len(warnings) > before and "symbolic" not in columns and "tape" in columns:
                 # no exact column to judge the tape by: where its own computation went wrong is the evidence
-                point_notes.origin_note(self, i, into=warnings)
+                point_notes.origin_note(self, i, into=warnings, point=point)
         return undefined
 
 

@@ -1,6 +1,7 @@
 """What grad says at one point that a batch only counts or leaves to ``gradcli trace``: each adapted fd
 step and complex step with its value, why the tape's derivative through ``where`` is not finite, the first
-node of the tape that went wrong, and what ``--constants``/``--watch`` did. Functions of the batch core
+node of the tape that went wrong (at many points: at the first point that asks, once per expression), and
+what ``--constants``/``--watch`` did. Functions of the batch core
 (gradcli.compute.batch.grad.GradBatch), which calls them when its only point is the --at one."""
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def adapted_notes(core, results) -> None:
                 core.notes += notes
 
 
-def where_note(core, i: int, v: str, bad: dict, columns, k: int) -> None:
+def where_note(core, i: int, v: str, bad: dict, columns, k: int, point: dict | None = None) -> None:
     """Once per run: why the tape's derivative through where is not finite where the exact one is."""
     from gradcli.expression.functions import where_nan_note
 
@@ -43,24 +44,31 @@ def where_note(core, i: int, v: str, bad: dict, columns, k: int) -> None:
         note = where_nan_note(core.trees[i], core.exprs[i].text, v)
         if note and note not in core.notes:
             core.notes.append(note)
-        origin_note(core, i)
+        origin_note(core, i, point=point)
 
 
-def origin_note(core, i: int, into: list[str] | None = None) -> bool:
-    """At one point, once per expression: the first node of the tape whose value or adjoint went wrong,
-    and why (gradcli trace shows them all), as a note (``into``: as a warning there, where no exact
-    column warns about the tape). True when there is such a node. A batch leaves it to trace: it retraces
-    per point."""
-    if core.at_point is False:
+def origin_note(core, i: int, into: list[str] | None = None, point: dict | None = None) -> bool:
+    """Once per expression and run: the first node of the tape whose value or adjoint went wrong, and why
+    (gradcli trace shows them all), as a note (``into``: as a warning there, where no exact column warns about
+    the tape). True when there is such a node. At many points, the first ``point`` asked about is traced and
+    named in the note (each trace costs a tape of its own: one per expression, however many points went
+    wrong)."""
+    where = ""
+    if core.at_point is not False:
+        point = {v: float(core.at_point.values[v]) for v in core.variables}
+    elif point is None:
         return False
+    else:
+        from gradcli.results import point_text
+
+        where = f" at {point_text(point)}"
     if i not in core.origins:
         from gradcli.compute.nan_origin import first_bad_node
 
-        point = {v: float(core.at_point.values[v]) for v in core.variables}
         bad = first_bad_node(core.trees[i], point, core.dtype, symbolic_time_limit=core.time_limit)
         core.origins[i] = bad
         if bad is not None:
-            (core.notes if into is None else into).append(f"{core.exprs[i].text}: {bad.pointer}")
+            (core.notes if into is None else into).append(f"{core.exprs[i].text}{where}: {bad.pointer}")
     return core.origins[i] is not None
 
 
