@@ -220,19 +220,22 @@ def guard_standard_streams() -> None:
                 pass
 
 
-def move_diagnostics_off_descriptor_2() -> None:
+def move_diagnostics_off_descriptor_2() -> bool:
     """From now on the guarded ``sys.stderr`` writes to a duplicate of descriptor 2 (the same file), so
     that pointing 2 itself at /dev/null silences C++ logs only: ``gradcli shell`` imports TensorFlow in
-    the background, whose import does that for seconds while the session's lines still speak. Nothing
-    changes when ``sys.stderr`` is not this module's (tests capture it)."""
+    the background, whose import does that for seconds while the session's lines still speak. False (and
+    nothing changes) when ``sys.stderr`` is not this module's on descriptor 2 (tests capture it)."""
     raw = getattr(getattr(sys.stderr, "buffer", None), "raw", None)
-    if not isinstance(raw, _Diagnostics) or raw.fileno() != 2:
-        return
+    if not isinstance(raw, _Diagnostics):
+        return False
+    if raw.fileno() != 2:  # moved already
+        return True
     sys.stderr.flush()
     duplicate = os.dup(2)
     sys.stderr = io.TextIOWrapper(
         io.BufferedWriter(_Diagnostics(duplicate, closed_at_start=2 in _closed_at_start)),
         encoding=sys.stderr.encoding, errors="backslashreplace", line_buffering=True)
+    return True
 
 
 def flush_output() -> None:

@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -254,12 +255,18 @@ def test_completion_offers_commands_then_the_commands_options():
 
 
 def test_a_real_pipe_through_the_installed_command():
-    """One process for every line: the tape (TensorFlow), SymPy's worker and then its thread, a bad line."""
-    lines = [GRAD_FD, GRAD_TAPE, "grad 'x**2' --at x=3 -f json", "grad x --at", GRAD_FD, EVAL]
+    """One process for every line: the tape (TensorFlow), SymPy's workers before and after it, a bad line;
+    the messages of the lines while TensorFlow loads (its import silences descriptor 2) are all there."""
+    undefined = 'eval "log(x)" --at x=-1'
+    lines = [undefined, GRAD_FD, GRAD_TAPE, "grad 'x**2' --at x=3 -f json", "grad x --at", GRAD_FD, EVAL]
     done = subprocess.run([GRADCLI, "shell"], input="\n".join(lines) + "\n", capture_output=True, text=True,
                           timeout=180)
     assert done.returncode == 2, done.stderr
-    assert done.stderr.startswith("gradcli: line 4: error: ") and done.stderr.count("\n") == 1
+    warning = alone(undefined)[2]
+    assert warning.startswith("gradcli: warning: ")
+    first, second = done.stderr.splitlines(keepends=True)
+    assert first == warning.replace("gradcli: ", "gradcli: line 1: ", 1)
+    assert second.startswith("gradcli: line 5: error: ")
     docs = json_stream(done.stdout[:done.stdout.rindex("4.0\n")])
     assert docs[0] == docs[3] == json_stream(alone(GRAD_FD)[1])[0]
     assert docs[1]["results"][0]["gradient"]["tape"] == {"x": 8.0}
@@ -294,3 +301,165 @@ def test_a_session_of_csv_lines_of_one_shape_is_one_csv():
     assert code == 0 and rows[0] == header
     assert rows.count(header) == 2 and len(rows) == 1 + 4 + 2 + 2
     assert [float(r.split(",")[0]) for r in rows[1:5]] == [1.0, 2.0, 3.0, 4.0]
+
+
+def _state(pid: int) -> str | None:
+    """A process's state letter (Z: ended, not yet reaped), None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return None
+
+
+def _ends_soon(pid: int, seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if _state(pid) in (None, "Z"):
+            return True
+        time.sleep(0.02)
+    return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux's parent-death signal and /proc")
+def test_the_fork_server_dies_with_the_process_that_started_it(tmp_path):
+    """What the fork server does first (importing gradcli.commands.shell_sympy with the variable naming its
+    parent): it gets SIGKILL when that parent ends, whatever it is doing (it waited for its SymPy import)."""
+    from gradcli.commands.shell_sympy import SERVER_PARENT_VARIABLE
+
+    parent_code = f"""
+import os, subprocess, sys
+env = dict(os.environ, {SERVER_PARENT_VARIABLE}=str(os.getpid()))
+child = subprocess.Popen([sys.executable, "-c", "import gradcli.commands.shell_sympy, time; print('ready', flush=True); time.sleep(60)"], env=env)
+print(child.pid, flush=True)
+child.wait()
+"""
+    parent = subprocess.Popen([sys.executable, "-c", parent_code], stdout=subprocess.PIPE, text=True)
+    try:
+        child = int(parent.stdout.readline())
+        assert parent.stdout.readline() == "ready\n"  # its import is done: the signal is set
+        parent.kill()
+        parent.wait()
+        assert _ends_soon(child), "the child outlived its parent"
+    finally:
+        parent.kill()
+        if _state(child) not in (None, "Z"):
+            os.kill(child, 9)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc")
+def test_the_shell_names_itself_to_its_fork_server_which_ends_with_it():
+    shell = subprocess.Popen([GRADCLI, "shell"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    server = None
+    try:
+        shell.stdin.write(EVAL + "\n")
+        shell.stdin.flush()
+        assert shell.stdout.readline() == "4.0\n"
+        servers = [pid for pid in _children(shell.pid) if b"multiprocessing.forkserver" in _cmdline(pid)]
+        assert len(servers) == 1
+        server = servers[0]
+        with open(f"/proc/{server}/environ", "rb") as environ:  # as it was when the server started
+            assert f"GRADCLI_FORK_SERVER_PARENT={shell.pid}".encode() in environ.read().split(b"\0")
+        shell.kill()  # no chance to close anything
+        shell.wait()
+        assert _ends_soon(server)
+    finally:
+        shell.kill()
+        if server is not None and _state(server) not in (None, "Z"):
+            os.kill(server, 9)
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    if int(stat.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        found.append(int(entry))
+            except OSError:
+                pass
+    return found
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            return cmdline.read()
+    except OSError:
+        return b""
+
+
+def _background_load(work):
+    from gradcli.commands.shell_tensorflow import BackgroundLoad
+
+    def waiting_for_it():
+        assert loader.done.wait(20), "the background work never went on"
+
+    loader = BackgroundLoad(work, waiting_for_it)
+    return loader, waiting_for_it
+
+
+def _modules(tmp_path, monkeypatch, prefix: str) -> tuple[str, str]:
+    """Two fresh modules: OUTER imports INNER."""
+    outer, inner = f"{prefix}_outer", f"{prefix}_inner"
+    (tmp_path / f"{inner}.py").write_text("VALUE = 42\n")
+    (tmp_path / f"{outer}.py").write_text(f"import {inner}\nVALUE = {inner}.VALUE\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return outer, inner
+
+
+def test_the_background_load_stops_while_a_line_runs_and_goes_on_when_the_shell_waits(tmp_path, monkeypatch):
+    import importlib
+
+    outer, inner = _modules(tmp_path, monkeypatch, "gradcli_test_free_moments")
+    loader, _ = _background_load(lambda: importlib.import_module(outer))
+    loader.thread.start()
+    time.sleep(0.3)  # a line runs: the thread waits before its first module
+    assert not loader.done.is_set() and inner not in sys.modules
+    read, write = os.pipe()
+    try:
+        with open(read, closefd=False) as stream:
+            os.write(write, b"eval x --at x=1\n")
+            with loader.waiting_for_a_line(stream):  # input is ready: no free moment
+                assert not loader.free.is_set()
+            os.read(read, 100)
+            with loader.waiting_for_a_line(stream):  # nothing to read: the shell would wait
+                assert loader.free.is_set()
+                assert loader.done.wait(20)
+    finally:
+        os.close(read)
+        os.close(write)
+    assert not loader.free.is_set() and sys.modules[outer].VALUE == 42
+
+
+@pytest.mark.parametrize("how", ["imports a module the thread is importing", "waits inside the named function"])
+def test_a_line_that_needs_the_background_work_gets_it(tmp_path, monkeypatch, how):
+    """No deadlock: the thread, stopped with a module half imported (its lock held) or with the lock of
+    load_tensorflow held, goes on when the line waits for it."""
+    import importlib
+    import signal
+
+    outer, inner = _modules(tmp_path, monkeypatch, f"gradcli_test_waited_{len(how)}")
+    loader, waiting_for_it = _background_load(lambda: importlib.import_module(outer))
+    loader.thread.start()
+    for _ in range(200):  # the thread is inside OUTER's import, stopped before INNER's
+        if outer in sys.modules:
+            break
+        time.sleep(0.01)
+    assert outer in sys.modules and inner not in sys.modules
+
+    def deadlocked(*_):
+        raise AssertionError("the line waited forever for the background work")
+
+    previous = signal.signal(signal.SIGALRM, deadlocked)
+    signal.alarm(30)
+    try:
+        if how.startswith("imports"):
+            assert importlib.import_module(outer).VALUE == 42
+        else:
+            waiting_for_it()
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert loader.done.wait(20)

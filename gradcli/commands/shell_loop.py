@@ -53,7 +53,8 @@ def run_shell(stdin: TextIO, *, interactive: bool) -> int:
             from gradcli.commands.shell_tensorflow import start_loading
 
             loader = start_loading()
-            waiting = functools.partial(loader.waiting_for_a_line, None if interactive else stdin)
+            if loader is not None:
+                waiting = functools.partial(loader.waiting_for_a_line, None if interactive else stdin)
         # (the console script lets Ctrl-C raise KeyboardInterrupt at the prompt: gradcli.interrupts)
         lines = terminal_lines() if interactive else pipe_lines(stdin)
         return run_lines(lines, interactive=interactive, waiting=waiting)

@@ -65,18 +65,21 @@ class BackgroundLoad:
                 self.free.wait(RECHECK_S)
 
     def _waited_for(self) -> bool:
-        """Whether the shell's thread waits for this one: inside ``waited_in`` (``load_tensorflow``,
-        whose lock the thread holds), or for a module's import lock (a module this thread is importing stays
-        locked until it is done)."""
-        frame = sys._current_frames().get(self.shell_thread)
-        if frame is None:
+        """Whether another thread (the shell's, running a line) waits for this one: inside ``waited_in``
+        (``load_tensorflow``, whose lock this thread holds), or for a module's import lock (a module this
+        thread is importing stays locked until it is done). Or the shell's thread has ended."""
+        frames = sys._current_frames()
+        if self.shell_thread not in frames:
             return True
-        if frame.f_code.co_name == "acquire" and frame.f_code.co_filename.startswith("<frozen importlib"):
-            return True  # a module lock
-        while frame is not None:
-            if frame.f_code is self.waited_in:
-                return True
-            frame = frame.f_back
+        for ident, frame in frames.items():
+            if ident == self.thread.ident:
+                continue
+            if frame.f_code.co_name == "acquire" and frame.f_code.co_filename.startswith("<frozen importlib"):
+                return True  # a module lock
+            while frame is not None:
+                if frame.f_code is self.waited_in:
+                    return True
+                frame = frame.f_back
         return False
 
     # ---- the shell ----
@@ -109,14 +112,17 @@ def load_tensorflow_and_sympy() -> None:
     from gradcli.methods import symbolic  # noqa: F401
 
 
-def start_loading() -> BackgroundLoad:
-    """Start the background load (once per process) and return it."""
+def start_loading() -> BackgroundLoad | None:
+    """Start the background load (once per process) and return it; None where this process's messages
+    do not go through gradcli's own standard error (the shell run in process, as the tests do: silencing
+    descriptor 2 there, for as long as the load stays stopped, would take it from whoever captures it)."""
     global _loader
     if _loader is None:
         from gradcli import streams
         from gradcli.methods.tf_runtime import load_tensorflow
 
-        streams.move_diagnostics_off_descriptor_2()
+        if not streams.move_diagnostics_off_descriptor_2():
+            return None
         _loader = BackgroundLoad(load_tensorflow_and_sympy, load_tensorflow)
         _loader.thread.start()
     return _loader

@@ -151,7 +151,7 @@ def _from_source() -> Any | None:
         return None
     try:
         return _worker_source()
-    except OSError:
+    except (OSError, EOFError):  # no process to spare, or the source is gone
         return None
 
 
