@@ -5,8 +5,9 @@ The issue's target: 400 starts within 2x one start. Both are run as the user run
 the output), in turn each round so that drifting machine load hits both alike; the table gives
 medians. The extrapolated cost of 400 separate one-start processes is shown for scale.
 
-Then, in this process (TensorFlow already imported), the cores alone: ``run_descent`` from one
-start, and :class:`gradcli.compute.descend.batch.DescentBatch` over the 400 starts (tracing included).
+Then, in this process (TensorFlow already imported), the core alone
+(:class:`gradcli.compute.descend.core.DescentCore`): from one start (a batch of one), and over the 400 starts
+(tracing included; TensorFlow's one-time setup excluded).
 
     python bench/bench_descend_batch.py [--rounds 3]
 
@@ -44,19 +45,23 @@ def time_process(args: list[str]) -> float:
 
 
 def time_cores(options: list[str]) -> tuple[float, float]:
+    from gradcli.compute.descend import plan_descent, start_chunk
+    from gradcli.compute.descend.core import DescentCore
     from gradcli.expression.sources import grid_points
-    from gradcli.compute.descend import plan_descent, run_descent
-    from gradcli.compute.descend.batch import DescentBatch
 
     optimizer, lr = options[1], float(options[3])
-    plan = plan_descent(HIMMELBLAU, optimizers=optimizer, lr=lr)
+    plan = plan_descent(HIMMELBLAU, start=START, optimizers=optimizer, lr=lr)
     t = time.perf_counter()
-    run_descent(plan.expression.tree, plan.names, {"x": -5.0, "y": -5.0}, optimizer=optimizer, lr=lr)
+    core = DescentCore(plan, stationary_time_limit=0)
+    core.setup_seconds = 0.0  # no warm-up run: the first core's time includes the first tracing, as before
+    core.compute(start_chunk(plan))
     one = time.perf_counter() - t
-    batch = DescentBatch(plan, stationary_time_limit=0)
+    many = plan_descent(HIMMELBLAU, optimizers=optimizer, lr=lr)
+    core = DescentCore(many, stationary_time_limit=0)
+    core.setup_seconds = 0.0
     t = time.perf_counter()
-    for chunk in grid_points(GRID, variables=batch.variables, chunk_size=1024).chunks():
-        batch.records(chunk, batch.run(chunk))
+    for chunk in grid_points(GRID, variables=core.variables, chunk_size=1024).chunks():
+        core.compute(chunk)
     return one, time.perf_counter() - t
 
 
@@ -88,7 +93,7 @@ def main() -> None:
     import keras  # noqa: F401  (imported once, outside the timings)
 
     print("\nThe cores in one process (TensorFlow imported; tracing included; no SymPy):\n")
-    print("| optimizer | run_descent, one start | DescentBatch, 400 starts | per start |")
+    print("| optimizer | DescentCore, one start | DescentCore, 400 starts | per start |")
     print("|---|---:|---:|---:|")
     for label, options in SCENARIOS:
         cores = [time_cores(options) for _ in range(args.rounds)]

@@ -127,23 +127,30 @@ def descend(expression: str, *, start=None, points=None, grid: str | None = None
             lr: float = CLI_DEFAULT, steps: int = CLI_DEFAULT, tol: float | None = None,
             maximize: bool = CLI_DEFAULT, momentum: float | None = None, every: int | None = None,
             dtype: str = CLI_DEFAULT, stationary_timeout: float = CLI_DEFAULT,
-            batch_size: int = CLI_DEFAULT) -> Result:
+            batch_size: int = CLI_DEFAULT, rule: str | list[str] | None = None) -> Result:
     """``gradcli descend EXPR``: gradient descent, the guide's loop (``manual``) and Keras optimizers.
-    ``start`` is the CLI's ``--from`` ({"x": -1.2, "y": 1} or "x=-1.2,y=1"); ``points``/``grid``: many starts.
-    A run's ``seconds`` (its time) differs from one call to the next."""
+    ``start`` is the CLI's ``--from`` ({"x": -1.2, "y": 1} or "x=-1.2,y=1"); ``points``/``grid``: many starts;
+    one start is a batch of one, as in the CLI. ``rule`` as for :func:`grad`. A run's ``seconds`` (its time)
+    differs from one call to the next."""
+    from gradcli.compute.descend import plan_descent
+    from gradcli.compute.descend.core import run_starts
+    from gradcli.compute.descend.options import check_stationary_time_limit, refuse_for_many_starts
+    from gradcli.expression.rules import rules_in_force
+
+    def plan_for(start_option, every_option):
+        return plan_descent(expression, start=start_option, optimizers=optimizer, lr=lr, steps=steps, tol=tol,
+                            maximize=maximize, dtype=dtype, momentum=momentum, every=every_option)
+
     if points is None and grid is None:  # one start: a batch of one, its document and table
-        from gradcli.compute.descend import plan_descent, start_chunk
-        from gradcli.compute.descend.core import run_starts
+        from gradcli.compute.descend import start_chunk
         from gradcli.render.common import to_json
         from gradcli.render.descend import StartSink, descend_table
 
         sink = StartSink("none", every=every)
-        with quiet() as captured:
-            plan = plan_descent(expression, start=at_texts(start, "start"), optimizers=optimizer, lr=lr,
-                                steps=steps, tol=tol, maximize=maximize, dtype=dtype, momentum=momentum,
-                                every=every)
-            failed = run_starts(plan, [start_chunk(plan)], sink, stationary_time_limit=stationary_timeout,
-                                every=every, one_start=True).failed
+        with rules_in_force(rule) as checked, quiet() as captured:
+            plan = plan_for(at_texts(start, "start"), every)
+            failed = run_starts(plan, [start_chunk(plan)], sink, every=every, one_start=True, notes=checked.notes,
+                                stationary_time_limit=check_stationary_time_limit(stationary_timeout)).failed
         document = sink.document
         record = {k: document[k] for k in sink.records[0]}
         out, err = captured
@@ -155,42 +162,43 @@ def descend(expression: str, *, start=None, points=None, grid: str | None = None
 
     def run(sink):
         from gradcli.compute.batch.points import start_chunks
-        from gradcli.compute.descend import plan_descent
-        from gradcli.compute.descend.core import run_starts
-        from gradcli.compute.descend.options import check_stationary_time_limit, refuse_for_many_starts
 
         if spec is not None and grid is not None:
             raise UsageError("give --points or --grid, not both")
         refuse_for_many_starts(start=start, every=every)
-        plan = plan_descent(expression, start=None, optimizers=optimizer, lr=lr, steps=steps, tol=tol,
-                            maximize=maximize, dtype=dtype, momentum=momentum)
+        plan = plan_for(None, None)
         time_limit = check_stationary_time_limit(stationary_timeout)
         chunks = start_chunks(points=spec, grid=grid, names=plan.names, batch_size=batch_size, dtype=plan.dtype)
         sink.sinks(plan.names)
-        return run_starts(plan, chunks, sink, stationary_time_limit=time_limit).failed
+        return run_starts(plan, chunks, sink, stationary_time_limit=time_limit, notes=checked.notes).failed
 
-    return collect("descend", run, stdin_text, list_key="starts")
+    with rules_in_force(rule) as checked:
+        return collect("descend", run, stdin_text, list_key="starts")
 
 
 @cli_command("check")
 def check(expression: str, *, expect=None, order: int = CLI_DEFAULT, at=None, points=None,
           grid: str | None = None, box: str = CLI_DEFAULT, samples: int = CLI_DEFAULT, seed: int = CLI_DEFAULT,
-          symbolic_timeout: float = CLI_DEFAULT, rtol: float = CLI_DEFAULT, atol: float = CLI_DEFAULT) -> Result:
-    """``gradcli check EXPR --expect X=FORMULA``: hand-derived derivatives against SymPy's exact ones, at
-    ``at``, at ``points``/``grid``, else at ``samples`` random points in ``box``. ``expect``: "x=2*x*y", a
-    list of such texts, or a mapping {"x": "2*x*y"}. ``rtol``/``atol``: a formula agrees where
-    |expected - exact| <= atol + rtol*|exact| (1e-9 each). ``failed``: a mismatch (the CLI's exit 1)."""
+          symbolic_timeout: float = CLI_DEFAULT, rtol: float = CLI_DEFAULT, atol: float = CLI_DEFAULT,
+          dtype: str = CLI_DEFAULT, rule: str | list[str] | None = None) -> Result:
+    """``gradcli check EXPR --expect X=FORMULA``: hand-derived derivatives against SymPy's exact ones (proved
+    equal or different by SymPy where it can, else at ``at``, at ``points``/``grid``, or at ``samples`` random
+    points in ``box`` and near the formulas' features). ``expect``: "x=2*x*y", a list of such texts, or a mapping
+    {"x": "2*x*y"}. ``rtol``/``atol``: a formula agrees where |expected - exact| <= atol + rtol*|exact| (1e-9
+    each, float32: 1e-5). ``rule`` as for :func:`grad`. ``failed``: a mismatch (the CLI's exit 1)."""
     from gradcli.compute.check import check_derivatives
+    from gradcli.expression.rules import rules_in_force
     from gradcli.render.common import to_json
 
     if isinstance(expect, dict):
         expect = [f"{k}={v}" for k, v in expect.items()]
     expect = cli_options("check")["expect"].check(expect) or []
     spec, stdin_text = points_spec(points)
-    with quiet(stdin_text) as captured:
+    with quiet(stdin_text) as captured, rules_in_force(rule, time_limit=symbolic_timeout) as checked:
         report = check_derivatives(expression, expect=expect, order=order, at=at_texts(at), points=spec,
                                    grid=grid, box=box, samples=samples, seed=seed,
-                                   symbolic_time_limit=symbolic_timeout, rtol=rtol, atol=atol)
+                                   symbolic_time_limit=symbolic_timeout, rtol=rtol, atol=atol, dtype=dtype)
+        report.notes += checked.notes
     document = to_json(report.to_dict())
     # check's text output is drawn in gradcli.commands.check (a module that imports Typer): the document
     # stands in for it

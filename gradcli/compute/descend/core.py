@@ -209,6 +209,8 @@ class DescentCore:
             runner = Runner(parse("x*x").tree, ["x"], 1, optimizer=name, lr=0.1, momentum=0.9, dtype=self.dtype,
                             tol=0.0, maximize=False, max_steps=2, jit=False)
             runner.run(np.ones((1, 1), runner.tdt.as_numpy_dtype), np.ones(1), 1)
+        if self.jit:  # XLA's own one-time start (~0.2 s), with a function too small to cost a compile
+            warm_up_xla()
         self.setup_seconds = time.perf_counter() - started
 
     def _size(self, rows: int) -> int:
@@ -258,6 +260,17 @@ class DescentCore:
         n, dtype = len(self.variables), self.dtype
         return HistoryRow(step, {v: shortest(float(values[i]), dtype) for i, v in enumerate(self.variables)},
                           shortest(float(values[n]), dtype), shortest(float(values[n + 1]), dtype))
+
+
+def warm_up_xla() -> None:
+    """XLA's one-time start (its backend and compiler), paid once; a platform without XLA pays nothing."""
+    from gradcli.methods.tf_runtime import load_tensorflow
+
+    tf = load_tensorflow()
+    try:
+        tf.function(lambda v: v * 2.0 + 1.0, jit_compile=True)(tf.constant(1.0, tf.float64))
+    except tf.errors.OpError:  # the run itself falls back to a plain graph
+        pass
 
 
 def run_starts(plan: DescentPlan, chunks, sink, *, stationary_time_limit: float, every: int | None = None,

@@ -28,7 +28,7 @@ from typing import Any, Callable
 
 from gradcli.compute.descend.optimizers import make_optimizer
 from gradcli.compute.descend.rules import (
-    CONVERGED, DIVERGED, MAX_STEPS, PAUSED, RUNNING, STALL_STEPS, STALLED, UNBOUNDED, VALUE_BOUND, WINDOW,
+    CONVERGED, DIVERGED, MAX_STEPS, RUNNING, STALL_STEPS, STALLED, UNBOUNDED, VALUE_BOUND, WINDOW,
 )
 from gradcli.expression.evaluate import compile_expression
 
@@ -63,7 +63,7 @@ class RetryWithoutXLA(Exception):
     """XLA refused an op (or this platform has none): the run starts again as a plain graph."""
 
 
-def stop_status(tf, x, z, g, gnorm, k, k_end, stall, moved, *, lo, hi, tol, stall_on, max_steps, tdt):
+def stop_status(tf, x, z, g, gnorm, k, stall, moved, *, lo, hi, tol, stall_on, max_steps, tdt):
     """The stopping rules (the package docstring's list): the first test that holds gives each row's status.
 
     ``x`` and ``g`` are [P, n]; ``z``, ``gnorm``, ``stall``, ``moved``, ``lo``, ``hi`` are [P]. Only
@@ -80,7 +80,6 @@ def stop_status(tf, x, z, g, gnorm, k, k_end, stall, moved, *, lo, hi, tol, stal
         (gnorm < tol, CONVERGED),
         (tf.logical_and(stall_on, tf.logical_and(moved, stall >= STALL_STEPS)), STALLED),
         (k >= max_steps, MAX_STEPS),
-        (k >= k_end, PAUSED),
     ]
     status = RUNNING
     for test, code in reversed(rules):
@@ -139,7 +138,7 @@ class Runner:
         grads = tape.gradient(total, self.variables, unconnected_gradients=tf.UnconnectedGradients.ZERO)
         g = tf.stack(grads, axis=1)
         gnorm = tf.norm(g, axis=1)
-        decided = stop_status(tf, x, z, g, gnorm, k, k_end, stall, moved, lo=self.lo, hi=self.hi, tol=self.tol,
+        decided = stop_status(tf, x, z, g, gnorm, k, stall, moved, lo=self.lo, hi=self.hi, tol=self.tol,
                               stall_on=self.stall_on, max_steps=self.max_steps, tdt=self.tdt)
         active = tf.equal(status, RUNNING)  # rows that had not stopped before this step
         status = tf.where(active, decided, status)
@@ -148,17 +147,16 @@ class Runner:
         last_gnorm = tf.where(active, gnorm, last_gnorm)
         slot = k % WINDOW
         values = tf.concat([x, value[:, None], gnorm[:, None]], 1)
-        self.window.scatter_nd_update([[slot]], [tf.where(active[:, None], values, self.window[slot])])
-        stopped_now = tf.logical_and(active, tf.logical_and(tf.not_equal(status, RUNNING),
-                                                            tf.not_equal(status, PAUSED)))
+        # Unmasked: only a row that ran to --steps reads its window, and every such row was running until the
+        # last step (rows that stopped before never read theirs).
+        self.window.scatter_nd_update([[slot]], [values])
+        stopped_now = tf.logical_and(active, tf.not_equal(status, RUNNING))
         steps = tf.where(stopped_now, k, steps)
         running = tf.equal(status, RUNNING)
         if self.every is not None:
-            # Every every-th step, evaluated (a stopped row's later rows are dropped when read back); not a
-            # paused step, which the next call evaluates again. Scatter, not slice assignment: XLA needs slice
-            # bounds known when compiling.
-            wanted = tf.logical_and(tf.equal(k % self.every, 0),
-                                    tf.reduce_any(tf.logical_and(active, tf.not_equal(status, PAUSED))))
+            # Every every-th step, evaluated (a stopped row's later rows are dropped when read back).
+            # Scatter, not slice assignment: XLA needs slice bounds known when compiling.
+            wanted = tf.logical_and(tf.equal(k % self.every, 0), tf.reduce_any(active))
 
             def record():
                 self.history.scatter_nd_update([[row]], [values])
@@ -167,33 +165,33 @@ class Runner:
 
             row = tf.cond(wanted, record, lambda: row)
 
-        def step():
-            if self.optimizer is None:
-                for var, grad in zip(self.variables, grads):
-                    var.assign_sub(self.lr * grad)  # the guide's x.assign_sub(learning_rate * dz_dx), every row
-            else:
-                self.optimizer.apply_gradients(zip(grads, self.variables))
-            for i, var in enumerate(self.variables):  # stopped rows stay where they stopped
-                var.assign(tf.where(running, var, x[:, i]))
-            new = self.point()
-            same = tf.reduce_all(tf.equal(new, x), axis=1)
-            new_stall = tf.where(running, tf.where(same, stall + 1, tf.zeros_like(stall)), stall)
-            new_moved = tf.where(running, tf.logical_or(moved, tf.logical_not(same)), moved)
-            return k + 1, new_stall, new_moved
-
-        k, stall, moved = tf.cond(tf.reduce_any(running), step, lambda: (k, stall, moved))
-        return k, status, stall, moved, steps, last_value, last_gnorm, row
+        # The update runs on every row, unconditionally (a branch costs XLA a good part of its compile time):
+        # a row that has stopped is put back where it stopped, and its optimizer state, which changes, is
+        # never read again. A row stops for good: the chunk ends before evaluating a step it must not take.
+        if self.optimizer is None:
+            for var, grad in zip(self.variables, grads):
+                var.assign_sub(self.lr * grad)  # the guide's x.assign_sub(learning_rate * dz_dx), every row
+        else:
+            self.optimizer.apply_gradients(zip(grads, self.variables))
+        for i, var in enumerate(self.variables):  # stopped rows stay where they stopped
+            var.assign(tf.where(running, var, x[:, i]))
+        new = self.point()
+        same = tf.reduce_all(tf.equal(new, x), axis=1)
+        stall = tf.where(running, tf.where(same, stall + 1, tf.zeros_like(stall)), stall)
+        moved = tf.where(running, tf.logical_or(moved, tf.logical_not(same)), moved)
+        return k + 1, status, stall, moved, steps, last_value, last_gnorm, row
 
     def point(self):
         """[P, n]: every row's point."""
         return self.tf.stack([self.tf.convert_to_tensor(v) for v in self.variables], axis=1)
 
     def chunk(self, k, k_end, status, stall, moved, steps, last_value, last_gnorm):
-        """Steps from ``k`` until no row runs or ``k_end`` is reached (running rows are then PAUSED)."""
+        """Steps from ``k`` until no row runs or step ``k_end`` is next (rows still running then go on in the
+        next call, from that step); ``k_end`` past --steps: to the end."""
         tf = self.tf
 
         def cond(k, status, *rest):
-            return tf.reduce_any(tf.equal(status, RUNNING))
+            return tf.logical_and(tf.reduce_any(tf.equal(status, RUNNING)), k < k_end)
 
         def body(k, status, stall, moved, steps, last_value, last_gnorm, row):
             return self.iteration(k, k_end, status, stall, moved, steps, last_value, last_gnorm, row)
@@ -234,7 +232,9 @@ class Runner:
         history = []
         k = 0
         while True:
-            k_end = min(k + self.chunk_steps, self.max_steps_int)
+            k_end = k + self.chunk_steps
+            if k_end > self.max_steps_int:  # the last call evaluates step --steps too (its status: max_steps)
+                k_end = self.max_steps_int + 1
             args = (tf.constant(k, tf.int64), tf.constant(k_end, tf.int64), tf.constant(status),
                     tf.constant(stall), tf.constant(moved), tf.constant(steps), tf.constant(last_value),
                     tf.constant(last_gnorm))
@@ -252,11 +252,9 @@ class Runner:
                 count = int(recorded.numpy())
                 history.append((self.history_steps[:count].numpy(), self.history[:count].numpy()))
             if progress is not None:
-                progress(k, self.max_steps_int)
-            paused = status == PAUSED
-            if not paused.any():
+                progress(min(k, self.max_steps_int), self.max_steps_int)
+            if not (status == RUNNING).any():
                 break
-            status[paused] = RUNNING
         return BatchRows(status, steps, self.point().numpy(), last_value, last_gnorm, self.window.numpy(),
                          "tf.function+XLA" if self.jit else "tf.function", history=history)
 

@@ -13,8 +13,8 @@ STALL_STEPS = 100
 # Steps kept for the post-mortem of a run that ran out of steps (oscillation, runaway).
 WINDOW = 32
 
-# Loop status codes inside the compiled loop; PAUSED ends a chunk before the run is over.
-RUNNING, CONVERGED, MAX_STEPS, DIVERGED, UNBOUNDED, STALLED, PAUSED = range(7)
+# Loop status codes inside the compiled loop.
+RUNNING, CONVERGED, MAX_STEPS, DIVERGED, UNBOUNDED, STALLED = range(6)
 # The status each final code is first reported as (the post-mortem may refine max_steps).
 STATUS_NAME = {CONVERGED: "converged", MAX_STEPS: "max_steps", DIVERGED: "diverged",
                UNBOUNDED: "unbounded", STALLED: "converged"}
