@@ -271,3 +271,15 @@ def test_many_points_name_where_the_tape_first_went_wrong_once_per_expression(ru
         "trace shows every node"]
     one = run(runner, "grad", "log(1+exp(x))", "--at", "x=90", "--dtype", "float32")
     assert "log(1 + exp(x)): the tape first goes wrong at exp(x)" in one.stderr  # one point: no 'at'
+
+
+@pytest.mark.parametrize("command, extra", [("hessian", ["--wrt", "x"]), ("derivative", ["-n", "2"])])
+def test_hessian_and_derivative_name_where_the_tape_first_went_wrong(runner, command, extra):
+    pointer = ("log(1 + exp(x)){}: the tape first goes wrong at exp(x) (trace node v1): its value is inf, exact "
+               "{} (v1 = exp(x) overflows float32 (largest finite 3.403e+38) from x = {}); gradcli trace shows every node")
+    one = run(runner, command, "log(1+exp(x))", "--at", "x=100", "--dtype", "float32", *extra)
+    assert one.exit_code == 1
+    assert f"gradcli: note: {pointer.format('', '2.68812e+43', '100.0')}" in one.stderr.splitlines()
+    many = run(runner, command, "log(1+exp(x))", "--grid", "x=95:100:2", "--dtype", "float32", *extra, "-f", "jsonl")
+    notes = [line for line in many.stderr.splitlines() if "first goes wrong" in line]
+    assert notes == [f"gradcli: note: {pointer.format(' at x=95', '1.81124e+41', '95.0')}"]  # once, at the first

@@ -3,7 +3,7 @@ finite, or far from its exact value while that is finite), and why: an overflow,
 the chain rule (where's untaken branch), digits lost to rounding.
 
 :func:`first_bad_node` is the entry point for a caller with one expression and one point (a warning's
-one-line pointer); :func:`origins` reads a whole :class:`gradcli.compute.trace.TraceReport` (``trace``'s own
+one-line pointer), :func:`origin_note` the batch cores' note made of it; :func:`origins` reads a whole :class:`gradcli.compute.trace.TraceReport` (``trace``'s own
 table). TensorFlow and SymPy are imported by the trace, inside the functions only.
 """
 
@@ -89,6 +89,30 @@ def first_bad_node(tree, point, dtype: str = "float64", *, along: Mapping[str, f
 # ---------------------------------------------------------------------------------------------
 # The report's origins
 # ---------------------------------------------------------------------------------------------
+def origin_note(core, i: int, into: list[str] | None = None, point: dict | None = None) -> bool:
+    """For a batch core (grad's, hessian's, derivative's: its ``exprs``, ``trees``, ``origins``, ``at_point``),
+    once per expression and run: the first node of the tape whose value or adjoint went wrong, and why
+    (gradcli trace shows them all), as a note (``into``: as a warning there, where no exact column warns about
+    the tape). True when there is such a node. At many points, the first ``point`` asked about is traced and
+    named in the note (each trace costs a tape of its own: one per expression, however many points went
+    wrong)."""
+    where = ""
+    if core.at_point is not False:
+        point = {v: float(core.at_point.values[v]) for v in core.variables}
+    elif point is None:
+        return False
+    else:
+        from gradcli.results import point_text
+
+        where = f" at {point_text(point)}"
+    if i not in core.origins:
+        bad = first_bad_node(core.trees[i], point, core.dtype, symbolic_time_limit=core.time_limit)
+        core.origins[i] = bad
+        if bad is not None:
+            (core.notes if into is None else into).append(f"{core.exprs[i].text}{where}: {bad.pointer}")
+    return core.origins[i] is not None
+
+
 def bad(value: float | None, exact: float | None, dtype: str) -> bool:
     """Not finite, or far from the exact value, where that is finite."""
     if value is None or exact is None or not math.isfinite(exact):

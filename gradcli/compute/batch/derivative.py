@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gradcli.compute.batch import engine
+from gradcli.compute.nan_origin import origin_note
 from gradcli.compute.request import derivative_variable
 from gradcli.compute.complex_column import (complex_columns, complex_cross_warnings, cross_check_complex,
                                             judge_complex_value, refuse_higher_orders)
@@ -37,6 +38,8 @@ class DerivativeBatch(engine.BatchCore):
                          formulas=formulas)
         self.expr = parse(expression)
         self.trees = [self.expr.tree]
+        self.exprs = [self.expr]  # as grad's core has them, for the tape's first wrong node (nan_origin)
+        self.origins: dict = {}
         self.wrt_text = wrt
         if wrt is None and not self.expr.variables:  # a constant: by the --at point's one variable (at_one_point)
             self.variable, self.variables = None, []
@@ -170,6 +173,8 @@ class DerivativeBatch(engine.BatchCore):
             if bad:
                 record["warnings"].append(f"derivative of order {k + 1} is not finite ({', '.join(bad)})")
                 record["undefined"] = True
+                if "tape" in bad:  # where the tape's own computation first went wrong, if it did
+                    origin_note(self, 0, point=point)
         if fd is not None:
             self._fd_warnings(record, fd, p)
         ref = ds.get("symbolic")

@@ -15,6 +15,7 @@ from gradcli.methods.fd import fd_gradients
 from gradcli.methods.fd_schemes import SCHEMES, STEP_POWER
 from gradcli.methods.fd_notes import fd_line_notes
 from gradcli.compute.batch.grad_lines import Parts, as_lists, json_lines
+from gradcli.compute.nan_origin import origin_note
 from gradcli.results import FIRST_ORDER_METHODS, shortest
 
 
@@ -307,7 +308,8 @@ class GradBatch(engine.BatchCore):
                     warnings.append(f"d({text})/d{v} is not finite ({said})")
                     undefined = True
                     point_notes.where_note(self, i, v, bad, columns, k, point)
-                    if "tape" in bad and "symbolic" not in columns:  # what would have checked the others
+                    if "tape" in bad and "symbolic" not in columns and not self._check_each_other(
+                            cross_complex, fd, cc, (i, k, j)):  # what would have checked the others
                         warnings += [unchecked_beside_a_broken_tape(m, f"d({text})/d{v}", float(c[i, k, j]))
                                      for m, c in columns.items() if m not in bad and m != "tape"]
                 kink = fd is not None and bool(fd.kinks[i, k, j])  # fd's own warning says why it is off
@@ -318,7 +320,7 @@ class GradBatch(engine.BatchCore):
                         warnings.append(disagreement(m, f"d({text})/d{v}", float(errors[m][i, k, j]),
                                                      dtype=self.dtype, tol=float(tols[m][i, k, j])))
                         if m == "tape":
-                            point_notes.origin_note(self, i, point=point)
+                            origin_note(self, i, point=point)
                 if "tape" in errors and "tape" not in bad and not disagree["tape"][i, k, j]:
                     point_notes.doubtful_tape(self, i, v, float(errors["tape"][i, k, j]),
                                               float(columns["symbolic"][i, k, j]), float(tols["tape"][i, k, j]),
@@ -338,8 +340,17 @@ class GradBatch(engine.BatchCore):
                     warnings += fd.warnings(i, k, j, f"d({text})/d{v}", self.dtype, self.eps is not None)
             if len(warnings) > before and "symbolic" not in columns and "tape" in columns:
                 # no exact column to judge the tape by: where its own computation went wrong is the evidence
-                point_notes.origin_note(self, i, into=warnings, point=point)
+                origin_note(self, i, into=warnings, point=point)
         return undefined
+
+    @staticmethod
+    def _check_each_other(cross_complex, fd, cc, index) -> bool:
+        """Whether fd and the complex step, both with finite estimates, agree within them at ``index``: then
+        each checks the other, whatever the tape does."""
+        if cross_complex is None or fd is None or cc is None or "fd" not in cross_complex.pairs:
+            return False
+        finite = math.isfinite(float(fd.estimates[index])) and math.isfinite(float(cc.estimates[index]))
+        return finite and not bool(cross_complex.pairs["fd"][1][index])
 
 
 class _FdExtras:

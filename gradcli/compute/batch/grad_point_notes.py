@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 
+from gradcli.compute.nan_origin import origin_note
+
 
 def complex_step_notes(core, cc) -> None:
     """A note for each complex-step value taken with another step than the default."""
@@ -45,31 +47,6 @@ def where_note(core, i: int, v: str, bad: dict, columns, k: int, point: dict | N
         if note and note not in core.notes:
             core.notes.append(note)
         origin_note(core, i, point=point)
-
-
-def origin_note(core, i: int, into: list[str] | None = None, point: dict | None = None) -> bool:
-    """Once per expression and run: the first node of the tape whose value or adjoint went wrong, and why
-    (gradcli trace shows them all), as a note (``into``: as a warning there, where no exact column warns about
-    the tape). True when there is such a node. At many points, the first ``point`` asked about is traced and
-    named in the note (each trace costs a tape of its own: one per expression, however many points went
-    wrong)."""
-    where = ""
-    if core.at_point is not False:
-        point = {v: float(core.at_point.values[v]) for v in core.variables}
-    elif point is None:
-        return False
-    else:
-        from gradcli.results import point_text
-
-        where = f" at {point_text(point)}"
-    if i not in core.origins:
-        from gradcli.compute.nan_origin import first_bad_node
-
-        bad = first_bad_node(core.trees[i], point, core.dtype, symbolic_time_limit=core.time_limit)
-        core.origins[i] = bad
-        if bad is not None:
-            (core.notes if into is None else into).append(f"{core.exprs[i].text}{where}: {bad.pointer}")
-    return core.origins[i] is not None
 
 
 def doubtful_tape(core, i: int, v: str, error: float, exact: float, tol: float, warnings: list[str]) -> None:

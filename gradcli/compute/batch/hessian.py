@@ -15,6 +15,7 @@ from __future__ import annotations
 
 
 from gradcli.compute.batch import engine
+from gradcli.compute.nan_origin import origin_note
 from gradcli.compute.request import needed_variables
 from gradcli.errors import UsageError
 from gradcli.expression import parse
@@ -62,6 +63,8 @@ class HessianBatch(engine.BatchCore):
                          formulas=formulas)
         self.expr = parse(expression)
         self.trees = [self.expr.tree]
+        self.exprs = [self.expr]  # as grad's core has them, for the tape's first wrong node (nan_origin)
+        self.origins: dict = {}
         self.wrt_text = wrt
         self._refused = None  # a refusal that only many points raise (one point takes its variables)
         if wrt is None and not self.expr.variables:  # at the --at point the Hessian is over the point's names
@@ -294,6 +297,8 @@ class HessianBatch(engine.BatchCore):
             if not np.all(np.isfinite(h)):
                 record["warnings"].append(f"the {m} Hessian is not finite")
                 record["undefined"] = True
+                if m == "tape":  # where the tape's own computation first went wrong, if it did
+                    origin_note(self, 0, point=record["point"])
             else:
                 record["symmetry"][m] = float(np.max(np.abs(h - h.T), initial=0.0))
         ref = mats.get("symbolic")
