@@ -11,6 +11,7 @@ from gradcli.commands.common import (FileOption, FormatOption, HtmlOption, Outpu
                                      SymbolicTimeoutOption, at_option, conclude, emit, handle_errors)
 from gradcli.commands.completion import complete_dtypes
 from gradcli.commands.expression_file import expression_text
+from gradcli.commands.plot_file import PlotFileOption, refuse_same_file
 
 
 @handle_errors
@@ -34,6 +35,7 @@ def steps(
     html: HtmlOption = None,
     plot: Annotated[bool, typer.Option(
         "--plot", help="Also draw the errors against h, log-log (on stderr with -f json/csv).")] = False,
+    plot_file: PlotFileOption = None,
     symbolic_timeout: SymbolicTimeoutOption = 10.0,
 ) -> None:
     """The error of every difference formula against the step h, from 1e-1 down to the dtype's eps.
@@ -51,6 +53,7 @@ def steps(
       gradcli steps "log(x)" --at x=2 -n 2 -f csv
     """
     expression = expression_text(expression, file)
+    refuse_same_file(plot_file, svg, html)
     from gradcli.compute.steps import compute_steps
 
     report = compute_steps(expression, at=at, wrt=wrt, order=order, dtypes=dtype,
@@ -61,4 +64,8 @@ def steps(
          table=lambda: render.steps_table(report))
     if plot:  # as descend --plot: JSON and CSV on stdout stay parseable
         render.steps_plot(report, file=sys.stdout if output is OutputFormat.table else sys.stderr)
+    if plot_file:
+        from gradcli.render.plot_file import write_plot_file
+
+        write_plot_file(render.plot_panels(report), plot_file)
     conclude(report)

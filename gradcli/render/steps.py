@@ -243,14 +243,9 @@ def _plot_one(report: StepsReport, sweep: DtypeSweep, *, file, width: int) -> No
     shown = [(f, markers[FORMULA_NAMES.index(f.name) % len(markers)]) for f in sweep.formulas
              if _points(sweep, f, floor)]
     marks, mark_legend = [], []
-    marked = next((f for f in sweep.formulas if f.name == report.marked), None)
-    for letter, kind in MARKS if marked else ():
-        h, e = getattr(marked, f"{kind}_step"), getattr(marked, f"{kind}_error")
-        # within the sweep's range (the steps as x + h takes them may pass its ends by an ulp)
-        if h is None or e is None or not sweep.steps[-1] * (1 - 1e-9) <= h <= sweep.steps[0] * (1 + 1e-9):
-            continue
+    for letter, kind, h, e, label in _marked_steps(report, sweep):
         marks.append((math.log10(h), math.log10(max(e, floor)), letter))
-        mark_legend.append((letter, f"{kind} step of {marked.name}: h = {h:.2g}, error {_cell(e)}"))
+        mark_legend.append((letter, label))
     order, combined, combined_legend = _visible_order(fig, report, sweep, shown, marks, floor, width) \
         if shown else ([], [], [])
     _draw(fig, report, sweep, order, combined, marks, floor, width)
@@ -259,6 +254,19 @@ def _plot_one(report: StepsReport, sweep: DtypeSweep, *, file, width: int) -> No
     tp.print_figure(fig, file=file, width=width, height=PLOT_HEIGHT)
     legend.append((" ", f"an error of exactly 0 is drawn at the bottom, 1e{math.floor(math.log10(floor))}"))
     tp.print_legend(legend, file=file, width=width)
+
+
+def _marked_steps(report: StepsReport, sweep: DtypeSweep) -> list[tuple[str, str, float, float, str]]:
+    """(letter, kind, h, error, legend text) of the marked formula's default, best and theory steps that lie
+    within the sweep's range (the steps as x + h takes them may pass its ends by an ulp)."""
+    marked = next((f for f in sweep.formulas if f.name == report.marked), None)
+    found = []
+    for letter, kind in MARKS if marked else ():
+        h, e = getattr(marked, f"{kind}_step"), getattr(marked, f"{kind}_error")
+        if h is None or e is None or not sweep.steps[-1] * (1 - 1e-9) <= h <= sweep.steps[0] * (1 + 1e-9):
+            continue
+        found.append((letter, kind, h, e, f"{kind} step of {marked.name}: h = {h:.2g}, error {_cell(e)}"))
+    return found
 
 
 def _labels(ticks: list[int]) -> tuple[list[int], list[str]]:
@@ -275,3 +283,27 @@ def steps_plot(report: StepsReport, *, file=None) -> None:
         if k:
             print(file=file)
         _plot_one(report, sweep, file=file, width=width)
+
+
+# ---------------------------------------------------------------------------------------------
+# The picture (--plot-file)
+# ---------------------------------------------------------------------------------------------
+def plot_panels(report: StepsReport) -> list:
+    """What ``steps_plot`` draws, as :class:`gradcli.render.plot_file.Panel` objects, one per dtype: every
+    formula's errors at the sweep's steps (an error of exactly 0 at the plot's floor, no point where there is
+    no finite value), the marked formula's default, best and theory steps as D, B and T."""
+    from gradcli.render.plot_file import Mark, Panel, Series
+
+    panels = []
+    for sweep in report.sweeps:
+        floor = _floor(sweep)
+        series = [Series(f"{f.name} (error ~ h^{f.accuracy})", list(sweep.steps),
+                         [None if e is None else max(e, floor) for e in f.errors],
+                         style=FORMULA_NAMES.index(f.name), gid=f"{sweep.dtype}-{f.name}")
+                  for f in sweep.formulas if _points(sweep, f, floor)]
+        marks = [Mark(letter, f"{letter}: {label}", h, max(e, floor), gid=f"{sweep.dtype}-{kind}")
+                 for letter, kind, h, e, label in _marked_steps(report, sweep)]
+        zero = any(e == 0 for f in sweep.formulas for e in f.errors)
+        note = f"an error of exactly 0 is drawn at the bottom, {floor:.1e}" if zero else None
+        panels.append(Panel(_title(report, sweep) + " (log-log)", "step h", "|error|", series, marks, note))
+    return panels
