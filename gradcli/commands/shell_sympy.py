@@ -8,7 +8,7 @@ a thread lives on, holding the GIL: after ``grad "x**x**x**x" --at x=10`` every 
 shell starts multiprocessing's *fork server* first thing: a fresh interpreter (exec'd, so safe whatever
 this process loads later) that imports SymPy on the other core while the shell starts, and forks each
 worker from there in milliseconds. :func:`prepare_worker` makes it the source of every SymPy job's worker
-(:func:`gradcli.methods.worker.use_worker_source`) and keeps one started ahead, and the job is handed to
+(:func:`gradcli.methods.worker.use_worker_source`) and keeps two started ahead, and the job is handed to
 it with the worker module's own protocol, deadline and kill.
 
 A worker's life stays tied to the shell's: the fork server gets SIGKILL the moment the shell ends, even
@@ -26,6 +26,7 @@ import os
 PRELOAD = ["ctypes", "gradcli.methods.worker", "sympy", "gradcli.methods.symbolic", "gradcli.compute.batch.grad",
            "gradcli.compute.check", "gradcli.commands.shell_sympy_warm"]
 
+WORKERS_AHEAD = 2  # started before a line needs them: a check line has two SymPy jobs
 _context = None  # multiprocessing's "forkserver" context, once started
 _server_ready = False  # a worker has started: the fork server's preloads are done
 # Set only while the fork server is started, to the shell's pid: the fork server (which imports this module
@@ -60,14 +61,15 @@ def fork_server_running() -> bool:
 
 
 def prepare_worker() -> None:
-    """From now on every SymPy job of this process gets a worker of the fork server, and one waits for the
-    next job already (called before and after each line: the next one starts while output is read)."""
+    """From now on every SymPy job of this process gets a worker of the fork server, and (once the server
+    is ready) WORKERS_AHEAD wait for the next jobs already (called before and after each line: the next
+    line's start while this one's output is read)."""
     from gradcli.methods.worker import prestart_worker, use_worker_source
 
     if _context is not None:  # without a fork server the jobs run as in a one-shot command
         use_worker_source(lambda: ServerWorker(_context))
         if _server_ready:  # (until then a start waits for its preloads: a line without SymPy must not)
-            prestart_worker()
+            prestart_worker(WORKERS_AHEAD)
 
 
 def die_with_the_shell() -> None:

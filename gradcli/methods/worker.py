@@ -129,7 +129,7 @@ class _Worker:
         child.close()
 
 
-_worker: _Worker | None = None
+_waiting: list = []  # started workers, the next parallel job takes the first
 # Where the ``parallel`` jobs' workers come from instead of a fork of this process (see use_worker_source).
 _worker_source: Callable[[], Any] | None = None
 
@@ -155,31 +155,31 @@ def _from_source() -> Any | None:
         return None
 
 
-def prestart_worker() -> None:
+def prestart_worker(count: int = 1) -> None:
     """Start a worker that imports SymPy at once, while this process imports Typer and parses options (or,
-    in ``gradcli shell``, while the line before is written and read).
+    in ``gradcli shell``, while the line before is written and read); from a worker source, up to ``count``
+    of them (a ``check`` line has two jobs).
 
     The next :class:`BoundedJob` with ``parallel=True`` hands its job to it. An unused worker is a
     daemon: it ends with gradcli.
     """
-    global _worker
-    if _worker is not None:
-        return
     if _worker_source is not None:
-        _worker = _from_source()
-    elif _fork_safe():
-        _worker = _Worker()
+        while len(_waiting) < count:
+            worker = _from_source()
+            if worker is None:
+                return
+            _waiting.append(worker)
+    elif not _waiting and _fork_safe():
+        _waiting.append(_Worker())
 
 
 def _take_waiting_worker() -> Any | None:
-    global _worker
-    worker, _worker = _worker, None
-    return worker
+    return _waiting.pop(0) if _waiting else None
 
 
 def waiting_worker() -> Any | None:
     """The worker the next ``parallel`` :class:`BoundedJob` will take, if one waits."""
-    return _worker
+    return _waiting[0] if _waiting else None
 
 
 class CancelFlag:
@@ -357,7 +357,7 @@ class BoundedJob:
             return "error", SymbolicTimeout("the SymPy worker stopped without an answer")
 
     def _finish(self) -> None:
-        """Stop the timer; end and reap the process (given a moment to exit if it has answered)."""
+        """Stop the timer; end and reap the process."""
         if self._timer is not None:
             self._timer.cancel()
         with self._lock:
@@ -366,12 +366,8 @@ class BoundedJob:
             self._finished = True
             self.flag.cancelled = True
             if self.process is not None:
-                if self._outcome is None or self._outcome[0] != "value":
-                    self.process.kill()
-                self.process.join(1.0)
-                if self.process.is_alive():
-                    self.process.kill()
-                    self.process.join()
+                self.process.kill()  # (its answer, if any, is in hand: nothing is left for it to do)
+                self.process.join()
                 interrupts.forget_worker(self.process.pid)
                 self.conn.close()
 
