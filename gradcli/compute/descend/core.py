@@ -35,8 +35,6 @@ from gradcli.expression.tree import inline_rules
 from gradcli.limits import TRAJECTORY_MAX_ROWS
 from gradcli.results import clean, shortest
 
-DEFAULT_BATCH_SIZE = 1024
-
 
 class DescentCore:
     """Many starts (or one) for ``gradcli descend``: run each chunk, judge every start, say where they ended.
