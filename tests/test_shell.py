@@ -463,3 +463,22 @@ def test_a_line_that_needs_the_background_work_gets_it(tmp_path, monkeypatch, ho
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
     assert loader.done.wait(20)
+
+
+def test_a_worker_that_answered_serves_later_jobs_and_one_that_failed_or_overran_is_ended():
+    """In the shell SymPy's workers come from the fork server and are kept between jobs (a check line has
+    two: no process started for either); an error or a deadline still ends the worker, as in a command."""
+    from gradcli.methods.worker import BoundedJob, SymbolicTimeout
+
+    assert session(f"{EVAL}\n")[0] == 0  # the fork server is this process's source of workers now
+    pids = [BoundedJob(os.getpid, (), 30, parallel=True).result() for _ in range(8)]
+    assert os.getpid() not in pids and len(set(pids)) < len(pids)
+    failing = BoundedJob(divmod, (1, 0), 30, parallel=True)
+    with pytest.raises(ZeroDivisionError):
+        failing.result()
+    overrunning = BoundedJob(time.sleep, (30,), 0.3, parallel=True)
+    with pytest.raises(SymbolicTimeout):
+        overrunning.result()
+    assert not failing.process.is_alive() and not overrunning.process.is_alive()
+    later = [BoundedJob(os.getpid, (), 30, parallel=True).result() for _ in range(3)]
+    assert failing.process.pid not in later and overrunning.process.pid not in later

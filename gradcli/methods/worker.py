@@ -105,18 +105,22 @@ def _reply(conn, fn: Callable, args: tuple, kwargs: dict) -> None:
 
 
 def serve_one_job(conn, parent: int) -> None:
-    """A pre-started worker's body: pay for importing SymPy now, then run the one job sent on ``conn`` by
-    ``parent`` (the process that will kill it), with the job's own deadline. Public for workers started
-    elsewhere (see :func:`use_worker_source`)."""
+    """A pre-started worker's body: pay for importing SymPy now, then run the job sent on ``conn`` by
+    ``parent`` (the process that will kill it), with the job's own deadline; and the next one, while the
+    parent keeps it (a worker source's worker that answered goes back to the waiting ones, see
+    :func:`use_worker_source`; other workers are killed after one job). Public for workers started
+    elsewhere."""
     _enter_worker(parent)
     import sympy  # noqa: F401  (the point of starting early)
 
-    try:
-        fn, args, kwargs, seconds = conn.recv()
-    except (EOFError, OSError):  # the parent did not need us
-        return
-    _ready(conn, seconds)
-    _reply(conn, fn, args, kwargs)
+    while True:
+        try:
+            fn, args, kwargs, seconds = conn.recv()
+        except (EOFError, OSError):  # the parent did not need us (any more)
+            return
+        _ready(conn, seconds)
+        _reply(conn, fn, args, kwargs)
+        signal.setitimer(signal.ITIMER_REAL, 0)  # this job's deadline is over
 
 
 class _Worker:
@@ -130,6 +134,7 @@ class _Worker:
 
 
 _waiting: list = []  # started workers, the next parallel job takes the first
+MAX_WAITING = 4  # a worker source's workers kept for later jobs at most
 # Where the ``parallel`` jobs' workers come from instead of a fork of this process (see use_worker_source).
 _worker_source: Callable[[], Any] | None = None
 
@@ -174,7 +179,27 @@ def prestart_worker(count: int = 1) -> None:
 
 
 def _take_waiting_worker() -> Any | None:
-    return _waiting.pop(0) if _waiting else None
+    while _waiting:
+        worker = _waiting.pop(0)
+        if worker.process.is_alive():
+            return worker
+        _end(worker)
+    return None
+
+
+def _keep_for_later(worker) -> None:
+    """A worker source's worker that answered: it serves the next job (no new process for it)."""
+    if len(_waiting) < MAX_WAITING and worker.process.is_alive():
+        _waiting.append(worker)
+    else:
+        _end(worker)
+
+
+def _end(worker) -> None:
+    worker.process.kill()
+    worker.process.join()
+    interrupts.forget_worker(worker.process.pid)
+    worker.conn.close()
 
 
 def waiting_worker() -> Any | None:
@@ -218,7 +243,8 @@ class BoundedJob:
       SymPy while Typer loads; the first ``parallel`` job is handed to it, pickled. Work functions are
       therefore module-level, with picklable arguments and results.
     - Where a worker source is set (:func:`use_worker_source`: ``gradcli shell``'s fork server), every
-      ``parallel`` job without a waiting worker gets a fresh one from it, TensorFlow loaded or not.
+      ``parallel`` job without a waiting worker gets a fresh one from it, TensorFlow loaded or not; one
+      that answered in time waits for the next job (a job past its deadline or failing ends its worker).
 
     :meth:`cancel` (alias :meth:`stop`) is for a caller that no longer needs the answer: the process is
     killed and reaped, the thread is told to stop, and :meth:`result` raises :class:`SymbolicTimeout`.
@@ -238,6 +264,7 @@ class BoundedJob:
         self.thread: threading.Thread | None = None
         self._outcome: tuple[str, Any] | None = None  # ("value", v) or ("error", exc), once known
         self._killed = False  # by the timer, at the deadline
+        self._reusable = None  # a worker source's worker, kept for later jobs once it has answered
         self._finished = False
         self._lock = threading.Lock()
         kwargs = {"cancel": self.flag} if cancellable else {}
@@ -267,6 +294,8 @@ class BoundedJob:
             interrupts.forget_worker(worker.process.pid)
             return False
         self.conn, self.process = worker.conn, worker.process
+        if _worker_source is not None:
+            self._reusable = worker
         return True
 
     def _start_timer(self, seconds: float) -> None:
@@ -357,7 +386,7 @@ class BoundedJob:
             return "error", SymbolicTimeout("the SymPy worker stopped without an answer")
 
     def _finish(self) -> None:
-        """Stop the timer; end and reap the process."""
+        """Stop the timer; end and reap the process (a worker source's worker that answered is kept)."""
         if self._timer is not None:
             self._timer.cancel()
         with self._lock:
@@ -365,7 +394,10 @@ class BoundedJob:
                 return
             self._finished = True
             self.flag.cancelled = True
-            if self.process is not None:
+            if self._reusable is not None and self._outcome is not None and self._outcome[0] == "value" \
+                    and not self._killed:
+                _keep_for_later(self._reusable)
+            elif self.process is not None:
                 self.process.kill()  # (its answer, if any, is in hand: nothing is left for it to do)
                 self.process.join()
                 interrupts.forget_worker(self.process.pid)
