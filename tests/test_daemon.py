@@ -8,6 +8,7 @@ starts it again first.)
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -109,6 +110,31 @@ def test_status_reports_pid_uptime_version_requests_and_memory(running):
     assert f"version: {package.__version__}\n" in text
     pid = int(text.split("pid: ", 1)[1].split()[0])
     os.kill(pid, 0)  # alive
+
+
+def _spare(xdg: Path) -> int | None:
+    text = gradcli(xdg, "daemon", "status", daemon=False).stdout.decode()
+    line = next(line for line in text.splitlines() if line.startswith("spare: "))
+    return None if line.startswith("spare: none") else int(line.split()[2])
+
+
+def test_a_spare_child_takes_the_next_call_and_a_new_one_waits_after_it(running):
+    """The child forked ahead of the call (TensorFlow started in it) runs the call; once no call runs, the
+    daemon forks the next spare. Each spare serves one call: no state passes from one call to the next."""
+    deadline = time.monotonic() + 60
+    while (first := _spare(running)) is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert first is not None
+    result = through_daemon(running, "grad", "x**2", "--at", "x=3", "-m", "tape", "-f", "json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["results"][0]["gradient"]["tape"] == {"x": 6.0}
+    with pytest.raises(ProcessLookupError):  # it ran the call and exited
+        for _ in range(100):
+            os.kill(first, 0)
+            time.sleep(0.1)
+    while (second := _spare(running)) in (None, first) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert second not in (None, first)
 
 
 def test_socket_is_private_to_this_user(running):

@@ -1,4 +1,5 @@
-"""A daemon's child: one call, run in a process forked from the warm daemon (see :mod:`gradcli.daemon.server`).
+"""A daemon's child: one call, run in a process forked from the warm daemon (see :mod:`gradcli.daemon.server`),
+either when the call comes (:func:`serve_call`) or ahead of it, as the daemon's spare (:func:`wait_as_spare`).
 
 The child takes the caller's descriptors on 0, 1 and 2, its directory and its environment, and runs the
 command as the console script would. It dies with the daemon (PR_SET_PDEATHSIG): a daemon killed outright
@@ -68,6 +69,42 @@ def serve_call(parent_pid: int, raw_fds: list[int], close: list, argv: list[str]
         code = 1
     finally:
         os._exit(code)
+
+
+def wait_as_spare(parent_pid: int, raw_fds: list[int], close: list, control) -> None:
+    """In a child forked ahead of its call (the daemon keeps one such spare): the daemon's descriptors closed,
+    TensorFlow's runtime started (the thread pools and eager context a call would otherwise start on its
+    first op), then the call the daemon hands over on ``control`` (argv, directory, environment, and the
+    caller's 0, 1 and 2) run as :func:`serve_call` runs it. ``control`` closing first (the daemon stopped or
+    died) ends the spare. Never returns."""
+    try:
+        die_with_parent(parent_pid)
+        signal.set_wakeup_fd(-1)
+        for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(signum, signal.SIG_DFL)
+        for fd in raw_fds:
+            if fd > 2:
+                os.close(fd)
+        for thing in close:
+            thing.close()
+        start_tensorflow()
+        fds: list[int] = []
+        message = protocol.receive(control, fds)
+        control.close()
+    except BaseException:  # the daemon went away, or its message was not a call: nothing to run
+        os._exit(0)
+    serve_call(parent_pid, [], [], message["argv"], message["cwd"], message["env"], fds)
+
+
+def start_tensorflow() -> None:
+    """TensorFlow's runtime, started by one small tape: what a call's first op costs, paid before the call."""
+    from gradcli.methods.tf_runtime import load_tensorflow
+
+    tf = load_tensorflow()
+    x = tf.Variable(1.0, dtype=tf.float64)
+    with tf.GradientTape() as tape:
+        y = x * x
+    tape.gradient(y, x)
 
 
 def run_as_cold(argv: list[str], cwd: str, env: dict[str, str]) -> int:

@@ -29,6 +29,8 @@ def describe(info: dict) -> str:
         f"version: {info.get('version')}",
         f"requests served: {info.get('served')}",
         f"running now: {info.get('running')}",
+        f"spare: {'none' if info.get('spare') is None else 'pid ' + str(info['spare'])} (a child forked ahead of the "
+        "next call, TensorFlow started)",
         f"memory (RSS): {memory}",
         f"socket: {info.get('socket')}",
     ])

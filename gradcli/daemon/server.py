@@ -4,7 +4,8 @@ started by ``gradcli daemon start``); :mod:`gradcli.daemon.child` is what a chil
 Why forking from here is safe: the daemon imports TensorFlow but never runs an op, so TensorFlow's
 runtime (its thread pools, the eager context) has not started; the only thread besides the main one is
 OpenBLAS's pool from NumPy, which handles fork itself (pthread_atfork). Each child then initialises
-TensorFlow's runtime for itself on its first op (~50 ms), as a cold run would after its import. The
+TensorFlow's runtime for itself on its first op (~50 ms), as a cold run would after its import; the daemon
+keeps one child forked ahead of the next call (its spare) that has done that already. The
 daemon checks its thread count before every fork and stops (clients then run cold) should an import
 ever start more threads. SymPy's killable job processes come, as in ``gradcli shell``, from
 multiprocessing's fork server (:mod:`gradcli.commands.shell_sympy`), started by exec before TensorFlow
@@ -30,6 +31,11 @@ import time
 from gradcli.daemon import child, protocol
 
 IDLE_S = float(os.environ.get("GRADCLI_DAEMON_IDLE", "900"))
+# A child forked ahead of the next call, TensorFlow's runtime started in it ("0": none, each call's child
+# starts it: 40-50 ms on an idle machine, 70-100 ms on a busy one, of a warm call's 0.2-0.3 s). It is forked when no command runs, so its
+# start never competes with a call for the CPU.
+SPARE = os.environ.get("GRADCLI_DAEMON_SPARE", "1") != "0"
+SPARE_FAILURES = 3  # spares that died unused before their call: no more are made (calls fork as they come)
 MAX_RUNNING = int(os.environ.get("GRADCLI_DAEMON_MAX_RUNNING", "8"))
 REQUEST_TIMEOUT_S = 2.0  # a connection that does not send its whole request (or its "go") in this time
 CHECK_EVERY_S = 5.0
@@ -100,6 +106,8 @@ class Daemon:
         self.served = 0
         self.last_activity = time.monotonic()
         self.running: dict[int, socket.socket] = {}  # child pid -> its client's connection
+        self.spare: tuple[int, socket.socket] | None = None  # (pid, the end its call is handed over on)
+        self.spare_failures = 0
         self.stopping = False
         self.selector = selectors.DefaultSelector()
         self.wakeup_r, wakeup_w = os.pipe()
@@ -128,6 +136,7 @@ class Daemon:
 
     def serve(self) -> None:
         next_check = time.monotonic() + CHECK_EVERY_S
+        self._fork_spare()
         while not (self.stopping and not self.running):
             for key, _ in self.selector.select(timeout=1.0):
                 if key.data == "accept":
@@ -153,6 +162,7 @@ class Daemon:
             return
         self.stopping = True
         print(f"gradcli daemon: pid {os.getpid()} stopping: {reason}", file=sys.stderr, flush=True)
+        self._end_spare()
         try:
             self.selector.unregister(self.listener)
         except (KeyError, ValueError):
@@ -180,7 +190,62 @@ class Daemon:
                 self.stop(signal.Signals(signum).name)
         self._reap()
 
+    # ---- the spare ------------------------------------------------------------------------------
+
+    def _fork_spare(self) -> None:
+        """A child forked now for the next call (see :func:`child.wait_as_spare`), when none waits, no command
+        runs and forking is safe."""
+        if not SPARE or self.stopping or self.spare is not None or self.running \
+                or self.spare_failures >= SPARE_FAILURES or _threads() > self.allowed_threads:
+            return
+        ours, theirs = socket.socketpair()
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        pid = os.fork()
+        if pid == 0:
+            ours.close()
+            child.wait_as_spare(self.pid, [self.wakeup_r, *([_lock_fd] if _lock_fd is not None else [])],
+                                [self.selector, self.listener], theirs)  # never returns
+        theirs.close()
+        self.spare = (pid, ours)
+
+    def _take_spare(self) -> tuple[int, socket.socket] | None:
+        """The spare, if it still lives (it is this call's now)."""
+        spare, self.spare = self.spare, None
+        if spare is not None and self._exited(spare[0]):
+            spare[1].close()
+            self.spare_failures += 1
+            return None
+        return spare
+
+    def _end_spare(self) -> None:
+        spare, self.spare = self.spare, None
+        if spare is not None:
+            _kill(spare[0], signal.SIGKILL)
+            spare[1].close()
+            try:
+                os.waitpid(spare[0], 0)
+            except ChildProcessError:
+                pass
+
+    @staticmethod
+    def _exited(pid: int) -> bool:
+        try:
+            return os.waitpid(pid, os.WNOHANG)[0] != 0
+        except ChildProcessError:
+            return True
+
+    # ---- children -------------------------------------------------------------------------------
+
     def _reap(self) -> None:
+        if self.spare is not None and self._exited(self.spare[0]):  # died before its call came
+            self.spare[1].close()
+            self.spare = None
+            self.spare_failures += 1
+        self._reap_calls()
+        self._fork_spare()
+
+    def _reap_calls(self) -> None:
         for pid in list(self.running):
             try:
                 done, status = os.waitpid(pid, os.WNOHANG)
@@ -277,7 +342,9 @@ class Daemon:
             return False
         for stream in (sys.stdout, sys.stderr):  # nothing of the daemon's log may reach the caller
             stream.flush()
-        pid = os.fork()
+        pid = self._hand_to_spare(argv, cwd, env, fds)
+        if pid is None:
+            pid = os.fork()
         if pid == 0:
             child.serve_call(self.pid, [self.wakeup_r, *([_lock_fd] if _lock_fd is not None else [])],
                              [self.selector, self.listener, conn, *self.running.values()], argv, cwd, env,
@@ -292,10 +359,29 @@ class Daemon:
         self.selector.register(conn, selectors.EVENT_READ, pid)
         return True
 
+    def _hand_to_spare(self, argv: list[str], cwd: str, env: dict, fds: list[int]) -> int | None:
+        """The call given to the spare (its pid), or None: no spare, or it could not take the call."""
+        spare = self._take_spare()
+        if spare is None:
+            return None
+        pid, control = spare
+        try:
+            control.settimeout(REQUEST_TIMEOUT_S)
+            protocol.send(control, {"argv": argv, "cwd": cwd, "env": env}, fds)
+        except (OSError, protocol.ProtocolError):
+            _kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            self.spare_failures += 1
+            return None
+        finally:
+            control.close()
+        return pid
+
     def status(self) -> dict:
         return {"pid": os.getpid(), "uptime_s": round(time.time() - self.started, 1),
                 "version": self.stamp.split("|", 1)[0], "served": self.served, "running": len(self.running),
-                "rss_kib": _rss_kib(), "socket": self.path, "idle_timeout_s": IDLE_S}
+                "rss_kib": _rss_kib(), "socket": self.path, "idle_timeout_s": IDLE_S,
+                "spare": None if self.spare is None else self.spare[0]}
 
 
 def peer_uid(conn: socket.socket) -> int:
