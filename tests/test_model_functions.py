@@ -5,6 +5,7 @@ comparisons refused outside where's condition."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -240,3 +241,20 @@ def test_stop_gradient_in_sympy_is_exact_value_and_zero_derivative():
     assert str(d) == "stop_gradient(x**2)"
     assert symbolic.value_at(d, {syms["x"]: sp.Rational(3)}) == 9.0
     assert symbolic.value_at(symbolic.diff(d, syms["x"]), {syms["x"]: sp.Rational(3)}) == 0.0
+
+
+@pytest.mark.parametrize("args", [["grad", "relu(x - 1)", "--at", "x=1"], ["grad", "max(x, 2 - x)", "--at", "x=1"],
+                                  ["derivative", "relu(x - 1)", "--at", "x=1"],
+                                  ["hessian", "relu(x - 1)*y", "--at", "x=1,y=2", "--wrt", "x,y"]])
+def test_without_sympy_a_kink_is_fds_warning_and_the_tapes_convention_not_a_disagreement(args):
+    from typer.testing import CliRunner
+
+    from gradcli.cli import app
+
+    result = CliRunner().invoke(app, [*args, "-m", "tape,fd", "-f", "json"])
+    doc = json.loads(result.stdout)
+    assert any("is at a kink" in w for w in doc["warnings"])
+    assert not any(w.startswith("tape and fd disagree on d(") or w.startswith("tape and fd disagree on derivative")
+                   for w in doc["warnings"]), doc["warnings"]
+    if args[0] != "hessian":
+        assert any("at a kink is TensorFlow's convention" in n for n in doc["notes"])

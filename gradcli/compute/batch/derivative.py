@@ -182,6 +182,9 @@ class DerivativeBatch(engine.BatchCore):
         if ref is None or record["value"] is None:
             if ref is None and "tape" in ds and "fd" in ds and record["value"] is not None:
                 for k in range(min(len(ds["tape"]), len(ds["fd"]))):
+                    if self._fd_kink(fd, p, k) and self.eps is None:  # at the point: fd's value is no derivative
+                        self._tape_kink_note(k)
+                        continue
                     warning = cross_derivative(k + 1, ds["tape"][k], ds["fd"][k], float(fd.estimates[p, k]),
                                                dtype=self.dtype, value=value, doubted=self._fd_doubted(fd, p, k))
                     if warning:
@@ -203,9 +206,22 @@ class DerivativeBatch(engine.BatchCore):
 
     def _fd_doubted(self, fd, p: int, k: int) -> bool:
         """Whether fd's own diagnostics doubt its estimate of order k + 1 at point p: a step --eps fixed, or a
-        kink inside the stencil (order 1 as grad's central fd sees it, orders 2 and up one-sided)."""
-        kink = bool(fd.kinks.kinks[p, 0]) if k == 0 else bool(fd.sided[0][p, k])
-        return self.eps is not None or kink
+        kink inside the stencil."""
+        return self.eps is not None or self._fd_kink(fd, p, k)
+
+    @staticmethod
+    def _fd_kink(fd, p: int, k: int) -> bool:
+        """A kink in the derivative of order k + 1 at point p: order 1 as grad's central fd sees it, orders 2 and
+        up by one-sided stencils."""
+        return bool(fd.kinks.kinks[p, 0]) if k == 0 else bool(fd.sided[0][p, k])
+
+    def _tape_kink_note(self, k: int) -> None:
+        """Once per order: the tape's value at a kink is TensorFlow's convention (as the exact column's is SymPy's)."""
+        note = (f"the tape's derivative {k + 1} of {self.expr.text} at a kink is TensorFlow's convention (the "
+                "gradient it defines there: relu's is 0 at 0, a tie in max or min goes to the first argument), not "
+                "a derivative: the one-sided derivatives differ, and fd's two-sided value is neither")
+        if note not in self.notes:
+            self.notes.append(note)
 
     def _fd_warnings(self, record: dict, fd, p: int) -> None:
         """Kinks (both one-sided values in the record, per order: order 1 as grad's central fd sees it, orders

@@ -64,11 +64,18 @@ def doubtful_tape(core, i: int, v: str, error: float, exact: float, tol: float, 
         warnings.insert(at, said)
 
 
-def kink_convention_note(core, i: int, v: str) -> None:
-    """Once per derivative: at a kink SymPy's value is a convention, not a derivative (abs' derivative is
-    sign(x), and sign(0) = 0; relu's where(x > 0, 1, 0) is 0 there): the table shows it beside fd's kink."""
-    note = (f"the exact column's d({core.exprs[i].text})/d{v} at a kink is SymPy's convention (sign(0) = 0, "
-            "a branch's value at its edge), not a derivative: the one-sided derivatives differ")
+def kink_convention_note(core, i: int, v: str, column: str = "exact") -> None:
+    """Once per derivative: at a kink the exact column's value is SymPy's convention, not a derivative (abs'
+    derivative is sign(x), and sign(0) = 0; relu's where(x > 0, 1, 0) is 0 there), and the tape's is
+    TensorFlow's (relu's gradient at 0 is 0, a tie in max goes to its first argument): the table shows it
+    beside fd's kink."""
+    if column == "exact":
+        note = (f"the exact column's d({core.exprs[i].text})/d{v} at a kink is SymPy's convention (sign(0) = 0, "
+                "a branch's value at its edge), not a derivative: the one-sided derivatives differ")
+    else:
+        note = (f"the tape's d({core.exprs[i].text})/d{v} at a kink is TensorFlow's convention (the gradient it "
+                "defines there: relu's is 0 at 0, a tie in max or min goes to the first argument), not a "
+                "derivative: the one-sided derivatives differ, and fd's two-sided value is neither")
     if note not in core.notes:
         core.notes.append(note)
 
