@@ -8,8 +8,8 @@ a thread lives on, holding the GIL: after ``grad "x**x**x**x" --at x=10`` every 
 shell starts multiprocessing's *fork server* first thing: a fresh interpreter (exec'd, so safe whatever
 this process loads later) that imports SymPy on the other core while the shell starts, and forks each
 worker from there in milliseconds. :func:`prepare_worker` makes it the source of every SymPy job's worker
-(:func:`gradcli.methods.worker.use_worker_source`) and keeps two started ahead, and the job is handed to
-it with the worker module's own protocol, deadline and kill.
+(:func:`gradcli.methods.worker.use_worker_source`) and keeps two started ahead; the job is handed to one
+with the worker module's own protocol, deadline and kill, and a worker that answered serves later jobs.
 
 A worker's life stays tied to the shell's: the fork server gets SIGKILL the moment the shell ends, even
 mid-import (Linux's parent-death signal, set as its first preload; elsewhere its end of a pipe closes,
