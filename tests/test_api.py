@@ -352,3 +352,13 @@ def test_a_wrong_rule_raises_a_compute_error_with_its_counterexample():
     with pytest.raises(gradcli.ComputeError, match=r"rule g is wrong: .* at u="):
         gradcli.grad("g(x)", at="x=1", rule="g(u) = u**3; d/du = 3*u")
     assert gradcli.eval("x**2", at="x=3").to_dict()["value"] == 9.0  # nothing of the wrong rule stays
+
+
+def test_check_takes_dtype_and_rule():
+    sq = "sq(u) = u**2; d/du = 2*u"
+    result = gradcli.check("sq(x)*y", expect={"x": "2*x*y", "y": "x**2"}, rule=sq)
+    assert not result.failed and result.to_dict()["passed"]
+    wrong = gradcli.check("sq(x)", expect="x=3*x", rule=sq)
+    assert wrong.failed and wrong.to_dict()["counterexample"] is not None
+    single = gradcli.check("exp(x)", expect="x=exp(x)", dtype="float32", at="x=1")
+    assert single.to_dict()["dtype"] == "float32" and not single.failed
