@@ -171,16 +171,19 @@ def handle_errors(fn: Callable) -> Callable:
     return wrapper
 
 
-# The commands whose -f latex is written (gradcli.render.latex): any other refuses it, whatever its option says.
-LATEX_COMMANDS = frozenset({"grad", "derivative", "hessian", "jvp", "hvp", "trace"})
+def writes_latex(command: Callable) -> Callable:
+    """Mark a command whose ``-f latex`` is written (by gradcli.render.latex); every other refuses it,
+    whatever its format option lists. Put it below ``@handle_errors``, which reads the mark."""
+    command.writes_latex = True
+    return command
 
 
 def refuse_latex(command: Callable, options: dict) -> None:
-    if getattr(options.get("output"), "value", None) == "latex" and command.__name__ not in LATEX_COMMANDS:
+    if getattr(options.get("output"), "value", None) == "latex" and not getattr(command, "writes_latex", False):
         from gradcli.errors import UsageError
 
-        raise UsageError(f"-f latex is not available for this command yet ({', '.join(sorted(LATEX_COMMANDS))} "
-                         "have it): use table, json, jsonl or csv")
+        name = command.__name__.split("_")[0]  # eval's function is eval_value: eval is a builtin
+        raise UsageError(f"-f latex is not available for {name} yet: use table, json, jsonl or csv")
 
 
 def export_of(command: Callable, options: dict):

@@ -9,12 +9,13 @@ import typer
 from gradcli.commands.common import (METHOD_HELP, AtOption, BatchSizeOption, DType, DTypeOption, FileOption,
                                      FormatWithLatexOption, GridOption, HtmlOption, OutputFormat, PointsOption,
                                      RuleOption, ShowCodeOption, StrictOption, SvgOption, SymbolicTimeoutOption,
-                                     handle_errors, refuse_show_code_for_many, run_many)
+                                     handle_errors, refuse_show_code_for_many, run_many, writes_latex)
 from gradcli.commands.completion import complete_methods
 from gradcli.commands.expression_file import expression_text
 
 
 @handle_errors
+@writes_latex
 def derivative(
     expression: Annotated[Optional[str], typer.Argument(
         metavar="EXPR", help="The expression, e.g. \"sin(x)\".", show_default=False)] = None,

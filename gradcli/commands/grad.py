@@ -9,13 +9,14 @@ import typer
 from gradcli.commands.common import (METHOD_HELP, AtOption, BatchSizeOption, DType, DTypeOption, FileOption,
                                      FormatWithLatexOption, GridOption, HtmlOption, OutputFormat, PointsOption,
                                      RuleOption, ShowCodeOption, StrictOption, SvgOption, SymbolicTimeoutOption,
-                                     handle_errors, refuse_show_code_for_many, run_many)
+                                     handle_errors, refuse_show_code_for_many, run_many, writes_latex)
 from gradcli.commands.completion import complete_methods
 from gradcli.commands.expression_file import expressions_from
 from gradcli.methods.fd_schemes import Scheme
 
 
 @handle_errors
+@writes_latex
 def grad(
     expressions: Annotated[Optional[list[str]], typer.Argument(
         metavar="EXPR...", help="One or more expressions, e.g. \"(x1+5)*x2**2\".", show_default=False)] = None,

@@ -8,10 +8,11 @@ import typer
 
 from gradcli.commands.common import (AtOption, DType, DTypeOption, FileOption, FormatWithLatexOption, GridOption,
                                      HtmlOption, OutputFormat, PointsOption, ShowCodeOption, SvgOption,
-                                     SymbolicTimeoutOption, handle_errors)
+                                     SymbolicTimeoutOption, handle_errors, writes_latex)
 
 
 @handle_errors
+@writes_latex
 def hvp(
     expression: Annotated[Optional[str], typer.Argument(
         metavar="EXPR", help="The expression, e.g. \"(x1+5)*x2**2\".", show_default=False)] = None,

@@ -8,10 +8,11 @@ import typer
 
 from gradcli.commands.common import (AtOption, DType, DTypeOption, FormatWithLatexOption, GridOption, HtmlOption,
                                      OutputFormat, PointsOption, ShowCodeOption, SvgOption, SymbolicTimeoutOption,
-                                     handle_errors)
+                                     handle_errors, writes_latex)
 
 
 @handle_errors
+@writes_latex
 def jvp(
     expressions: Annotated[Optional[list[str]], typer.Argument(
         metavar="EXPR...", help="One or more expressions, e.g. \"(x1+5)*x2**2\".", show_default=False)] = None,

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from gradcli.commands.common import (DType, DTypeOption, HtmlOption, RuleOption, ShowCodeOption, SvgOption,
-                                     SymbolicTimeoutOption, at_option, handle_errors)
+                                     SymbolicTimeoutOption, at_option, handle_errors, writes_latex)
 
 
 class TraceFormat(str, enum.Enum):
@@ -19,6 +19,7 @@ class TraceFormat(str, enum.Enum):
 
 
 @handle_errors
+@writes_latex
 def trace(
     expressions: Annotated[Optional[list[str]], typer.Argument(
         metavar="EXPR...", help="One or more expressions, e.g. \"(x1+5)*x2**2\".", show_default=False)] = None,
