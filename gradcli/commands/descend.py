@@ -9,10 +9,12 @@ from typing import Annotated, Optional
 
 import typer
 
-from gradcli.commands.common import (DType, DTypeOption, FileOption, OutputFormat, RuleOption, finish,
-                                     handle_errors, refuse_show_code_for_many)
+from gradcli.commands.common import (DType, DTypeOption, FileOption, HtmlOption, OutputFormat, RuleOption,
+                                     SvgOption, finish, handle_errors, in_range, refuse_show_code_for_many,
+                                     writes_latex)
 from gradcli.commands.completion import complete_optimizers
 from gradcli.commands.expression_file import expression_text
+from gradcli.commands.plot_file import plot_file_path, refuse_same_file
 from gradcli.limits import TRAJECTORY_MAX_ROWS
 
 # Runs allowed at least this many steps get a progress bar (on a terminal); shorter ones end too soon to need one.
@@ -30,9 +32,9 @@ StartsFileOption = Annotated[Optional[str], typer.Option(
 StartsGridOption = Annotated[Optional[str], typer.Option(
     "--grid", metavar="X=A:B:N,...", help="Many starts: every combination.")]
 OptimizerOption = Annotated[str, typer.Option(
-    "--optimizer", "-o", metavar="OPT[:LR],...", autocompletion=complete_optimizers,
-    help="manual (the guide's loop), sgd, momentum, nesterov, adam, adamw, rmsprop, adagrad, adadelta, "
-         "adamax, nadam, lion, ftrl, or all; several race.")]
+    "--optimizer", "-o", metavar="OPT[:LR],...", autocompletion=complete_optimizers, show_default=False,
+    help="manual (default), sgd, momentum, nesterov, adam, adamw, rmsprop, adagrad, adadelta, adamax, nadam, "
+         "lion, ftrl, all; several race.")]
 LearningRateOption = Annotated[float, typer.Option(
     "--lr", metavar="LR", help="Of optimizers without :LR.")]
 StepsOption = Annotated[int, typer.Option(
@@ -44,26 +46,31 @@ MaximizeOption = Annotated[bool, typer.Option("--maximize", help="Climb instead:
 MomentumOption = Annotated[Optional[float], typer.Option(
     "--momentum", metavar="M", help="Of momentum and nesterov (default 0.9).")]
 EveryOption = Annotated[Optional[int], typer.Option(
-    "--every", metavar="K", help=f"Keep the trajectory every K steps (at most {TRAJECTORY_MAX_ROWS:,} "
-    "rows per run: thinned evenly).")]
+    "--every", metavar="K", help=f"Keep every K-th step (at most {TRAJECTORY_MAX_ROWS:,} rows).")]
 PlotOption = Annotated[bool, typer.Option("--plot", help="Plot f by step (on stderr with -f json/csv).")]
 DescendFormatOption = Annotated[OutputFormat, typer.Option(
     "--format", "-f", case_sensitive=False, metavar="FORMAT",
-    help="table, json, jsonl or csv (a row per run; with --every the trajectory).")]
+    help="table, json, jsonl, latex, csv (a row per run; --every: a row per step).")]
 ShowProgramOption = Annotated[bool, typer.Option("--show-code", help="Print the TensorFlow program; run nothing.")]
 StationaryTimeoutOption = Annotated[float, typer.Option(
     "--stationary-timeout", min=0.0, metavar="SECONDS", help="SymPy's time to solve grad f = 0 (0: skip).")]
 StartsBatchSizeOption = Annotated[int, typer.Option(
-    "--batch-size", min=1, max=100_000, metavar="N", help="Starts run together (--points/--grid).")]
+    "--batch-size", callback=in_range(1, 100_000), metavar="N", help="Starts run together.")]
+# Not plot_file's own option: its help names the picture descend draws (and fits one line of --help).
+DescendPlotFileOption = Annotated[Optional[str], typer.Option(
+    "--plot-file", metavar="FILE", callback=plot_file_path, show_default=False,
+    help="Draw f (many starts: basins) in FILE.png|.svg.")]
 
 
 @handle_errors
+@writes_latex
 def descend(
     expression: ExpressionArgument = None, *, file: FileOption = None, start: StartOption = None,
     points: StartsFileOption = None, grid: StartsGridOption = None, optimizer: OptimizerOption = "manual",
     lr: LearningRateOption = 0.1, steps: StepsOption = 1000, tol: TolOption = None,
     maximize: MaximizeOption = False, momentum: MomentumOption = None, every: EveryOption = None,
-    plot: PlotOption = False, dtype: DTypeOption = DType.float64, output: DescendFormatOption = OutputFormat.table,
+    plot: PlotOption = False, plot_file: DescendPlotFileOption = None, dtype: DTypeOption = DType.float64,
+    output: DescendFormatOption = OutputFormat.table, svg: SvgOption = None, html: HtmlOption = None,
     show_code: ShowProgramOption = False, stationary_timeout: StationaryTimeoutOption = 2.0,
     batch_size: StartsBatchSizeOption = 1024, rule: RuleOption = None,
 ) -> None:
@@ -85,6 +92,7 @@ def descend(
 
     checked = define_rules(rule)  # a wrong rule: exit 1, with a counterexample
     expression = expression_text(expression, file)
+    refuse_same_file(plot_file, svg, html)
     many = points is not None or grid is not None
     if show_code and many:
         refuse_show_code_for_many(points, grid, "--from")
@@ -93,6 +101,10 @@ def descend(
 
     if many:
         refuse_for_many_starts(start=start, every=every)
+        if output is OutputFormat.latex:
+            from gradcli.render.descend_latex import refuse_latex_for_many_starts
+
+            refuse_latex_for_many_starts()
     plan = plan_descent(expression, start=None if many else start, optimizers=optimizer, lr=lr, steps=steps,
                         tol=tol, maximize=maximize, dtype=dtype.value, momentum=momentum, every=every)
     stationary_timeout = check_stationary_time_limit(stationary_timeout)
@@ -102,32 +114,40 @@ def descend(
         print(show_code_descend(plan), end="")
         return
     if many:
-        _descend_many(plan, points=points, grid=grid, plot=plot, output=output, stationary_timeout=stationary_timeout,
-                      batch_size=batch_size, notes=checked.notes)
+        _descend_many(plan, points=points, grid=grid, plot=plot, picture=plot_file, output=output,
+                      stationary_timeout=stationary_timeout, batch_size=batch_size, notes=checked.notes)
     else:
-        _descend_one(plan, plot=plot, output=output, stationary_timeout=stationary_timeout, notes=checked.notes)
+        _descend_one(plan, plot=plot, picture=plot_file, output=output, stationary_timeout=stationary_timeout,
+                     notes=checked.notes)
 
 
-def _descend_one(plan, *, plot: bool, output: OutputFormat, stationary_timeout: float, notes: list[str]) -> None:
-    """--from (or every variable at 0): one start, a batch of one; its document and views (render.descend)."""
+def _descend_one(plan, *, plot: bool, picture: str | None, output: OutputFormat, stationary_timeout: float,
+                 notes: list[str]) -> None:
+    """--from (or every variable at 0): one start, a batch of one; its document and views (render.descend);
+    ``picture``: --plot-file's path, drawn after the views (also when a run diverged: exit 1 after it)."""
     from gradcli.compute.descend import start_chunk
     from gradcli.compute.descend.core import run_starts
     from gradcli.render.descend import start_sink
 
     record_every = plan.every
-    if record_every is None and plot:
+    if record_every is None and (plot or picture):
         record_every = max(1, math.ceil(plan.steps / PLOT_POINTS))
     # The plot is data the user asked for, but JSON and CSV on stdout must stay parseable.
-    plot_file = (sys.stdout if output is OutputFormat.table else sys.stderr) if plot else None
+    plot_to = (sys.stdout if output is OutputFormat.table else sys.stderr) if plot else None
+    sink = start_sink(output.value, plan, plot=plot_to)
     with _progress(plan.steps) as progress_factory:
-        summary = run_starts(plan, [start_chunk(plan)], start_sink(output.value, plan, plot=plot_file),
-                             stationary_time_limit=stationary_timeout, every=record_every,
-                             progress_factory=progress_factory, notes=notes, one_start=True)
+        summary = run_starts(plan, [start_chunk(plan)], sink, stationary_time_limit=stationary_timeout,
+                             every=record_every, progress_factory=progress_factory, notes=notes, one_start=True)
+    if picture:
+        from gradcli.render.descend_pictures import descend_panels
+        from gradcli.render.plot_file import write_plot_file
+
+        write_plot_file(descend_panels(sink.document), picture)
     finish(summary.failed)
 
 
-def _descend_many(plan, *, points, grid, plot: bool, output: OutputFormat, stationary_timeout: float,
-                  batch_size: int, notes: list[str]) -> None:
+def _descend_many(plan, *, points, grid, plot: bool, picture: str | None, output: OutputFormat,
+                  stationary_timeout: float, batch_size: int, notes: list[str]) -> None:
     """--points/--grid: every start in batches (gradcli.compute.descend.core), records written per batch."""
     from gradcli.errors import UsageError
 
@@ -135,13 +155,21 @@ def _descend_many(plan, *, points, grid, plot: bool, output: OutputFormat, stati
     if plot and len(names) != 2:
         raise UsageError(f"--plot with --points/--grid draws the starts in the plane: it needs a function of two "
                          f"variables, and {plan.expression.text} has {len(names)} ({', '.join(names)})")
+    if picture and len(names) not in (1, 2):
+        raise UsageError(f"--plot-file with --points/--grid draws the starts' basins: it needs a function of one "
+                         f"or two variables, and {plan.expression.text} has {len(names)}"
+                         + (f" ({', '.join(names)})" if names else ""))
     from gradcli.compute.batch.points import start_chunks
     from gradcli.compute.descend.core import run_starts
     from gradcli.render.descend_batch import descend_sink
 
     chunks = start_chunks(points=points, grid=grid, names=names, batch_size=batch_size, dtype=plan.dtype)
-    summary = run_starts(plan, chunks, descend_sink(output.value, variables=names, plot=plot),
-                         stationary_time_limit=stationary_timeout, notes=notes)
+    sink = descend_sink(output.value, variables=names, plot=plot, picture=picture is not None)
+    summary = run_starts(plan, chunks, sink, stationary_time_limit=stationary_timeout, notes=notes)
+    if picture:
+        from gradcli.render.plot_file import write_plot_file
+
+        write_plot_file(sink.picture_panels(), picture)
     finish(summary.failed)
 
 

@@ -4,8 +4,9 @@ writer turns the run's header, that start's record and the run's notes into one 
 ``-f json`` prints the document: the header's run-level keys, then the record's keys exactly as
 ``--points`` writes them (``start``, ``runs``, ``warnings``), then ``every`` and the ``trajectory`` (with
 ``--every`` or ``--plot``), ``setup_seconds`` and the notes. The table is a view of the same document (the race, a row per
-optimizer, and the trajectories); ``-f csv`` is the rows ``--points`` writes (a row per run) or, with
-``--every``, the trajectory; ``-f jsonl`` the record. ``--plot`` draws f by step from the kept trajectory.
+optimizer, and the trajectories); ``-f latex`` its tabulars (gradcli.render.descend_latex); ``-f csv`` is the
+rows ``--points`` writes (a row per run) or, with ``--every``, the trajectory; ``-f jsonl`` the record.
+``--plot`` draws f by step from the kept trajectory (``--plot-file``: gradcli.render.descend_pictures).
 """
 
 from __future__ import annotations
@@ -39,8 +40,8 @@ def start_document(header: dict, record: dict, summary: dict, notes: list[str], 
 
 
 class StartSink:
-    """The writer of one start: ``output`` json (the document), table (its view) or csv with ``--every`` (the
-    trajectory); ``plot``: a file to draw f by step on, or None. jsonl and csv without --every are the batch
+    """The writer of one start: ``output`` json (the document), table (its view), latex (its tabulars) or
+    csv with ``--every`` (the trajectory); ``plot``: a file to draw f by step on, or None. jsonl and csv without --every are the batch
     writers' (the record, the rows --points writes)."""
 
     def __init__(self, output: str, *, every: int | None, plot=None, inner=None):
@@ -70,6 +71,10 @@ class StartSink:
             print(descend_json(document))
         elif self.output == "table":
             descend_table(document)
+        elif self.output == "latex":
+            from gradcli.render.descend_latex import descend_latex
+
+            print(descend_latex(document), end="")
         elif self.output == "csv" and self.inner is None:
             print(trajectory_csv(document), end="")
         sys.stdout.flush()  # a write failure shows now, before the plot, the diagnostics and the exit code
@@ -209,7 +214,9 @@ def descend_plot(document: dict, *, file=None) -> None:
         print("gradcli: note: nothing to plot (no finite values recorded)", file=sys.stderr)
         return
     # Descent shrinks f by orders of magnitude: on a linear axis everything after the first steps is flat.
-    log_scale = min(values) > 0 and max(values) / min(values) > 1e3
+    from gradcli.render.descend_pictures import log_scale as spans_decades
+
+    log_scale = spans_decades(values)
     fig = plt.figure
     fig.clear()
     markers = tp.markers(file, _MARKERS)

@@ -12,9 +12,10 @@ writers of :mod:`gradcli.render.batch`, with descend's rows and tables.
   compact table of the first :data:`TABLE_STARTS` starts.
 
 ``--plot`` (two variables): the starts in the plane, one marker per basin, a legend naming the
-stationary points (or the basins' representative end points). The summary line, warnings and notes
-go to stderr. Memory: one batch of records, the first TABLE_STARTS starts, and at most PLOT_STARTS
-sampled starts per optimizer.
+stationary points (or the basins' representative end points). ``--plot-file`` draws the same sample into
+a picture (gradcli.render.descend_pictures; one variable: each start against its end point). The summary
+line, warnings and notes go to stderr. Memory: one batch of records, the first TABLE_STARTS starts, and at
+most PLOT_STARTS sampled starts per optimizer.
 """
 
 from __future__ import annotations
@@ -200,15 +201,18 @@ def _start_rows(header: dict, record: dict) -> list[list[tuple[str, Any]]]:
 # --plot: the starts in the plane, marked by where they ended
 # ---------------------------------------------------------------------------------------------
 class PlotSink:
-    """Passes records on to another sink and keeps a uniform sample of the starts for the plot."""
+    """Passes records on to another sink and keeps a uniform sample of the starts for the plot (``file``:
+    where --plot draws it; None for --plot-file alone) and the picture (:meth:`picture_panels`). A sample is
+    (x, y, basin key): the start in the plane with two variables; with one, the start and where it ended."""
 
-    def __init__(self, inner, variables: list[str], *, file=None):
+    def __init__(self, inner, variables: list[str], *, file=None, terminal: bool = True):
         self.inner = inner
         self.variables = variables
-        self.file = file or sys.stdout
-        self.samples: dict[str, list[tuple[float, float, str]]] = {}
+        self.file = (file or sys.stdout) if terminal else None
+        self.samples: dict[str, list[tuple[float, float | None, str]]] = {}
         self.seen: dict[str, int] = {}
         self.random = random.Random(0)
+        self.summary: dict = {}
 
     def start(self, header: dict) -> None:
         self.header = header
@@ -219,10 +223,14 @@ class PlotSink:
         from gradcli.render.batch import records_of
 
         self.inner.write(batch)
-        a, b = self.variables
+        names = self.variables
         for record in records_of(batch):
             for r in record["runs"]:
-                self._sample(r["optimizer"], (record["start"][a], record["start"][b], basin_key(r)))
+                if len(names) == 2:
+                    x, y = record["start"][names[0]], record["start"][names[1]]
+                else:  # one variable: the start, and where it ended (None: no finite end point)
+                    x, y = record["start"][names[0]], _finite(r["final"].get(names[0]))
+                self._sample(r["optimizer"], (x, y, basin_key(r)))
 
     def _sample(self, name: str, item: tuple[float, float, str]) -> None:
         kept = self.samples.setdefault(name, [])
@@ -235,8 +243,22 @@ class PlotSink:
                 kept[j] = item
 
     def finish(self, summary: dict, summary_text: str, warnings: list[str], notes: list[str]) -> None:
+        self.summary = summary
         self.inner.finish(summary, summary_text, warnings, notes)
-        plot_starts(self.header, summary, self.samples, self.seen, file=self.file)
+        if self.file is not None:
+            plot_starts(self.header, summary, self.samples, self.seen, file=self.file)
+
+    def picture_panels(self) -> list:
+        """The sample as --plot-file draws it (after :meth:`finish`)."""
+        from gradcli.render.descend_pictures import basin_panels
+
+        return basin_panels(self.header, self.summary, self.samples, self.seen)
+
+
+def _finite(v):
+    import math
+
+    return v if isinstance(v, (int, float)) and math.isfinite(v) else None
 
 
 def plot_starts(header: dict, summary: dict, samples: dict, seen: dict, *, file) -> None:
@@ -267,31 +289,41 @@ def plot_starts(header: dict, summary: dict, samples: dict, seen: dict, *, file)
         fig.label(b, axis="y")
         tp.print_title(f"{name}: the starts, marked by where they ended{sampled}", file=file, width=width)
         tp.print_figure(fig, file=file, width=width, height=24)
-        reached = _starts_per_key(summary["basins"][name])
+        reached = starts_per_key(summary["basins"][name])
         tp.print_legend([(marker, f"{labels.get(key, key)}: {reached[key]} start{'s' if reached[key] != 1 else ''}")
                          for key, marker in markers.items() if reached.get(key)], file=file, width=width)
 
 
-def _basin_markers(header: dict, summary: dict, symbols: list[str]) -> tuple[dict[str, str], dict[str, str]]:
-    """One marker per basin key, the same in every optimizer's plot (stationary points in SymPy's order,
-    basins of end points in the order they were found), and a label for each."""
+def basin_places(header: dict, summary: dict) -> list[tuple[str, dict | None, str]]:
+    """(basin key, stationary point or basin, label) of every place a start can end, in the order every
+    plot gives them their markers: stationary points in SymPy's order, basins of end points in the order
+    they were found, then elsewhere and diverged (no point)."""
     from gradcli.compute.descend.records import stationary_key
 
     places = [(stationary_key(s["point"]), s) for s in header.get("stationary_points") or []]
     grouped = {b["index"]: b for counts in summary["basins"].values() for b in counts.get("basins", [])}
     places += [(f"basin {i}", grouped[i]) for i in sorted(grouped)]
+    found: dict[str, tuple[str, dict | None, str]] = {}
+    for key, s in places:
+        found.setdefault(key, (key, s, stationary_label(s)))
+    elsewhere = "not converged" if header.get("basins_from") == "end points" else "no stationary point reached"
+    found["elsewhere"] = ("elsewhere", None, f"elsewhere ({elsewhere})")
+    found["diverged"] = ("diverged", None, "diverged or unbounded")
+    return list(found.values())
+
+
+def _basin_markers(header: dict, summary: dict, symbols: list[str]) -> tuple[dict[str, str], dict[str, str]]:
+    """One marker per basin key, the same in every optimizer's plot, and a label for each."""
     markers: dict[str, str] = {}
     labels: dict[str, str] = {}
-    for key, s in places:
-        markers.setdefault(key, symbols[len(markers) % len(symbols)])
-        labels[key] = stationary_label(s)
-    elsewhere = "not converged" if header.get("basins_from") == "end points" else "no stationary point reached"
-    markers["elsewhere"], labels["elsewhere"] = _ELSEWHERE_MARKER, f"elsewhere ({elsewhere})"
-    markers["diverged"], labels["diverged"] = _DIVERGED_MARKER, "diverged or unbounded"
+    fixed = {"elsewhere": _ELSEWHERE_MARKER, "diverged": _DIVERGED_MARKER}
+    for key, _, label in basin_places(header, summary):
+        markers[key] = fixed.get(key) or symbols[len(markers) % len(symbols)]
+        labels[key] = label
     return markers, labels
 
 
-def _starts_per_key(counts: dict) -> dict[str, int]:
+def starts_per_key(counts: dict) -> dict[str, int]:
     """One optimizer's starts per basin key."""
     from gradcli.compute.descend.records import stationary_key
 
@@ -301,8 +333,9 @@ def _starts_per_key(counts: dict) -> dict[str, int]:
     return reached
 
 
-def descend_sink(output: str, *, variables: list[str], plot: bool = False):
-    """The writer of many starts for ``output`` (table, json, jsonl, csv), wrapped for --plot when asked."""
+def descend_sink(output: str, *, variables: list[str], plot: bool = False, picture: bool = False):
+    """The writer of many starts for ``output`` (table, json, jsonl, csv), wrapped for --plot and
+    --plot-file (``picture``: keep the sample for :meth:`PlotSink.picture_panels`) when asked."""
     from gradcli.render.batch import CsvSink, JsonlSink, JsonSink
 
     if output == "jsonl":
@@ -313,7 +346,7 @@ def descend_sink(output: str, *, variables: list[str], plot: bool = False):
         sink = CsvSink(csv_rows)
     else:
         sink = BasinsTableSink()
-    if plot:
+    if plot or picture:
         # The plot is data the user asked for, but JSON, JSON Lines and CSV on stdout must stay parseable.
-        sink = PlotSink(sink, variables, file=sys.stdout if output == "table" else sys.stderr)
+        sink = PlotSink(sink, variables, file=sys.stdout if output == "table" else sys.stderr, terminal=plot)
     return sink
