@@ -17,7 +17,7 @@ Contenders, run in turn each round (alternating, so drifting machine load hits a
 
     python bench/bench_descend.py [--rounds 3] [--eager-steps 300]
 
-Prints a markdown table of medians.
+Prints a markdown table of medians, then each round's gradcli / bare ratio (their range).
 """
 
 from __future__ import annotations
@@ -161,6 +161,12 @@ def main() -> None:
         per_step = "-" if label.startswith("`import") else f"{seconds / STEPS * 1e6:.1f} µs"
         ratio = "-" if bare_seconds is None else f"{seconds / bare_seconds:.2f}x"
         print(f"| {label} | {seconds:.3f} s | {per_step} | {seconds / med['import']:.2f}x | {ratio} |")
+    # Each round's own ratio: the contenders of one round ran back to back, under the same load.
+    for mode, bare_mode, label in (("xla", "bare_xla", "with XLA"), ("graph", "bare_graph", "without XLA")):
+        ratios = [g / b for g, b in zip(results[mode], results[bare_mode])]
+        print(f"\ngradcli / bare loop {label}, per round: {min(ratios):.2f}x-{max(ratios):.2f}x "
+              f"({', '.join(f'{r:.2f}' for r in ratios)})", end="")
+    print()
 
 
 if __name__ == "__main__":
