@@ -165,9 +165,19 @@ def complex_gradients(tree: Node, points: Mapping[str, object], wrt: list[str], 
         parts = {"rounding": own, "cancellation": real_parts, "underflow": underflow,
                  "spread": SPREAD_SAFETY * spread}
         estimates = own + real_parts + underflow + SPREAD_SAFETY * spread
-        finite = np.isfinite(values)
         not_analytic = np.isnan(values) & np.isfinite(function)[:, None]
         unresolved = _unresolved(values, estimates, terms, parts, per_value(violated) > 0, per_value(h), dtype)
+        # an intermediate that overflows (or turns NaN) inside f while the derivative still comes out finite:
+        # x**2 at 1e200 is inf, and Im sqrt(inf + i c)/h is 0 however finite the true sqrt(x**2 + y**2) is.
+        # Where f itself is not finite in the dtype its derivative is undefined, as fd's is; where only the
+        # complex evaluation's real part is, the value is given with a warning
+        real_part = np.real(fz[:n, 0]).astype(np.float64).T if n else np.zeros((p, 0))
+        values[~np.isfinite(function)] = np.nan
+        overflows = np.isfinite(values) & ~np.isfinite(real_part)
+        for k, j in zip(*np.nonzero(overflows)):
+            unresolved[k, j] = (f"an intermediate value of f(x + ih) overflows {dtype} (its real part is "
+                                f"{real_part[k, j]:g}), so Im f(x + ih)/h is not the derivative")
+        finite = np.isfinite(values)
         estimates[~finite] = np.nan
         unresolved[~finite] = ""
     return ComplexGradients(values, estimates, not_analytic, function, COMPLEX_STEP[dtype],

@@ -114,9 +114,11 @@ def _line(f, e, h, scheme: str, dtype: str) -> fd_error.LineResult:
     value = _combine(scheme, F, h)
     wide, wider = _combine(scheme, F, h, 2.0), _combine(scheme, F, h, 4.0)
     fmax = np.maximum.reduce([np.abs(v) for v in f.values()])
+    # each rounding error over h before the weights: a subnormal error (an f that underflows) halved by a
+    # weight of 1/2 would round to 0
     truncation = fd_error.truncation(value, wide, wider, SCHEME_ORDER[scheme])
     estimate = truncation + fd_error.rounding(dtype, fmax, _WEIGHT_SUM[scheme], h, 1,
-                                              sum(w * e[m] for m, w in _WEIGHTS[scheme].items()) / h, e.bounded)
+                                              sum(w * (e[m] / h) for m, w in _WEIGHTS[scheme].items()), e.bounded)
     finite = np.all(np.isfinite(np.stack(list(f.values()))), axis=0)
     r = fd_error.LineResult(value.astype(np.float64), estimate.astype(np.float64), h.astype(np.float64), finite)
     if two_sided:  # the one-sided derivatives show kinks
@@ -152,7 +154,7 @@ def _one_sided_lines(tree, env, moves: list, dtype: str) -> fd_error.LineResult:
     for sign, d in ((1.0, right), (-1.0, left)):
         first = (f[sign] - f[0.0]) / (sign * h)
         fmax = np.maximum.reduce([np.abs(f[m * sign]) for m in (0.0, 1.0, 2.0)])
-        measured = (1.5 * e[0.0] + 2 * e[sign] + 0.5 * e[2 * sign]) / h
+        measured = 1.5 * (e[0.0] / h) + 2 * (e[sign] / h) + 0.5 * (e[2 * sign] / h)
         noise = fd_error.rounding(dtype, fmax, 4.0, h, 1, measured, e.bounded)
         est = fd_error.TRUNCATION_SAFETY * np.abs(d - first) + noise
         finite = np.isfinite(f[0.0]) & np.isfinite(f[sign]) & np.isfinite(f[2 * sign])
@@ -211,6 +213,17 @@ def fd_gradients(tree: Node, points: Mapping[str, object], wrt: list[str], *, sc
             if r.jump is not None:  # a jump at the default step that no other step resolved (every one straddles
                 # it): the one-sided values differ too, one of them without bound as h shrinks
                 kinks |= r.jump & ~(r.estimate < 0.5 * np.abs(r.value))
+            # a kink seen only by the default stencil, which crosses the coordinate's 0 beside a nonzero x,
+            # while the step kept stays clear of 0: it is not at x (sqrt(x**2 + y**2) at 1e-200 has the kink
+            # of |x| at 0, 1e-200 away); the kept step's estimate says how well the value is resolved
+            x_i, h_i = np.abs(x64[i * p:(i + 1) * p]), h0[i * p:(i + 1) * p].astype(np.float64)
+            if r.how is not None:
+                kinks &= ~((x_i > 0) & (x_i < h_i) & (r.how != 0) & (r.step < x_i))
+            # no step resolves an oscillation finer than the float spacing of its argument: no estimate, and
+            # the one-sided values' disagreement there is noise, not a kink
+            lost = fd_error.oscillation_unresolved(tree, env, v, dtype)
+            out["estimates"][lost, i] = np.inf
+            kinks &= ~lost
             out["kinks"][:, i] = kinks
             out["how"][:, i] = 0 if r.how is None else r.how
         # a variable f does not contain (an unused --at one): its derivative is exactly 0, and so is its

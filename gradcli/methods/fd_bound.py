@@ -21,6 +21,11 @@ from gradcli.expression.tree import (Add, Call, Const, Mul, Neg, Node, Num, Pow,
 
 # A library function's own error, in units of u (2 ulp: NumPy's float64 exp/log/sin/... are within 1 ulp)
 FUNCTION_ULPS = 4.0
+# Below the smallest normal a result's rounding is absolute: up to half the smallest subnormal (gradual
+# underflow; to 0 a value below it loses itself whole, which is at most that). In units of u that is
+# 2^-1075 / 2^-53 = the smallest normal: each rounding operation whose result lies below it adds this to S
+# (x**2 at x = 1e-200 is 0, exact 1e-400; sqrt of it then has an infinite sensitivity, so the value is measured).
+UNDERFLOW_S = 2.0 ** -1022
 # The bound is first order: this factor covers the rest while u S / |f| is small (where it is not, the bound
 # is far above eps |f| and the value is measured instead).
 FIRST_ORDER_SAFETY = 1.25
@@ -68,7 +73,10 @@ def rounding_bound(tree: Node, env: dict):
     with np.errstate(all="ignore"):
         value, s = _walk(tree, env, backend, sensitivity, np)
         shape = np.shape(next(iter(env.values()))) if env else np.shape(value)
-        bound = np.broadcast_to(FIRST_ORDER_SAFETY * 0.5 * MACHINE_EPSILON["float64"] * s, shape)
+        bound = FIRST_ORDER_SAFETY * 0.5 * MACHINE_EPSILON["float64"] * s
+        # a bound below the smallest subnormal is at least that: the difference it bounds is a float64
+        subnormal = float(np.finfo(np.float64).smallest_subnormal)
+        bound = np.broadcast_to(np.where((s > 0) & (bound < subnormal), subnormal, bound), shape)
         return np.broadcast_to(value, shape), np.where(np.isfinite(bound), bound, np.inf)
 
 
@@ -96,17 +104,18 @@ def _walk(tree: Node, env: dict, backend, sensitivity, np):
             v, sv = _walk(factor, env, backend, sensitivity, np)
             if divide:
                 r = np.divide(acc, v)
-                s = s / np.abs(v) + np.abs(r) * sv / np.abs(v) + np.abs(r)
+                s = s / np.abs(v) + np.abs(r) * sv / np.abs(v) + np.abs(r) + _underflow(r, np)
             else:
                 r = acc * v
-                s = np.abs(r) + _times(np.abs(v), s, np, finite=True) + _times(np.abs(acc), sv, np, finite=True)
+                s = np.abs(r) + _times(np.abs(v), s, np, finite=True) + _times(np.abs(acc), sv, np, finite=True) \
+                    + np.where((acc != 0) & (v != 0), _underflow(r, np), 0.0)
             acc = r
         return acc, s
     if isinstance(tree, Pow):
         b, sb = _walk(tree.base, env, backend, sensitivity, np)
         e, se = _walk(tree.exponent, env, backend, sensitivity, np)
         r = np.power(b, e)
-        own = FUNCTION_ULPS * np.abs(r)
+        own = FUNCTION_ULPS * np.abs(r) + np.where(b != 0, _underflow(r, np), 0.0)
         if np.isscalar(se) and se == 0.0 and np.ndim(e) == 0 and float(e) == int(e) and e >= 1:
             # a constant integer power: d r / d b = n b^(n-1), finite everywhere
             n = int(e)
@@ -156,7 +165,7 @@ def _walk(tree: Node, env: dict, backend, sensitivity, np):
             return r, np.full(np.shape(r), np.inf)
         a, sa = _walk(tree.args[0], env, backend, sensitivity, np)
         r = fn(a)
-        own = FUNCTION_ULPS * np.abs(r)
+        own = FUNCTION_ULPS * np.abs(r) + np.where(a != 0, _underflow(r, np), 0.0)
         return r, own + _times(rule(a, r), sa, np)
     raise TypeError(f"unknown node {tree!r}")
 
@@ -171,6 +180,11 @@ def _condition_carries_error(cond: Node, env: dict, backend, sensitivity, np) ->
                 if not (np.isscalar(s) and s == 0.0) and np.any(np.asarray(s) != 0):
                     return True
     return False
+
+
+def _underflow(r, np):
+    """The absolute rounding of a result below the smallest normal, in units of u (0 elsewhere)."""
+    return np.where(np.abs(r) < 2.0 ** -1022, UNDERFLOW_S, 0.0)
 
 
 def _times(sensitivity, s, np, finite: bool = False):

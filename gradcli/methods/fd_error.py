@@ -79,7 +79,11 @@ def measured_rounding(tree, env: dict, fx, dtype: str):
     with np.errstate(all="ignore"):
         hi = compile_expression(tree, numpy_backend(wide.name))({k: np.asarray(v).astype(wide) for k, v in env.items()})
         hi = np.broadcast_to(np.asarray(hi, dtype=wide), np.shape(fx))
-        err = np.abs(np.asarray(fx, dtype=wide) - hi).astype(np.float64)
+        wide_err = np.abs(np.asarray(fx, dtype=wide) - hi)
+        err = wide_err.astype(np.float64)
+        # an error below float64's range (x**2 at 1e-300: 0 beside 1e-600) is not none: it is at most the
+        # smallest subnormal, what the float64 value could have been off by
+        err = np.where((wide_err > 0) & (err == 0), float(np.finfo(np.float64).smallest_subnormal), err)
     return np.where(np.isfinite(err), err, 0.0)
 
 
@@ -242,7 +246,12 @@ def adapt(compute, default: LineResult, x, dtype: str, accuracy: int, order: int
     with np.errstate(all="ignore"):
         poor = poorly_resolved(default, dtype, accuracy, order)
         leaves = ~default.finite & centre_finite
-        suspicious = centre_finite & (leaves | poor | kink(default) | ~np.isfinite(default.estimate))
+        # a stencil wider than |x| crosses the coordinate's 0, where a pole or a kink of f may lie that is not
+        # at x (x/y's d/dy at y = 1e-200: y +- h is +-1.6e-195 apart from a pole, the value says 3e-190 +- 7e-11);
+        # unresolved there, the steps that stay clear of 0 are tried
+        distance = np.abs(np.asarray(x, dtype=np.float64))
+        crosses = (distance > 0) & (distance < default.step) & ~(default.estimate < 0.5 * np.abs(default.value))
+        suspicious = centre_finite & (leaves | poor | crosses | kink(default) | ~np.isfinite(default.estimate))
     default.how = np.zeros(len(default.value), dtype=int)
     index = np.nonzero(suspicious)[0]
     if not len(index):
@@ -422,3 +431,31 @@ def absent_columns(tree, wrt: list[str]) -> list[int]:
 
     used = {node.name for node in walk(tree) if isinstance(node, Var)}
     return [c for c, v in enumerate(wrt) if v not in used]
+
+
+# Periodic functions: beyond an argument of 1/eps their argument's float spacing is a radian or more, so f
+# at neighbouring floats samples unrelated phases and no step the dtype can take resolves the oscillation.
+PERIODIC = frozenset({"sin", "cos", "tan", "sec", "csc", "cot"})
+
+
+def oscillation_unresolved(tree, env: dict, variable: str, dtype: str):
+    """[P] bool: where a periodic function's argument that moves with ``variable`` is so large that its float
+    spacing is at least a radian (cos(x) at 1e22: spacing 2e6, and a stencil of 1e16 periods whose
+    differences, ~1/h, look converged): fd cannot resolve the derivative there."""
+    np = np_()
+    from gradcli.expression.evaluate import compile_expression, numpy_backend
+    from gradcli.expression.tree import Call, Var, inline_rules, walk
+
+    shape = np.shape(next(iter(env.values()))) if env else ()
+    out = np.zeros(shape, dtype=bool)
+    for node in walk(inline_rules(tree)):
+        if not (isinstance(node, Call) and node.func in PERIODIC and len(node.args) == 1):
+            continue
+        if not any(isinstance(n, Var) and n.name == variable for n in walk(node.args[0])):
+            continue
+        with np.errstate(all="ignore"):
+            a = np.broadcast_to(np.asarray(compile_expression(node.args[0], numpy_backend(dtype))(env),
+                                           dtype=np.float64), shape)
+            out |= np.isfinite(a) & (np.abs(a) * MACHINE_EPSILON[dtype] >= 1.0)
+    return out
+

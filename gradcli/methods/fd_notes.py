@@ -37,6 +37,10 @@ def fd_line_notes(what: str, where: str, *, dtype: str, value: float, estimate: 
         warnings.append(f"fd: {what}{at} cannot be resolved in {dtype}: its error estimate {estimate:.3g} is "
                         f"more than 1% of the value {value:.6g} at every step (rounding cancels its digits, or f is not "
                         "smooth here: a jump, a kink or a pole)")
+    elif not explicit_step and math.isfinite(value) and not math.isfinite(estimate):
+        warnings.append(f"fd: {what}{at} cannot be resolved in {dtype}: it has no error estimate (no step "
+                        f"{dtype} can take resolves f here: an oscillation finer than the float spacing of its "
+                        "argument, or an estimate that overflows)")
     return warnings, notes, sided
 
 
