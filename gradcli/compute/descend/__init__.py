@@ -2,9 +2,10 @@
 
 The guide's hand-written loop (``x.assign_sub(lr * dz_dx)``, optimizer ``manual``) and Keras 3's
 optimizers (``optimizer.apply_gradients``) run inside one ``tf.function`` per optimizer: a TF while-loop
-whose condition holds the stopping tests, so a step costs microseconds instead of the eager loop's
-milliseconds. Long runs (more than ``JIT_MIN_STEPS`` steps allowed) are also compiled by XLA, which
-costs a fraction of a second once and makes each step cost well under a microsecond.
+of untested steps with the stopping tests applied once a block, to each step of it (as if after every
+step), so a step costs microseconds instead of the eager loop's milliseconds. Long runs (more than
+``JIT_MIN_STEPS`` steps allowed) have their steps compiled by XLA, which costs a fraction of a second once
+and makes each step cost well under a microsecond.
 
 Every step evaluates f and its gradient at the current point x_k and then decides, in this order:
 - the point, the value or the gradient is not finite -> ``diverged`` (``unbounded`` when the value
