@@ -102,6 +102,18 @@ def _gradient_lines(tree, env, moves: list, scheme: str, dtype: str) -> fd_error
     return _line(f, e, np.concatenate([h for _, _, h in moves]), scheme, dtype)
 
 
+def _weighted(weights: dict, e, h):
+    """sum(w e[m]) / h: the stencil's rounding errors through its |weights|. Where that is 0 beside a nonzero
+    error (a subnormal error, from an f that underflows, halved by a weight of 1/2 rounds to 0) each error
+    is divided by h first."""
+    np = _np()
+    total = sum(w * e[m] for m, w in weights.items()) / h
+    lost = (total == 0) & np.logical_or.reduce([e[m] > 0 for m in weights])
+    if not np.any(lost):
+        return total
+    return np.where(lost, sum(w * (e[m] / h) for m, w in weights.items()), total)
+
+
 def _line(f, e, h, scheme: str, dtype: str) -> fd_error.LineResult:
     """The scheme's values, estimates and (two-sided) one-sided derivatives from f at the stencil points
     (``f[m]`` = f(x + m h), ``e`` their rounding)."""
@@ -114,11 +126,9 @@ def _line(f, e, h, scheme: str, dtype: str) -> fd_error.LineResult:
     value = _combine(scheme, F, h)
     wide, wider = _combine(scheme, F, h, 2.0), _combine(scheme, F, h, 4.0)
     fmax = np.maximum.reduce([np.abs(v) for v in f.values()])
-    # each rounding error over h before the weights: a subnormal error (an f that underflows) halved by a
-    # weight of 1/2 would round to 0
     truncation = fd_error.truncation(value, wide, wider, SCHEME_ORDER[scheme])
     estimate = truncation + fd_error.rounding(dtype, fmax, _WEIGHT_SUM[scheme], h, 1,
-                                              sum(w * (e[m] / h) for m, w in _WEIGHTS[scheme].items()), e.bounded)
+                                              _weighted(_WEIGHTS[scheme], e, h), e.bounded)
     finite = np.all(np.isfinite(np.stack(list(f.values()))), axis=0)
     r = fd_error.LineResult(value.astype(np.float64), estimate.astype(np.float64), h.astype(np.float64), finite)
     if two_sided:  # the one-sided derivatives show kinks
@@ -154,7 +164,7 @@ def _one_sided_lines(tree, env, moves: list, dtype: str) -> fd_error.LineResult:
     for sign, d in ((1.0, right), (-1.0, left)):
         first = (f[sign] - f[0.0]) / (sign * h)
         fmax = np.maximum.reduce([np.abs(f[m * sign]) for m in (0.0, 1.0, 2.0)])
-        measured = 1.5 * (e[0.0] / h) + 2 * (e[sign] / h) + 0.5 * (e[2 * sign] / h)
+        measured = _weighted({0.0: 1.5, sign: 2.0, 2 * sign: 0.5}, e, h)
         noise = fd_error.rounding(dtype, fmax, 4.0, h, 1, measured, e.bounded)
         est = fd_error.TRUNCATION_SAFETY * np.abs(d - first) + noise
         finite = np.isfinite(f[0.0]) & np.isfinite(f[sign]) & np.isfinite(f[2 * sign])

@@ -64,6 +64,10 @@ def _sensitivity(np):
 _SELECTING = frozenset({"min", "max", "clip"})
 
 
+# Functions whose result below the smallest normal is exact (relu(-h) is 0, abs(x) is |x|): no floor.
+_EXACT_BELOW_NORMAL = frozenset({"relu", "abs", "stop_gradient"})
+
+
 def rounding_bound(tree: Node, env: dict):
     """(f, B): f in float64 at ``env``'s float64 arrays, and B >= |f - f exact| to first order (inf where
     no rule applies or the bound is not finite)."""
@@ -165,7 +169,8 @@ def _walk(tree: Node, env: dict, backend, sensitivity, np):
             return r, np.full(np.shape(r), np.inf)
         a, sa = _walk(tree.args[0], env, backend, sensitivity, np)
         r = fn(a)
-        own = FUNCTION_ULPS * np.abs(r) + np.where(a != 0, _underflow(r, np), 0.0)
+        own = FUNCTION_ULPS * np.abs(r) + (0.0 if tree.func in _EXACT_BELOW_NORMAL else
+                                           np.where(a != 0, _underflow(r, np), 0.0))
         return r, own + _times(rule(a, r), sa, np)
     raise TypeError(f"unknown node {tree!r}")
 
