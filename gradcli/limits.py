@@ -18,11 +18,3 @@ SHELL_MAX_SKIP_BYTES = 64 * 1024 * 1024
 # 1 MiB each would be 4 GiB in memory at once; at 64 MiB a chunk of wide rows stays near a few hundred MB
 # with the fields' Python objects, and narrow rows still fill whole chunks.
 POINTS_CHUNK_MAX_BYTES = 64 << 20
-
-# The work a request may ask for, in estimated seconds (gradcli.compute.work.estimate_work): past WORK_MAX_SECONDS
-# (an hour) the request is refused before anything is computed, since a run that long is almost always a
-# mistake (every method where one would do, fd's n^2 Hessian where the tape's n sweeps would do, a grid far
-# finer than needed) and says nothing while it runs; past WORK_PROGRESS_SECONDS a terminal shows a progress
-# bar. The estimate's constants are not yet calibrated on a machine (bench/work_estimate.py is to do it).
-WORK_MAX_SECONDS = 3600.0
-WORK_PROGRESS_SECONDS = 5.0
