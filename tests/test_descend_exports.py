@@ -11,9 +11,8 @@ import re
 import xml.etree.ElementTree as ET
 
 import pytest
-from typer.testing import CliRunner
+from test_slides import numbers, run
 
-from gradcli.cli import app
 from gradcli.launcher import run_command
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -24,24 +23,6 @@ MANY = ["descend", "(x**2-1)**2+y**2", "--grid", "x=-2:2:5,y=-1:1:3", "-o", "sgd
 LINE = ["descend", "(x**2-1)**2", "--grid", "x=-2:2:9", "-o", "sgd", "--stationary-timeout", "0"]
 # settings the table leaves out (momentum: these optimizers have none), and timings, which differ per run
 NOT_SHOWN = {"momentum", "seconds", "setup_seconds"}
-
-
-def run(*args: str, columns: int = 120):
-    result = CliRunner().invoke(app, list(args), env={"COLUMNS": str(columns)})
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    return result
-
-
-def numbers(doc, key: str = "", skip=frozenset()):
-    if isinstance(doc, dict):
-        for k, v in doc.items():
-            if k not in skip:
-                yield from numbers(v, k, skip)
-    elif isinstance(doc, list):
-        for v in doc:
-            yield from numbers(v, key, skip)
-    elif isinstance(doc, (int, float)) and not isinstance(doc, bool):
-        yield key, doc
 
 
 def appears_whole(text: str, piece: str) -> bool:
