@@ -102,9 +102,9 @@ def descend(
     if many:
         refuse_for_many_starts(start=start, every=every)
         if output is OutputFormat.latex:
-            from gradcli.render.descend_latex import refuse_latex_for_many_starts
+            from gradcli.render.batch import refuse_latex_for_many
 
-            refuse_latex_for_many_starts()
+            refuse_latex_for_many(many=True, point="start", option="--from")
     plan = plan_descent(expression, start=None if many else start, optimizers=optimizer, lr=lr, steps=steps,
                         tol=tol, maximize=maximize, dtype=dtype.value, momentum=momentum, every=every)
     stationary_timeout = check_stationary_time_limit(stationary_timeout)

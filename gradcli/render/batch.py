@@ -398,9 +398,10 @@ def sink_for(command: str, output: str, *, one_point: bool = False):
     return TableSink(table_row, title)
 
 
-def refuse_latex_for_many(*, many: bool) -> None:
+def refuse_latex_for_many(*, many: bool, point: str = "point", option: str = "--at") -> None:
+    """-f latex writes one point's (descend: one start's) tables; many of them are a CSV's job."""
     if many:
-        raise UsageError("-f latex writes one point's tables: give --at alone (for many points: -f csv)")
+        raise UsageError(f"-f latex writes one {point}'s tables: give {option} alone (for many {point}s: -f csv)")
 
 
 def detail_view(command: str):

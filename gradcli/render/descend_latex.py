@@ -7,12 +7,6 @@ from __future__ import annotations
 from gradcli.render.latex import MISSING, assignments, document, escape, formula, line, number, tabular, variable
 
 
-def refuse_latex_for_many_starts() -> None:
-    from gradcli.errors import UsageError
-
-    raise UsageError("-f latex writes one start's tables: give --from alone (for many starts: -f csv)")
-
-
 def descend_latex(doc: dict) -> str:
     names = doc["variables"]
     goal = "maximise" if doc["maximize"] else "minimise"
