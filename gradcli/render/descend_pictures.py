@@ -55,7 +55,7 @@ def basin_panels(header: dict, summary: dict, samples: dict, seen: dict) -> list
     """Many starts' picture: a panel per optimizer, its sampled starts coloured by where they ended.
     ``samples``: per optimizer, (x, y, basin key) as gradcli.render.descend_batch.PlotSink keeps them."""
     from gradcli.render.descend_batch import basin_places, starts_per_key
-    from gradcli.render.plot_file import Mark, Panel, Series
+    from gradcli.render.plot_file import Mark, Panel
 
     names = header["variables"]
     places = basin_places(header, summary)
