@@ -95,16 +95,10 @@ def basin_panels(header: dict, summary: dict, samples: dict, seen: dict) -> list
 
 
 def _scatter(label: str, points: list[tuple[float, float | None]], style: int, *, gid: str):
-    """Points without a line: plot_file draws a Series as a line through its points, broken where y is None,
-    so a None after each point leaves the markers alone."""
+    """Points without a line (a start with no finite end is left out)."""
     from gradcli.render.plot_file import Series
 
-    xs: list[float] = []
-    ys: list[float | None] = []
-    for x, y in points:
-        xs += [x, x]
-        ys += [y, None]
-    return Series(label, xs, ys, style=style, gid=gid)
+    return Series(label, [x for x, _ in points], [y for _, y in points], style=style, gid=gid, line=False)
 
 
 def _gid(key: str, index: int) -> str:

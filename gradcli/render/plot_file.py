@@ -40,12 +40,14 @@ COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e
 
 @dataclass
 class Series:
-    """One line of points; ``y`` None where there is no finite value (the line breaks there)."""
+    """One line of points; ``y`` None where there is no finite value (the line breaks there). ``line``
+    False: the markers alone (a scatter of points, and its legend entry a marker)."""
 
     label: str
     x: list[float]
     y: list[float | None]
     style: int = 0
+    line: bool = True
     gid: str | None = None  # the SVG group's id (a test or a stylesheet finds the series by it)
 
 
@@ -129,7 +131,8 @@ def _draw_panel(ax, panel: Panel) -> None:
         colour = COLOURS[s.style % len(COLOURS)]
         ys = [math.nan if y is None else y for y in s.y]
         ax.plot(s.x, ys, marker=marker, color=colour, markerfacecolor="none", markersize=7, linewidth=1.2,
-                linestyle=LINE_STYLES[s.style % len(LINE_STYLES)], label=_text(s.label), gid=s.gid)
+                linestyle=LINE_STYLES[s.style % len(LINE_STYLES)] if s.line else "none", label=_text(s.label),
+                gid=s.gid)
     handles, labels = ax.get_legend_handles_labels()
     for m in panel.marks:
         ax.plot([m.x], [m.y], marker="o", markersize=13, markerfacecolor="none", markeredgecolor="black",
