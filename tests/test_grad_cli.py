@@ -336,9 +336,10 @@ def test_a_tape_inside_a_large_tolerance_is_still_judged_by_its_value(invoke):
     for v in ("x", "y"):
         assert f"tape and symbolic disagree on d(sqrt(x**2 + y**2))/d{v}: error 0.707" in result.stderr
     assert "v3 = v1 + v2 overflowed float64" in result.stderr
-    # at 1e-200 the tape is inf, and fd's finite 0.0 beside it is judged too
+    # at 1e-200 the tape is inf, and fd's finite 0.0 beside it is warned too: f underflows to 0 there, so
+    # its differences are 0 and its estimate (11.4) says it cannot resolve a derivative of size 1
     result = invoke("grad", "sqrt(x**2 + y**2)", "--at", "x=1e-200,y=1e-200")
-    assert "fd and symbolic disagree on d(sqrt(x**2 + y**2))/dx: error 0.707" in result.stderr
+    assert "fd: d(sqrt(x**2 + y**2))/dx cannot be resolved in float64" in result.stderr
     assert result.exit_code == 1
 
 

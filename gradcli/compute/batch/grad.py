@@ -325,22 +325,24 @@ class GradBatch(engine.BatchCore):
                     point_notes.doubtful_tape(self, i, v, float(errors["tape"][i, k, j]),
                                               float(columns["symbolic"][i, k, j]), float(tols["tape"][i, k, j]),
                                               warnings)
-                if bad:
-                    continue
-                # a kink no step got clear of (adaptive steps: at the point itself): fd's two-sided value is no
-                # derivative there, nothing to compare; with --eps the kink may only be inside the stencil
-                if cross is not None and kink and self.eps is None:
-                    point_notes.kink_convention_note(self, i, v, column="tape")
-                elif cross is not None and cross[1][i, k, j]:
-                    warnings.append(cross_disagreement(f"d({text})/d{v}", float(cross[0][i, k, j]),
-                                                       float(cross[2][i, k, j]), bool(cross[3][i, k, j]),
-                                                       dtype=self.dtype))
-                elif cross is not None and fd.unresolved[i, k, j] and not value_only(self.trees[i]):
-                    warnings.append(unchecked_tape(f"d({text})/d{v}", float(columns["tape"][i, k, j]),
-                                                   float(fd.estimates[i, k, j])))
-                warnings += complex_cross_warnings(cross_complex, (i, k, j), f"d({text})/d{v}", dtype=self.dtype)
-                warnings += cc.warnings((i, k, j), text, v, None) if cc is not None else []
-                if fd is not None:
+                if not bad:  # the methods checked against each other: only where all of them are finite
+                    # a kink no step got clear of (adaptive steps: at the point itself): fd's two-sided value is
+                    # no derivative there, nothing to compare; with --eps the kink may only be inside the stencil
+                    if cross is not None and kink and self.eps is None:
+                        point_notes.kink_convention_note(self, i, v, column="tape")
+                    elif cross is not None and cross[1][i, k, j]:
+                        warnings.append(cross_disagreement(f"d({text})/d{v}", float(cross[0][i, k, j]),
+                                                           float(cross[2][i, k, j]), bool(cross[3][i, k, j]),
+                                                           dtype=self.dtype))
+                    elif cross is not None and fd.unresolved[i, k, j] and not value_only(self.trees[i]):
+                        warnings.append(unchecked_tape(f"d({text})/d{v}", float(columns["tape"][i, k, j]),
+                                                       float(fd.estimates[i, k, j])))
+                    warnings += complex_cross_warnings(cross_complex, (i, k, j), f"d({text})/d{v}",
+                                                       dtype=self.dtype)
+                # each finite method's own warnings stand whatever another method did at this point
+                if cc is not None and "complex" not in bad:
+                    warnings += cc.warnings((i, k, j), text, v, None)
+                if fd is not None and "fd" not in bad:
                     warnings += fd.warnings(i, k, j, f"d({text})/d{v}", self.dtype, self.eps is not None)
             if len(warnings) > before and "symbolic" not in columns and "tape" in columns:
                 # no exact column to judge the tape by: where its own computation went wrong is the evidence
