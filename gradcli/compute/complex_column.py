@@ -150,3 +150,52 @@ def judge_complex_value(got: float, exact: float, estimate: float, shift: float)
 
 __all__ = ["ComplexColumns", "ComplexCross", "complex_columns",
            "complex_cross_warnings", "cross_check_complex", "judge_complex_value", "refuse_higher_orders"]
+
+
+# ---------------------------------------------------------------------------------------------
+# the tape's chain rule, bounded by the complex step's analysis of it
+# ---------------------------------------------------------------------------------------------
+def loose_tape_bounds(trees: list, points: dict, wrt: list[str], dtype: str, values, tape, cc=None):
+    """[T, P, n]: where the tape's value may be further off than its own tolerance, how far (NaN elsewhere).
+
+    The tape evaluates the chain rule at f's computed intermediates, as the complex step does; where terms
+    cancel (d/dx (exp(x) - 1)/x at 1e-3: terms of ~1e3 leave 0.5) or f's own cancellation reaches the
+    derivative, the complex step's running bound (its estimate) says how much of the tape's value may be
+    rounding, and that is far above the tape's tolerance of a few hundred roundings. Only needed where no
+    exact value judges the tape. ``cc``: the complex column when it was computed; otherwise the complex
+    step is computed here at the points where f's own running rounding bound shows a cancellation inside
+    f (:data:`gradcli.methods.fd_error.CANCELLATION_RATIO` eps |f|), the only ones where its bound can
+    exceed the tolerance by much."""
+    import numpy as np
+
+    from gradcli.compute.judge import tape_scale, tolerance
+    from gradcli.dtypes import MACHINE_EPSILON
+    from gradcli.methods.fd_bound import rounding_bound
+    from gradcli.methods.fd_error import CANCELLATION_RATIO
+
+    tape = np.asarray(tape, dtype=np.float64)
+    bounds = np.full(tape.shape, np.nan)
+    for i, tree in enumerate(trees):
+        if cc is not None:
+            bounds[i] = cc.estimates[i]
+            continue
+        env = {k: np.asarray(v, dtype=np.float64) for k, v in points.items()}
+        with np.errstate(all="ignore"):
+            f, b = rounding_bound(tree, env)
+            cancels = np.broadcast_to(b > CANCELLATION_RATIO * MACHINE_EPSILON["float64"] * np.abs(f),
+                                      tape.shape[1:2])
+        index = np.nonzero(cancels)[0]
+        if len(index):
+            r = complex_gradients(tree, {k: np.asarray(v)[index] for k, v in env.items()}, wrt, dtype=dtype)
+            bounds[i][index] = r.estimates
+    with np.errstate(invalid="ignore"):
+        tol = tolerance("tape", dtype=dtype, scale=tape_scale(np.asarray(values, dtype=np.float64)[:, :, None], tape))
+        return np.where(np.isfinite(tape) & (bounds > tol), bounds, np.nan)
+
+
+def loose_tape_warning(subject: str, tape: float, bound: float) -> str:
+    """The warning of :func:`loose_tape_bounds`: nothing checks the tape to its own tolerance there."""
+    from gradcli.compute.judge import unchecked
+
+    return unchecked("tape", subject, tape,
+                     f"its chain rule cancels here, so its rounding may reach {bound:.2g} (the complex step's bound)")

@@ -172,6 +172,11 @@ class GradBatch(engine.BatchCore):
         cross_complex = cross_check_complex(values, columns, x, {"fd": estimates, "complex": complex_estimates},
                                             dtype=self.dtype, fd_doubted=False if doubted is None else doubted)
         cross = cross_check(values, columns, x, estimates, dtype=self.dtype, doubted=doubted)
+        loose = None  # where the tape may be further off than its tolerance, and nothing exact judges it
+        if "tape" in columns and "symbolic" not in columns and ("fd" in columns or "complex" in columns):
+            from gradcli.compute.complex_column import loose_tape_bounds
+
+            loose = loose_tape_bounds(self.trees, pts, self.wrt, self.dtype, values, columns["tape"], cc)
         from gradcli.expression.functions import value_only
 
         for i, tree in enumerate(self.trees):  # stop_gradient: fd differentiates the value, by design apart
@@ -182,7 +187,9 @@ class GradBatch(engine.BatchCore):
                 if cross is not None:
                     cross[1][i] = False
                 cross_complex = None
-        return errors, disagree, tols, cross, cross_complex
+                if loose is not None:
+                    loose[i] = np.nan
+        return errors, disagree, tols, cross, cross_complex, loose
 
     def _point_shift(self, columns, pts):
         """[T, P, n]: how far each exact derivative moves from the point as read (float64) to the dtype's
@@ -204,7 +211,7 @@ class GradBatch(engine.BatchCore):
     def _records(self, chunk, values, columns, judged, undefined, unconnected, steps, fd, cc):
         import numpy as np
 
-        errors, disagree, tols, cross, cross_complex = judged
+        errors, disagree, tols, cross, cross_complex, loose = judged
         watched = [j for j, v in enumerate(self.wrt) if v not in self.unwatched]
         flagged = undefined | np.any([(~np.isfinite(c if m != "tape" else c[:, :, watched])).any(axis=2)
                                       for m, c in columns.items()], axis=0) if columns else undefined
@@ -217,6 +224,8 @@ class GradBatch(engine.BatchCore):
                 flagged = flagged | apart.any(axis=2)
         if fd is not None:
             flagged = flagged | fd.remarkable()
+        if loose is not None:
+            flagged = flagged | np.isfinite(loose).any(axis=2)
         if cc is not None:  # values the complex step cannot resolve: a warning each (complex_column)
             flagged = flagged | (cc.unresolved != "").any(axis=2)
         for m, e in errors.items():
@@ -290,7 +299,9 @@ class GradBatch(engine.BatchCore):
         from gradcli.expression.functions import value_only
         from gradcli.methods.complex_step import not_analytic_note
 
-        errors, disagree, tols, cross, cross_complex = judged
+        from gradcli.compute.complex_column import loose_tape_warning
+
+        errors, disagree, tols, cross, cross_complex, loose = judged
         undefined = False
         for i, text in enumerate(e.text for e in self.exprs):
             if engine.undefined_value(warnings, text, float(values[i, k])):
@@ -337,6 +348,9 @@ class GradBatch(engine.BatchCore):
                     elif cross is not None and fd.unresolved[i, k, j] and not value_only(self.trees[i]):
                         warnings.append(unchecked_tape(f"d({text})/d{v}", float(columns["tape"][i, k, j]),
                                                        float(fd.estimates[i, k, j])))
+                    elif loose is not None and math.isfinite(loose[i, k, j]):
+                        warnings.append(loose_tape_warning(f"d({text})/d{v}", float(columns["tape"][i, k, j]),
+                                                           float(loose[i, k, j])))
                     warnings += complex_cross_warnings(cross_complex, (i, k, j), f"d({text})/d{v}",
                                                        dtype=self.dtype)
                 # each finite method's own warnings stand whatever another method did at this point
