@@ -202,7 +202,7 @@ def test_the_same_file_twice_is_refused(tmp_path, capsys):
     assert "same file" in one_line_error(["eval", "x", "--at", "x=1", "--svg", path, "--html", path], capsys)
 
 
-@pytest.mark.parametrize("argv", [["steps", "sin(x)", "--at", "x=1"], ["grad", "x**2", "--grid", "x=0:1:3"],
+@pytest.mark.parametrize("argv", [["derivative", "sin(x)", "--grid", "x=0:1:3"], ["grad", "x**2", "--grid", "x=0:1:3"],
                                   ["jvp", "x**2", "--grid", "x=0:1:3", "--along", "x=1"]])
 def test_latex_where_it_is_not_written_is_refused(argv, capsys):
     assert "latex" in one_line_error([*argv, "-f", "latex"], capsys)

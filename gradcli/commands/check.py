@@ -8,16 +8,19 @@ from typing import Annotated, Optional
 import typer
 
 from gradcli.commands.common import (DType, DTypeOption, FileOption, GridOption, HtmlOption, PointsOption,
-                                     RuleOption, SvgOption, SymbolicTimeoutOption, at_option, handle_errors)
+                                     RuleOption, SvgOption, SymbolicTimeoutOption, at_option, handle_errors,
+                                     writes_latex)
 from gradcli.commands.expression_file import expression_text
 
 
 class CheckFormat(str, enum.Enum):
     text = "text"
     json = "json"
+    latex = "latex"
 
 
 @handle_errors
+@writes_latex
 def check(
     expression: Annotated[Optional[str], typer.Argument(
         metavar="EXPR", help="The expression, e.g. \"x**2*y\".", show_default=False)] = None,
@@ -35,8 +38,9 @@ def check(
     samples: Annotated[int, typer.Option("--samples", min=1, max=100_000, metavar="N",
                                          help="How many random points.")] = 20,
     seed: Annotated[int, typer.Option("--seed", metavar="N", help="Seed of the random points.")] = 0,
-    output: Annotated[CheckFormat, typer.Option("--format", "-f", case_sensitive=False, metavar="FORMAT",
-                                                help="text, or json for scripts.")] = CheckFormat.text,
+    output: Annotated[CheckFormat, typer.Option(
+        "--format", "-f", case_sensitive=False, metavar="FORMAT",
+        help="text, json for scripts, or latex (tabulars).")] = CheckFormat.text,
     svg: SvgOption = None,
     html: HtmlOption = None,
     rtol: Annotated[Optional[float], typer.Option(
@@ -74,6 +78,10 @@ def check(
         from gradcli.render.common import to_json
 
         print(to_json(report.to_dict()))
+    elif output is CheckFormat.latex:
+        from gradcli.render.check_latex import check_latex
+
+        print(check_latex(report.to_dict()), end="")
     else:
         _print_text(report)
     from gradcli.commands.common import conclude

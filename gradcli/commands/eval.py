@@ -8,16 +8,18 @@ from typing import Annotated, Optional
 import typer
 
 from gradcli.commands.common import (DType, DTypeOption, FileOption, HtmlOption, SvgOption, at_option, conclude,
-                                     handle_errors)
+                                     handle_errors, writes_latex)
 from gradcli.commands.expression_file import expression_text
 
 
 class ValueFormat(str, enum.Enum):
     plain = "plain"
     json = "json"
+    latex = "latex"
 
 
 @handle_errors
+@writes_latex
 def eval_value(
     expression: Annotated[Optional[str], typer.Argument(
         metavar="EXPR", help="The expression, e.g. \"x**2 + sin(y)\".", show_default=False)] = None,
@@ -27,7 +29,7 @@ def eval_value(
     dtype: DTypeOption = DType.float64,
     output: Annotated[ValueFormat, typer.Option(
         "--format", "-f", case_sensitive=False, metavar="FORMAT",
-        help="plain: the number alone; json: with the point and dtype.")
+        help="plain: the number alone; json: with the point and dtype; latex: a tabular.")
     ] = ValueFormat.plain,
     svg: SvgOption = None,
     html: HtmlOption = None,
@@ -49,6 +51,10 @@ def eval_value(
         from gradcli.render.common import to_json
 
         print(to_json(report.to_dict()))
+    elif output is ValueFormat.latex:
+        from gradcli.render.latex import eval_latex
+
+        print(eval_latex(report.to_dict()), end="")
     elif report.value is not None:
         print(repr(report.value))
     conclude(report)

@@ -7,14 +7,15 @@ from typing import Annotated, Optional
 
 import typer
 
-from gradcli.commands.common import (FileOption, FormatOption, HtmlOption, OutputFormat, SvgOption,
-                                     SymbolicTimeoutOption, at_option, conclude, emit, handle_errors)
+from gradcli.commands.common import (FileOption, FormatWithLatexOption, HtmlOption, OutputFormat, SvgOption,
+                                     SymbolicTimeoutOption, at_option, conclude, emit, handle_errors, writes_latex)
 from gradcli.commands.completion import complete_dtypes
 from gradcli.commands.expression_file import expression_text
 from gradcli.commands.plot_file import PlotFileOption, refuse_same_file
 
 
 @handle_errors
+@writes_latex
 def steps(
     expression: Annotated[Optional[str], typer.Argument(
         metavar="EXPR", help="The expression, e.g. \"sin(x)\".", show_default=False)] = None,
@@ -30,7 +31,7 @@ def steps(
     formula_names: Annotated[Optional[str], typer.Option(
         "--formulas", metavar="NAMES", help="Only these, in this order, e.g. "
         "central,forward,complex (default: all those named above).", show_default=False)] = None,
-    output: FormatOption = OutputFormat.table,
+    output: FormatWithLatexOption = OutputFormat.table,
     svg: SvgOption = None,
     html: HtmlOption = None,
     plot: Annotated[bool, typer.Option(
@@ -59,9 +60,10 @@ def steps(
     report = compute_steps(expression, at=at, wrt=wrt, order=order, dtypes=dtype,
                            symbolic_time_limit=symbolic_timeout, formula_names=formula_names)
     from gradcli.render import steps as render
+    from gradcli.render.steps_latex import steps_latex
 
     emit(output, json=lambda: render.steps_json(report), csv=lambda: render.steps_csv(report),
-         table=lambda: render.steps_table(report))
+         table=lambda: render.steps_table(report), latex=lambda: steps_latex(report.to_dict()))
     if plot:  # as descend --plot: JSON and CSV on stdout stay parseable
         render.steps_plot(report, file=sys.stdout if output is OutputFormat.table else sys.stderr)
     if plot_file:

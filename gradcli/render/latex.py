@@ -3,12 +3,17 @@
 Each view takes the command's ``-f json`` document, so the two cannot disagree: every number is written
 exactly as the document writes it (every digit, ``1e-05`` as ``1e-05``), formulas, expressions and variable
 names go through SymPy's ``latex``, and other text is escaped. Warnings and notes follow the tables, since a
-slide needs them. The output uses plain LaTeX only (``tabular``, ``\\hline``): no package to load.
+slide needs them. The output uses plain LaTeX only (``tabular``, ``\\hline``, and for SymPy's amsmath commands
+the kernel's: ``\\mathrm``, ``\\mbox``, a case distinction as an ``array``): no package to load. check's and
+steps' views are in gradcli.render.check_latex and gradcli.render.steps_latex, descend's in
+gradcli.render.descend_latex.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 
 _SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
             "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "<": r"\textless{}",
@@ -36,22 +41,62 @@ def formula(text: str | None) -> str:
     from gradcli.errors import GradcliError
 
     try:
-        import sympy as sp
-
         from gradcli.expression.parser import parse
         from gradcli.methods.symbolic import symbols_for, to_sympy
 
         parsed = parse(text)
-        return "$" + sp.latex(to_sympy(parsed.tree, symbols_for(parsed.variables))) + "$"
+        return "$" + _sympy_latex(to_sympy(parsed.tree, symbols_for(parsed.variables))) + "$"
     except (GradcliError, RecursionError, KeyError):
         return r"\texttt{" + escape(text) + "}"
 
 
 def variable(name: str) -> str:
-    """A variable's name as SymPy writes its symbol: x1 -> $x_{1}$."""
+    """A variable's name as SymPy writes its symbol: x1 -> $x_{1}$ (an underscore SymPy would misread,
+    as in x__y or a_b_c, escaped: $\\mathit{x\\_\\_y}$)."""
     import sympy as sp
 
-    return "$" + sp.latex(sp.Symbol(name)) + "$"
+    return "$" + _sympy_latex(sp.Symbol(name)) + "$"
+
+
+# Names SymPy's latex writes as they read: a name and digits (x1 -> x_{1}) or one subscript (x_i). It reads
+# every other underscore as a sub- or superscript (x__y -> x^{y}, a_b_c -> a_{b c}, _x -> a bare _x).
+_PLAIN_NAME = re.compile(r"[A-Za-z]+(\d*|_[A-Za-z0-9]+)")
+# amsmath's commands SymPy writes, as the LaTeX kernel has them
+_AMSMATH = {r"\operatorname{": r"\mathrm{", r"\text{": r"\mbox{"}
+
+
+def _sympy_latex(expr) -> str:
+    text = _printer().doprint(expr)
+    for ams, kernel in _AMSMATH.items():
+        text = text.replace(ams, kernel)
+    return text
+
+
+@functools.cache
+def _printer():  # one printer (SymPy imported on the first formula)
+    from sympy.logic.boolalg import true
+    from sympy.printing.latex import LatexPrinter
+
+    class PlainPrinter(LatexPrinter):
+        """SymPy's LaTeX without amsmath (a case distinction as an array), with a variable's or a --rule
+        function's name that SymPy would misread escaped whole."""
+
+        def _deal_with_super_sub(self, string: str, style="plain") -> str:
+            if _PLAIN_NAME.fullmatch(string):
+                return super()._deal_with_super_sub(string, style)
+            return r"\mathit{" + string.replace("_", r"\_") + "}"
+
+        def _hprint_Function(self, func: str) -> str:
+            if "_" not in func:  # a function's subscript would read as an index: soft_plus -> soft_{plus}
+                return super()._hprint_Function(func)
+            return r"\mathrm{" + func.replace("_", r"\_") + "}"
+
+        def _print_Piecewise(self, expr) -> str:
+            cases = [rf"{self._print(e)} & \mbox{{{'otherwise' if c == true else 'for '}}}"
+                     + ("" if c == true else self._print(c)) for e, c in expr.args]
+            return r"\left\{\begin{array}{ll} " + r" \\ ".join(cases) + r" \end{array}\right."
+
+    return PlainPrinter()
 
 
 def assignments(values: dict) -> str:
@@ -313,6 +358,13 @@ def trace_latex(doc: dict) -> str:
         parts.append(line(rf"\textbf{{where it went wrong}} ({escape(o['sweep'])}): node {escape(o['node'])}, "
                           f"value {number(o['value'])}, exact {number(o['exact'])}: {escape(o['why'])}"))
     return document("trace", parts, doc)
+
+
+def eval_latex(doc: dict) -> str:
+    at = f" at {assignments(doc['point'])}" if doc["point"] else ""  # a constant has no point
+    rows = [[formula(doc["expression"]), number(doc["value"])]]
+    return document("eval", [tabular(f"the value{at} ({escape(doc['dtype'])})", ["expression", "value"], rows)],
+                    doc)
 
 
 VIEWS = {"grad": grad_latex, "derivative": derivative_latex, "hessian": hessian_latex}
