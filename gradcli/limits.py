@@ -18,3 +18,9 @@ SHELL_MAX_SKIP_BYTES = 64 * 1024 * 1024
 # 1 MiB each would be 4 GiB in memory at once; at 64 MiB a chunk of wide rows stays near a few hundred MB
 # with the fields' Python objects, and narrow rows still fill whole chunks.
 POINTS_CHUNK_MAX_BYTES = 64 << 20
+
+# The most work one grad/hessian/derivative request may be, as the seconds gradcli.compute.work estimates it
+# takes on the bench machine (bench/work_estimate.py): past an hour a request is refused before anything is
+# computed, with its numbers and how to split it, instead of running for days. A stream on stdin, whose
+# length is unknown, is refused once the points it has given reach the limit.
+WORK_MAX_SECONDS = 3600.0

@@ -200,20 +200,68 @@ def export_of(command: Callable, options: dict):
                      shown=lambda exc: isinstance(exc, typer.Exit) and exc.exit_code in (0, 1))
 
 
+# A batch run estimated (gradcli.compute.work) to take longer than this shows a progress bar on a terminal.
+PROGRESS_MIN_SECONDS = 5.0
+
+
 def run_many(computation, *, points: str | None, grid: str | None, at: list[str] | None,
              output: OutputFormat, batch_size: int, strict: bool = False) -> None:
     """Compute ``computation`` (a gradcli.compute.batch core) at every point of ``--points``/``--grid``, or at
     the ``--at`` point as a batch of one (its table and JSON: gradcli.render.detail), writing each batch's
     records as it finishes; exit 1 when a point's value or derivative is undefined (``strict``: when any
-    point has a warning)."""
+    point has a warning). A long run shows a progress bar on a terminal's stderr (shows_progress)."""
     from gradcli.compute.batch.engine import run_batch
     from gradcli.compute.batch.points import point_chunks
     from gradcli.render.batch import sink_for
 
     chunks = point_chunks(computation, points=points, grid=grid, at=at, batch_size=batch_size)
     one_point = points is None and grid is None
-    summary = run_batch(computation, chunks, sink_for(computation.command, output.value, one_point=one_point))
+    sink = sink_for(computation.command, output.value, one_point=one_point)
+    if shows_progress(chunks.seconds, output):
+        tracked = with_progress(chunks, chunks.total)
+        try:
+            summary = run_batch(computation, tracked, sink)
+        finally:
+            tracked.close()  # the bar is gone before an error's line
+    else:
+        summary = run_batch(computation, chunks, sink)
     finish(summary.failed or (strict and summary.with_warnings > 0))
+
+
+def shows_progress(seconds: float | None, output: OutputFormat, *, stderr=None, stdout=None) -> bool:
+    """Whether a batch run shows a progress bar: on stderr only when it is a terminal, only for a run
+    estimated past PROGRESS_MIN_SECONDS (a stream's, unknown up front: never), and never where the bar would
+    mix with records written as they come (json, jsonl, csv on the same terminal; a table is printed at the
+    end)."""
+    stderr = sys.stderr if stderr is None else stderr
+    stdout = sys.stdout if stdout is None else stdout
+    if seconds is None or seconds < PROGRESS_MIN_SECONDS or not _is_terminal(stderr):
+        return False
+    return output is OutputFormat.table or not _is_terminal(stdout)
+
+
+def _is_terminal(stream) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError, OSError):  # closed or not a file
+        return False
+
+
+def with_progress(chunks, total: int, console=None):
+    """``chunks`` as they are computed, a rich progress bar of the points done on ``console`` (default: stderr)
+    meanwhile; the bar goes away when the chunks end or the generator is closed."""
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                               TimeRemainingColumn)
+
+    from gradcli.render.common import stderr_console
+
+    with Progress(TextColumn("points"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  TimeRemainingColumn(), console=console or stderr_console(), transient=True,
+                  redirect_stdout=False, redirect_stderr=False) as bar:
+        task = bar.add_task("points", total=total)
+        for chunk in chunks:
+            yield chunk  # computed and written by run_batch before the next is asked for
+            bar.advance(task, len(chunk))
 
 
 def as_batch(*, points: str | None, grid: str | None, output: OutputFormat) -> bool:

@@ -1,6 +1,6 @@
 """The points a batch core computes at, from whichever option gives them: ``--points``, ``--grid``, or the
 ``--at`` point as a batch of one. The command line and the Python API read them here, so that both refuse
-and note alike."""
+and note alike, a request too large to finish in reasonable time too (gradcli.compute.work)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,52 @@ from typing import Iterable, Iterator
 from gradcli.errors import UsageError
 
 
-def point_chunks(computation, *, points: str | None, grid: str | None, at, batch_size: int) -> Iterable:
+def point_chunks(computation, *, points: str | None, grid: str | None, at, batch_size: int) -> PointChunks:
     """The chunks for ``computation`` (a gradcli.compute.batch core): its variables from the points, the
-    others fixed by ``at``. A file with no rows yields nothing and leaves a note on the computation."""
+    others fixed by ``at``. A file with no rows yields nothing and leaves a note on the computation.
+
+    A request whose estimated work (:mod:`gradcli.compute.work`) is past the limit is refused here, before
+    anything is computed: the points of --grid, a --points file and --at are counted up front; a stream
+    (stdin, a pipe) is refused once the points it has given reach the limit, before the chunk that would
+    pass it is computed."""
+    from gradcli.compute.work import estimate
+
+    chunks, total = _chunks_and_total(computation, points=points, grid=grid, at=at, batch_size=batch_size)
+    work = estimate(computation)  # after at_one_point: one point's variables are its own
+    if work is not None and total is not None:
+        work.check(total)
+    return PointChunks(chunks, total, work)
+
+
+class PointChunks:
+    """A request's chunks, with what is known before the first: ``total`` points (None for a stream, whose
+    length is known only once read) and ``work``, the request's estimate (None for a reader of points that
+    computes nothing itself)."""
+
+    def __init__(self, chunks: Iterable, total: int | None, work):
+        self._chunks = chunks
+        self.total = total
+        self.work = work
+
+    @property
+    def seconds(self) -> float | None:
+        """The estimated seconds of the whole request on the bench machine (None: not known up front)."""
+        if self.work is None or self.total is None:
+            return None
+        return self.work.seconds(self.total)
+
+    def __iter__(self) -> Iterator:
+        if self.work is None or self.total is not None:
+            yield from self._chunks
+            return
+        read = 0
+        for chunk in self._chunks:
+            read += len(chunk)
+            self.work.check(read, so_far=True)
+            yield chunk
+
+
+def _chunks_and_total(computation, *, points: str | None, grid: str | None, at, batch_size: int):
     from gradcli.expression.points import parse_point
     from gradcli.expression.sources import grid_points, open_points
 
@@ -21,15 +64,17 @@ def point_chunks(computation, *, points: str | None, grid: str | None, at, batch
     size = computation.chunk_size(batch_size)  # a core may take fewer points at a time (memory)
     options = {"variables": computation.variables, "fixed": fixed, "chunk_size": size, "dtype": computation.dtype}
     if points is not None:
-        return _noting_no_points(open_points(points, **options), computation.notes)
+        source = open_points(points, **options)
+        return _noting_no_points(source, computation.notes), source.total
     if grid is not None:
-        return grid_points(grid, **options).chunks()
+        source = grid_points(grid, **options)
+        return source.chunks(), source.total
     from gradcli.expression.points import check_covers, check_point_fits
 
     check_point_fits(fixed, computation.dtype)
     computation.at_one_point(fixed)  # first: its --wrt words name the option (resolve_wrt, derivative_variable)
     check_covers(fixed, computation.variables)  # with its hints (sinx: did you mean sin(x)?)
-    return [one_point_chunk(fixed, computation.variables)]
+    return [one_point_chunk(fixed, computation.variables)], 1
 
 
 def start_chunks(*, points: str | None, grid: str | None, names: list[str], batch_size: int, dtype: str):

@@ -1,0 +1,131 @@
+"""How much work a batch request is, known before it runs: the expression's tree nodes times the variables
+differentiated (a Hessian: their square) times the points, per method, and the seconds that takes on the
+bench machine. A request estimated past :data:`gradcli.limits.WORK_MAX_SECONDS` is refused (a usage error)
+before anything is computed; the command line shows a progress bar for a long one.
+
+Pure Python and cheap (one walk of the trees): it runs for every request, one point included."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gradcli.errors import UsageError
+from gradcli.limits import WORK_MAX_SECONDS
+
+# Seconds per point on the bench machine, per (command, method): PER_UNIT x the method's units (see
+# units_per_point) + PER_OUTPUT x the numbers a record holds (its judging and writing). Measured by
+# bench/work_estimate.py on 2026-12-03 on a 2-core x86-64 VM (Python 3.11, TensorFlow on CPU) shared with a
+# test run (load ~2): three runs, whose figures at the largest sizes spread about 2x; these are rounded
+# between them, toward the slower. derivative has no rows of its own: its single variable's cost is
+# grad's, times the order (a higher order's stencil, nested tapes, a longer formula).
+PER_UNIT = {
+    ("grad", "fd"): 6e-07,
+    ("grad", "complex"): 2e-07,
+    ("grad", "tape"): 3e-08,
+    ("grad", "symbolic"): 5e-09,
+    ("hessian", "fd"): 2e-07,
+    ("hessian", "tape"): 1e-06,
+    ("hessian", "symbolic"): 2e-08,
+}
+PER_OUTPUT = {
+    ("grad", "fd"): 0.0,
+    ("grad", "complex"): 1e-06,
+    ("grad", "tape"): 1e-06,
+    ("grad", "symbolic"): 1e-06,
+    ("hessian", "fd"): 2e-05,
+    ("hessian", "tape"): 1e-05,
+    ("hessian", "symbolic"): 1e-05,
+}
+
+
+def node_count(trees) -> int:
+    """Nodes of the expressions' trees (numbers, variables, operators, calls)."""
+    from gradcli.expression.tree import walk
+
+    return sum(1 for tree in trees for _ in walk(tree))
+
+
+def units_per_point(command: str, method: str, nodes: int, variables: int, order: int = 1) -> float:
+    """A method's work at one point: the evaluations it makes, each of the tree's nodes and of every
+    variable's value (an evaluation at a shifted point copies all of them). fd and the complex step evaluate
+    once per variable (a Hessian's fd once per pair); SymPy has a formula per derivative; the tape walks the
+    tree once per gradient (a Hessian: once per row)."""
+    if command == "hessian":
+        evaluations = variables * (variables if method in ("fd", "symbolic") else 1)
+    else:
+        evaluations = variables * order
+    return evaluations * (nodes + variables)
+
+
+def outputs_per_point(command: str, variables: int) -> int:
+    """Numbers a record holds per method (a gradient's entries, a Hessian's with its gradient)."""
+    return variables * variables + variables if command == "hessian" else variables
+
+
+def seconds_per_point(command: str, method: str, nodes: int, variables: int, order: int = 1) -> float:
+    key = ("grad" if command == "derivative" else command, method)
+    if key not in PER_UNIT:
+        return 0.0
+    outputs = outputs_per_point(command, variables) * (order if command == "derivative" else 1)
+    return PER_UNIT[key] * units_per_point(command, method, nodes, variables, order) + PER_OUTPUT[key] * outputs
+
+
+@dataclass(frozen=True)
+class WorkEstimate:
+    """A request's work per point; ``evaluations``: the node-variable evaluations the user is told of."""
+
+    command: str
+    nodes: int
+    variables: int
+    methods: tuple[str, ...]
+    order: int = 1
+
+    @property
+    def evaluations_per_point(self) -> int:
+        width = self.variables * self.variables if self.command == "hessian" else self.variables * self.order
+        return self.nodes * max(1, width)
+
+    @property
+    def seconds_per_point(self) -> float:
+        return sum(seconds_per_point(self.command, m, self.nodes, self.variables, self.order) for m in self.methods)
+
+    def seconds(self, points: int) -> float:
+        return self.seconds_per_point * points
+
+    def check(self, points: int, *, so_far: bool = False) -> None:
+        """Refuse ``points`` points past the limit (``so_far``: the points a stream has given up to now)."""
+        seconds = self.seconds(points)
+        if seconds <= WORK_MAX_SECONDS:
+            return
+        which = f"the first {points:,} points read are" if so_far else "this request is"
+        raise UsageError(
+            f"{which} about {self.evaluations_per_point * points:,} node-variable-point evaluations "
+            f"({self.nodes:,} nodes x {self.variables:,} variables{' squared' if self.command == 'hessian' else ''}"
+            f" x {points:,} points, ~{duration_text(seconds)} on a typical machine): more than the limit of "
+            f"~{duration_text(WORK_MAX_SECONDS)}; split the points (--points in parts), use fewer --wrt "
+            f"variables, or fewer methods (-m ...)")
+
+
+def estimate(computation) -> WorkEstimate | None:
+    """The work of a batch core (gradcli.compute.batch); None for what has no trees (a reader of points)."""
+    trees = getattr(computation, "trees", None)
+    methods = getattr(computation, "methods", None)
+    if not trees or methods is None:
+        return None
+    command = getattr(computation, "command", "")
+    if command == "derivative":
+        variables, order = 1, getattr(computation, "order", 1)
+    else:
+        variables, order = len(getattr(computation, "wrt", None) or computation.variables), 1
+    return WorkEstimate(command, node_count(trees), variables, tuple(methods), order)
+
+
+def duration_text(seconds: float) -> str:
+    """A rough duration: "40 s", "12 min", "3 h", "5 days"."""
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 48 * 3600:
+        return f"{seconds / 3600:.0f} h"
+    return f"{seconds / 86400:,.0f} days"
