@@ -112,7 +112,6 @@ ALLOWED: dict[str, dict[str, str]] = {
     },
     "docs/commands/trace.md": {
         "2.21": "the TensorFlow version",
-        "2.7e43": "exp(100), the value the block's v1 overflows: 2.6881171418161356e+43 rounded",
     },
     "docs/commands/hvp.md": {
         "2.21": "the TensorFlow version",
