@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from decimal import ROUND_DOWN, ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 
@@ -55,7 +54,7 @@ COMPUTED: dict[str, dict[str, float | Decimal]] = {
         "7.4e-4": F64 ** 0.2, "4.1e-2": F32 ** 0.2,       # eps^(1/5) (Richardson)
         "1.22e-4": F64 ** 0.25, "1.86e-2": F32 ** 0.25,   # eps^(1/4) (second differences)
         "4.9e-324": float(np.nextafter(0.0, 1.0)),        # float64's smallest subnormal
-        "0.1000000000000000055": Decimal(0.1),            # the float64 number `0.1` is read as
+        "0.1000000000000000055": Decimal(0.1),  # noqa: RUF032 - the float64 number `0.1` is read as, exactly
         "2e6": float(np.spacing(1e22)),                   # the float spacing at 1e22
         "3e84": F64 / 2 * np.e * 1e100,                   # the rounding of exp(1)*1e100, half an ulp
         # the false alarms' rates: of the counts on their lines (tests/test_contract.py's measure() counts them)
@@ -94,6 +93,8 @@ VERIFIED: dict[str, dict[str, dict[str, str]]] = {
             "1.8e-9": "the complex step's estimate"},
         'gradcli grad "cosh(x)**2 - sinh(x)**2" --at x=20 -m symbolic,fd 2>&1': {
             "6.6e4": "fd's estimate"},
+        'gradcli grad "x/y" --at x=1e-200,y=1e-200 -m fd': {
+            "1e200": "fd's d/dy, -1.00000000000474e200 (1e200 is also a point of the page)"},
         'gradcli hessian "x/y" --at x=1e-200,y=1e-200 -m symbolic,fd -f json 2>&1; echo $?': {
             "6e189": "fd's estimate of the entry (x, x)"},
     },
@@ -128,13 +129,13 @@ ALLOWED: dict[str, dict[str, str]] = {
         "2.5": "an exponent of x^2.5", "0.5": "h^0.5, x^2.5's rate", "2.01": "an exponent of x^2.01",
         "0.01": "h^0.01, x^2.01's rate; the point 0.01", "1.5": "an exponent of x^1.5",
         # points and constants of the expressions the prose names
-        "1e-8": "a point", "1e-5": "a point", "1e-200": "a point", "1e200": "a point; 1e200 is also x/y's d/dy",
+        "1e-8": "a point", "1e-5": "a point", "1e-200": "a point",
         "1e-300": "a point", "1e22": "a point", "5e-324": "a point", "1e-3": "a point", "0.999": "a point",
         "1e5": "the tape's errors in roundings of max(1, |value|): 4.28e-11 and 2.88e-11 over 2.2e-16",
         # past outputs, quoted as such ("said ...", "before ...")
         "2.7e-190": "what fd said at x/y's d/dy before its stencil kept clear of the pole",
         "7e-11": "the estimate it said then", "6e-6": "the default stencil's step then",
-        "1e16": "the periods cos's stencil spanned then (h ~ 6e16)",
+        "1e16": "the periods cos's stencil spans, 2h/2π with the h = 6.06e16 its header shows",
     },
     "docs/commands/grad.md": {
         "0.1": "a point as typed",
@@ -202,7 +203,7 @@ def bench_sections() -> dict[str, str]:
     """docs/benchmarks.md by section: the anchor of each ``## `` heading -> its text ("" -> the whole page)."""
     text = BENCHMARKS.read_text(encoding="utf-8")
     sections = {"": text}
-    for part in re.split(r"^(?=## )", text, flags=re.M)[1:]:
+    for part in re.split(r"^(?=## )", text, flags=re.MULTILINE)[1:]:
         sections[docs_tools.slug(part.split("\n", 1)[0][3:])] = part
     return sections
 
@@ -247,7 +248,8 @@ def test_every_number_in_prose_comes_from_a_block_or_a_bench_table(page):
 def test_every_list_entry_is_still_on_its_page():
     """An entry whose number left the page would let a later stale number of the same digits through."""
     unused = []
-    for page, entries in [*ALLOWED.items(), *COMPUTED.items()]:
+    checked = {page: [w for numbers in commands.values() for w in numbers] for page, commands in VERIFIED.items()}
+    for page, entries in [*ALLOWED.items(), *COMPUTED.items(), *checked.items()]:
         written = {w for _, w, _ in prose_numbers(ROOT / page)}
         unused += [f"{page}: {w}" for w in entries if w not in written]
     unused += [f"{page}: {w}" for page, w in ELSEWHERE if w not in {x for _, x, _ in prose_numbers(ROOT / page)}]
@@ -266,8 +268,8 @@ VERIFIED_COMMANDS = [(page, command) for page, commands in VERIFIED.items() for 
 
 @pytest.mark.skipif(not RUN, reason="PROSE_NUMBERS_RUN=1 runs the commands behind the prose's other results")
 @pytest.mark.parametrize("page, command", VERIFIED_COMMANDS, ids=[c for _, c in VERIFIED_COMMANDS])
-def test_a_result_that_is_no_block_is_what_its_command_prints(page, command):
-    lines, stderr = docs_tools.run_gradcli(docs_tools.parse_command(command), width=200, cwd=tempfile.mkdtemp())
+def test_a_result_that_is_no_block_is_what_its_command_prints(page, command, tmp_path):
+    lines, stderr = docs_tools.run_gradcli(docs_tools.parse_command(command), width=200, cwd=str(tmp_path))
     printed = _numbers_of_text("\n".join(lines) + "\n" + stderr)
     wrong = [f"{written} ({what})" for written, what in VERIFIED[page][command].items()
              if not found_in(written, printed)]
