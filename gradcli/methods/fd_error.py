@@ -309,15 +309,15 @@ def _usable(r: LineResult, xt, sided: bool):
         return ok & ~kink(r) if sided else ok
 
 
-def _nearer_steps(compute, index, xt, tried, unresolved, sided: bool) -> list:
-    """(result, ok) at the steps of :func:`nearer_factors`, for the ``unresolved`` points: a stencil that
-    fits between the point and an edge at 0."""
+def _nearer_steps(compute, index, xt, tried, unresolved, sided: bool) -> tuple[list, object]:
+    """([(result, ok)] at the steps of :func:`nearer_factors`, the points [Q] they are for): for the
+    ``unresolved`` points, a stencil that fits between the point and an edge at 0."""
     factors, need = nearer_factors(xt, tried[0][0].step / STEP_FACTORS[0], unresolved)
     out = []
     for factor in factors:
         r = compute(index, factor)
         out.append((r, need & _usable(r, xt, sided)))
-    return out
+    return out, need
 
 
 def _extrapolation_bound(tried, n: int, value):
@@ -377,6 +377,9 @@ def _search(compute, index, x, dtype, *, sided: bool, near_only=None) -> LineRes
     tried = []
     far = np.ones(q, dtype=bool) if near_only is None else ~near_only
     settled = np.zeros(q, dtype=bool)  # some near step resolved the value
+    # [steps, Q]: the steps each point would have tried alone (a prefix of them): a point's result must not
+    # depend on the other points of its batch, which may make the batch try further steps
+    own = []
     for n, factor in enumerate(STEP_FACTORS):
         if n == len(NEAR_FACTORS):
             far |= ~settled  # no near step resolved it (a pole just past the stencil): go on down
@@ -386,10 +389,16 @@ def _search(compute, index, x, dtype, *, sided: bool, near_only=None) -> LineRes
         ok = _usable(r, xt, sided)
         if n >= len(NEAR_FACTORS):
             ok &= far
-        with np.errstate(all="ignore"):
-            settled |= ok & (r.estimate < 0.5 * np.abs(r.value))
+        if n:  # the step before is resolved when its estimate, and its distance to this value, are small
+            (p, p_ok) = tried[-1]
+            with np.errstate(all="ignore"):
+                guarded = np.where(ok, np.maximum(p.estimate, np.abs(p.value - r.value)), p.estimate)
+                settled |= p_ok & (guarded < 0.5 * np.abs(p.value))
         tried.append((r, ok))
-    tried += _nearer_steps(compute, index, xt, tried, far & ~settled, sided)
+        own.append(far.copy() if n >= len(NEAR_FACTORS) else np.ones(q, dtype=bool))
+    nearer, need = _nearer_steps(compute, index, xt, tried, far & ~settled, sided)
+    tried += nearer
+    own += [need] * len(nearer)
     # A step whose estimate is as large as its value has resolved nothing, however small that estimate is in
     # absolute terms (across a pole, D ~ -2 f(x) / h^2 is small at large h): such steps count only where no
     # step resolves the value.
@@ -397,9 +406,13 @@ def _search(compute, index, x, dtype, *, sided: bool, near_only=None) -> LineRes
     diverging, counted = [], []  # per step [Q] bool: the differences grew; there were three values to tell
     kept_at = np.zeros(q, dtype=int)  # the step best holds
     for n, (r, ok) in enumerate(tried):
-        neighbour, near_ok = tried[n + 1] if n + 1 < len(tried) else tried[n - 1]
+        # the next smaller step, or the larger one before it where the point's own steps end here
+        (after, after_ok), (before, before_ok) = tried[min(n + 1, len(tried) - 1)], tried[max(n - 1, 0)]
+        last = ~own[n + 1] if n + 1 < len(tried) else np.ones(q, dtype=bool)
+        neighbour = np.where(last, before.value, after.value)
+        near_ok = np.where(last, before_ok if n > 0 else False, after_ok)
         with np.errstate(all="ignore"):
-            estimate = np.where(near_ok, np.maximum(r.estimate, np.abs(r.value - neighbour.value)), r.estimate)
+            estimate = np.where(near_ok, np.maximum(r.estimate, np.abs(r.value - neighbour)), r.estimate)
             if not sided and len(tried) >= 3:
                 tail, tail_ok = _extrapolation_bound(tried, n, r.value)
                 estimate = np.where(tail_ok, np.maximum(estimate, tail), estimate)
