@@ -119,6 +119,10 @@ def test_the_api_refuses_alike(tiny_limit):
     with pytest.raises(UsageError, match="more than the limit"):
         gradcli.api.hessian("x*y", points={"x": list(range(400)), "y": list(range(400))})
     assert not gradcli.api.grad("x*y", grid="x=0:1:5,y=0:1:5").failed
+    # the columns API for Ray, Dask or Spark batches: a batch past the limit is refused alike
+    with pytest.raises(UsageError, match="x 400 points"):
+        gradcli.api.grad_columns("x*y", {"x": list(range(400)), "y": list(range(400))})
+    assert len(gradcli.api.grad_columns("x*y", {"x": [1.0, 2.0], "y": [3.0, 4.0]})["x"]) == 2
 
 
 def test_a_real_limit_refusal_through_the_api():

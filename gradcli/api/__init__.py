@@ -319,6 +319,7 @@ class _Records:
 def _columns(command: str, core, batch, *, at, batch_size: int, rule, symbolic_timeout: float) -> dict:
     import numpy as np
 
+    from gradcli.compute import work
     from gradcli.compute.batch.engine import run_batch
     from gradcli.expression.points import parse_point
     from gradcli.expression.rules import rules_in_force
@@ -339,6 +340,9 @@ def _columns(command: str, core, batch, *, at, batch_size: int, rule, symbolic_t
                 values[name] = np.full(size, needs.fixed[name])
             else:
                 values[name] = _variable_column(name, arrays, needs)
+        estimate = work.estimate(computation)
+        if estimate is not None:  # refused as the CLI refuses it (gradcli.compute.batch.points)
+            estimate.check(size)
         chunk_size = computation.chunk_size(batch_size)
         chunks = (PointChunk({k: v[i:i + chunk_size] for k, v in values.items()}, [{}] * n, [None] * n)
                   for i in range(0, size, chunk_size) for n in [min(chunk_size, size - i)])
