@@ -9,6 +9,9 @@ method, exact included, SymPy in its forked worker) and one tape gradient of the
 (`tape_gradients`, gradcli's grad column: the expression node by node on the tape, and the vectorised
 evaluation hvp itself differentiates).
 
+Then ``gradcli hvp`` over 1,000 points of a small function, with and without the exact column (the command
+in process). Prints a markdown table for docs/benchmarks.md.
+
     python bench/hvp.py [--n 1000] [--rounds 3]
 """
 
@@ -75,10 +78,39 @@ def main() -> None:
         t0 = time.perf_counter()
         vectorised_gradient()
         rows.setdefault("one gradient, vectorised evaluation", []).append(time.perf_counter() - t0)
-    print("max |error| against exact: " + ", ".join(f"{m} {e:.2e}" for m, e in report.error.items()))
-    print(f"{'':48s} {'median s':>9s} {'min s':>8s}")
+    for _ in range(args.rounds):  # many points: one chunked run of the command, in process, TensorFlow loaded
+        for label, methods in (("without the exact column", "for,ror,rof,fd"), ("with it", "for,ror,rof,fd,symbolic")):
+            rows.setdefault(f"hvp at {MANY_POINTS:,} points ({MANY_EXPRESSION}), {label}", []).append(
+                time_many_points(methods))
+    import os
+    import platform
+
+    print(f"bench/hvp.py --n {args.n} --rounds {args.rounds}: {time.strftime('%Y-%m-%d')}, "
+          f"{platform.machine()}, {os.cpu_count()} CPU(s), TensorFlow {tf.__version__}\n")
+    print("max |error| against exact: " + ", ".join(f"{m} {e:.2e}" for m, e in report.error.items()) + "\n")
+    print(f"| chained Rosenbrock, n = {args.n:,}, one point; then many points | median s | min s |")
+    print("|---|---:|---:|")
     for name, times in rows.items():
-        print(f"{name:48s} {statistics.median(times):9.3f} {min(times):8.3f}")
+        label = name.strip() if not name.startswith("  ") else f"&nbsp;&nbsp;{name.strip()}"
+        print(f"| {label} | {statistics.median(times):.3f} | {min(times):.3f} |")
+
+
+MANY_EXPRESSION = "(x1+5)*x2**2"
+MANY_POINTS = 1000
+
+
+def time_many_points(methods: str) -> float:
+    """Seconds of ``gradcli hvp`` over a 40 x 25 grid (the command in process, its output discarded)."""
+    from typer.testing import CliRunner
+
+    from gradcli.cli import app
+
+    started = time.perf_counter()
+    result = CliRunner().invoke(app, ["hvp", MANY_EXPRESSION, "--grid", "x1=0:1:40,x2=0:1:25", "--along",
+                                      "x1=1,x2=2", "-m", methods, "-f", "jsonl"])
+    seconds = time.perf_counter() - started
+    assert result.exit_code == 0 and len(result.stdout.splitlines()) == MANY_POINTS, result.output[-500:]
+    return seconds
 
 
 if __name__ == "__main__":
