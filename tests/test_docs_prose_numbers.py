@@ -114,16 +114,6 @@ ALLOWED: dict[str, dict[str, str]] = {
     "docs/commands/trace.md": {
         "2.21": "the TensorFlow version",
     },
-    "docs/commands/hvp.md": {
-        "2.21": "the TensorFlow version",
-        # bench/hvp.py's figures (chained Rosenbrock over 1,000 variables, 2 shared cores); not yet a table of
-        # docs/benchmarks.md, where they belong
-        "2.4": "bench/hvp.py", "0.3": "bench/hvp.py", "0.7": "bench/hvp.py and hvp at 1,000 points",
-        "0.07": "bench/hvp.py", "0.12": "bench/hvp.py", "0.09": "bench/hvp.py", "0.03": "bench/hvp.py",
-        "1.9": "bench/hvp.py", "2.3": "bench/hvp.py", "2.1": "bench/hvp.py", "2.2": "bench/hvp.py",
-        "0.02": "bench/hvp.py",
-        "2.5": "hvp at 1,000 points with the exact column, timed when batches of points came (not a bench table)",
-    },
     "docs/numerics.md": {
         # exponents of the functions the prose names (x^2.5 converges like h^0.5; x^2.01 like h^0.01)
         "2.5": "an exponent of x^2.5", "0.5": "h^0.5, x^2.5's rate", "2.01": "an exponent of x^2.01",
