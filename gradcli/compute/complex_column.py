@@ -148,8 +148,8 @@ def judge_complex_value(got: float, exact: float, estimate: float, shift: float)
     return abs(got - exact), float(fd_tolerance(estimate, exact)) + shift
 
 
-__all__ = ["ComplexColumns", "ComplexCross", "complex_columns",
-           "complex_cross_warnings", "cross_check_complex", "judge_complex_value", "refuse_higher_orders"]
+__all__ = ["ComplexColumns", "ComplexCross", "complex_columns", "complex_cross_warnings", "cross_check_complex",
+           "judge_complex_value", "loose_tape_bounds", "loose_tape_warning", "refuse_higher_orders"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -174,12 +174,12 @@ def loose_tape_bounds(trees: list, points: dict, wrt: list[str], dtype: str, val
     from gradcli.methods.fd_error import CANCELLATION_RATIO
 
     tape = np.asarray(tape, dtype=np.float64)
-    bounds = np.full(tape.shape, np.nan)
-    for i, tree in enumerate(trees):
-        if cc is not None:
-            bounds[i] = cc.estimates[i]
-            continue
-        env = {k: np.asarray(v, dtype=np.float64) for k, v in points.items()}
+    if cc is not None:
+        bounds = np.asarray(cc.estimates, dtype=np.float64)
+    else:
+        bounds = np.full(tape.shape, np.nan)
+    env = {k: np.asarray(v, dtype=np.float64) for k, v in points.items()}
+    for i, tree in enumerate(trees if cc is None else ()):
         with np.errstate(all="ignore"):
             f, b = rounding_bound(tree, env)
             cancels = np.broadcast_to(b > CANCELLATION_RATIO * MACHINE_EPSILON["float64"] * np.abs(f),

@@ -376,7 +376,7 @@ def _search(compute, index, x, dtype, *, sided: bool, near_only=None) -> LineRes
     xt = np.asarray(x, dtype=np.float64)[index].astype(t)
     tried = []
     far = np.ones(q, dtype=bool) if near_only is None else ~near_only
-    settled = np.zeros(q, dtype=bool)  # some near step resolved the value
+    settled = np.zeros(q, dtype=bool)  # some near step resolved the value, confirmed by the step after it
     # [steps, Q]: the steps each point would have tried alone (a prefix of them): a point's result must not
     # depend on the other points of its batch, which may make the batch try further steps
     own = []
