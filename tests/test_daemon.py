@@ -137,6 +137,20 @@ def test_a_spare_child_takes_the_next_call_and_a_new_one_waits_after_it(running)
     assert second not in (None, first)
 
 
+def test_the_sympy_fork_server_runs_the_daemons_warm_up(running):
+    """The fork server that each call's SymPy worker comes from imports gradcli.daemon.sympy_warm after the
+    shell's preloads; its jobs run without an error (a failing one is swallowed there: only warmth is lost)."""
+    pid = int(gradcli(running, "daemon", "status", daemon=False).stdout.decode().split("pid: ", 1)[1].split()[0])
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    commands = [Path(f"/proc/{c}/cmdline").read_bytes().decode(errors="replace") for c in children]
+    server = [c for c in commands if "multiprocessing.forkserver" in c]
+    assert server and "gradcli.daemon.sympy_warm" in server[0], commands
+
+    from gradcli.daemon import sympy_warm
+
+    sympy_warm._warm()
+
+
 def test_socket_is_private_to_this_user(running):
     directory = running / "gradcli"
     sock = directory / "daemon.sock"

@@ -42,11 +42,17 @@ def die_with_parent(parent_pid: int) -> None:
 
 
 def serve_call(parent_pid: int, raw_fds: list[int], close: list, argv: list[str], cwd: str,
-               env: dict[str, str], fds: list[int]) -> None:
+               env: dict[str, str], fds: list[int], report=None) -> None:
     """In the forked child: ``fds`` (the caller's 0, 1, 2) put in place, the daemon's own descriptors
     (``raw_fds``, and ``close``: its sockets and selector) closed, and the command
-    run. Never returns: the exit code is the process's."""
+    run. Never returns: the exit code is the process's.
+
+    ``report`` (the caller's connection, a socket, or None) is told the exit code as soon as the command
+    and its exit handlers are done and every descriptor of the caller's files is closed here: the caller
+    exits then, not after this process's teardown (unmapping a TensorFlow-sized address space: 10-20 ms).
+    The daemon still sends the code once it has reaped the process (for a child that dies before)."""
     code = 1
+    callers_files: set[tuple[int, int]] = set()
     try:
         die_with_parent(parent_pid)
         signal.set_wakeup_fd(-1)
@@ -59,6 +65,7 @@ def serve_call(parent_pid: int, raw_fds: list[int], close: list, argv: list[str]
                 os.close(fd)
         for thing in close:
             thing.close()
+        callers_files = _identities((0, 1, 2))
         code = run_as_cold(argv, cwd, env)
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
@@ -68,14 +75,57 @@ def serve_call(parent_pid: int, raw_fds: list[int], close: list, argv: list[str]
         traceback.print_exc()
         code = 1
     finally:
+        code = code & 0xFF if isinstance(code, int) else 1  # as the exit status carries it
+        if report is not None:
+            _report_exit(report, code, callers_files)
         os._exit(code)
+
+
+def _identities(fds) -> set[tuple[int, int]]:
+    identities = set()
+    for fd in fds:
+        try:
+            info = os.fstat(fd)
+        except OSError:
+            continue
+        identities.add((info.st_dev, info.st_ino))
+    return identities
+
+
+def _report_exit(report, code: int, callers_files: set[tuple[int, int]]) -> None:
+    """Every descriptor of this process on one of the caller's files (0-2 and their duplicates: the guarded
+    streams', the interrupt handler's) pointed at /dev/null, so that nothing of the caller's (a pipe's
+    reader waiting for its end, a terminal) stays open here; then the exit code, on ``report``. Nothing is
+    said when a descriptor cannot be checked (no /proc): the daemon reports once the process is reaped."""
+    try:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        descriptors = [int(name) for name in os.listdir("/proc/self/fd")]
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in descriptors:
+            if fd in (devnull, report.fileno()):
+                continue
+            try:
+                info = os.fstat(fd)
+            except OSError:  # the listing's own descriptor, closed since
+                continue
+            if (info.st_dev, info.st_ino) in callers_files:
+                os.dup2(devnull, fd)
+        report.settimeout(1.0)
+        protocol.send(report, {"exit": code})
+    except (OSError, ValueError, protocol.ProtocolError):
+        pass
 
 
 def wait_as_spare(parent_pid: int, raw_fds: list[int], close: list, control) -> None:
     """In a child forked ahead of its call (the daemon keeps one such spare): the daemon's descriptors closed,
     TensorFlow's runtime started (the thread pools and eager context a call would otherwise start on its
-    first op), then the call the daemon hands over on ``control`` (argv, directory, environment, and the
-    caller's 0, 1 and 2) run as :func:`serve_call` runs it. ``control`` closing first (the daemon stopped or
+    first op), then the call the daemon hands over on ``control`` (argv, directory, environment, the
+    caller's 0, 1 and 2, and the caller's connection to report the exit code on) run as :func:`serve_call`
+    runs it. ``control`` closing first (the daemon stopped or
     died) ends the spare. Never returns."""
     try:
         die_with_parent(parent_pid)
@@ -89,11 +139,14 @@ def wait_as_spare(parent_pid: int, raw_fds: list[int], close: list, control) -> 
             thing.close()
         start_tensorflow()
         fds: list[int] = []
-        message = protocol.receive(control, fds)
+        message = protocol.receive(control, fds, max_fds=4)
         control.close()
+        import socket
+
+        report = socket.socket(fileno=fds.pop()) if len(fds) == 4 else None
     except BaseException:  # the daemon went away, or its message was not a call: nothing to run
         os._exit(0)
-    serve_call(parent_pid, [], [], message["argv"], message["cwd"], message["env"], fds)
+    serve_call(parent_pid, [], [], message["argv"], message["cwd"], message["env"], fds, report)
 
 
 def start_tensorflow() -> None:
@@ -105,6 +158,16 @@ def start_tensorflow() -> None:
     with tf.GradientTape() as tape:
         y = x * x
     tape.gradient(y, x)
+
+
+# Commands whose run hands SymPy a job (grad, hessian and derivative at a point: the exact values, whatever
+# the methods): their worker is asked of the fork server before anything else (~15 ms to start).
+SYMPY_COMMANDS = ("grad", "hessian", "derivative", "descend", "check", "steps", "trace", "jvp", "hvp")
+
+
+def takes_a_sympy_job(argv: list[str]) -> bool:
+    """A cheap look, as the launcher's: a worker started for a call that needs none is only killed at its end."""
+    return bool(argv) and argv[0] in SYMPY_COMMANDS and not any(a in ("-h", "--help", "--show-code") for a in argv)
 
 
 def run_as_cold(argv: list[str], cwd: str, env: dict[str, str]) -> int:
@@ -126,12 +189,16 @@ def run_as_cold(argv: list[str], cwd: str, env: dict[str, str]) -> int:
     from gradcli import interrupts, launcher, streams
     from gradcli.commands import shell_sympy
 
+    if argv[:1] and argv[0] in (*launcher.COMMANDS, *SYMPY_COMMANDS) and argv[0] != "shell":
+        shell_sympy.prepare_worker()  # a killable SymPy process, as the cold run's pre-TensorFlow fork
+        if takes_a_sympy_job(argv):  # started first: it forks and starts while the command parses
+            from gradcli.methods.worker import prestart_worker
+
+            prestart_worker()
     streams.guard_standard_streams()
     interrupts.install()
     if argv[:1] == ["shell"] and sys.stdin.isatty():
         interrupts.cancel_with_keyboard_interrupt()
-    if argv[:1] and argv[0] in launcher.COMMANDS and argv[0] != "shell":
-        shell_sympy.prepare_worker()  # a killable SymPy process, as the cold run's pre-TensorFlow fork
     try:
         code = launcher.run_command(argv)
         streams.flush_output()

@@ -11,6 +11,10 @@ import time
 from gradcli import interrupts
 from gradcli.daemon import client, protocol
 
+# The daemon's program. Not ``-m gradcli.daemon.server``: multiprocessing runs a ``-m`` main module again in
+# every process its fork server starts (as ``__mp_main__``), so each call's SymPy worker would import the
+# daemon's modules anew (compiling them where no .pyc is written); ``-c`` has no main module to run again.
+SERVE = "import sys; from gradcli.daemon.server import main; sys.exit(main())"
 START_TIMEOUT_S = float(os.environ.get("GRADCLI_DAEMON_START_S", "120"))
 STOP_TIMEOUT_S = 30.0
 
@@ -49,7 +53,7 @@ def start() -> tuple[int, str]:
     tmp = env.get("TMPDIR", "")
     if os.path.basename(tmp).startswith(interrupts.PRIVATE_PREFIX):  # this run's own, removed at its exit
         env["TMPDIR"] = os.path.dirname(tmp)
-    process = subprocess.Popen([sys.executable, "-m", "gradcli.daemon.server"], stdin=subprocess.DEVNULL,
+    process = subprocess.Popen([sys.executable, "-c", SERVE], stdin=subprocess.DEVNULL,
                                stdout=log, stderr=log, start_new_session=True, close_fds=True, env=env,
                                cwd="/")
     log.close()

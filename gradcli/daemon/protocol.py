@@ -107,11 +107,11 @@ def send(sock: socket.socket, message: dict, fds: list[int] | None = None) -> No
         sock.sendall(data)
 
 
-def _recv_exactly(sock: socket.socket, n: int, fds: list[int] | None) -> bytes:
+def _recv_exactly(sock: socket.socket, n: int, fds: list[int] | None, max_fds: int = 3) -> bytes:
     chunks, got = [], 0
     while got < n:
         if fds is not None:
-            data, received, _flags, _addr = socket.recv_fds(sock, n - got, 3)
+            data, received, _flags, _addr = socket.recv_fds(sock, n - got, max_fds)
             fds.extend(received)
         else:
             data = sock.recv(n - got)
@@ -122,14 +122,14 @@ def _recv_exactly(sock: socket.socket, n: int, fds: list[int] | None) -> bytes:
     return b"".join(chunks)
 
 
-def receive(sock: socket.socket, fds: list[int] | None = None) -> dict:
-    """One frame; descriptors that come with it are appended to ``fds`` (when given: else none are taken).
-    EOF before a whole frame, a frame too long, or not a JSON object: ProtocolError."""
-    (length,) = HEADER.unpack(_recv_exactly(sock, HEADER.size, fds))
+def receive(sock: socket.socket, fds: list[int] | None = None, max_fds: int = 3) -> dict:
+    """One frame; descriptors that come with it (``max_fds`` at most) are appended to ``fds`` (when given:
+    else none are taken). EOF before a whole frame, a frame too long, or not a JSON object: ProtocolError."""
+    (length,) = HEADER.unpack(_recv_exactly(sock, HEADER.size, fds, max_fds))
     if length > MAX_FRAME:
         raise ProtocolError("frame too long")
     try:
-        message = json.loads(_recv_exactly(sock, length, fds))
+        message = json.loads(_recv_exactly(sock, length, fds, max_fds))
     except ValueError as exc:
         raise ProtocolError(f"not JSON: {exc}") from None
     if not isinstance(message, dict):

@@ -1,5 +1,5 @@
-"""The daemon: one warm process that forks a child per request (``python -m gradcli.daemon.server``;
-started by ``gradcli daemon start``); :mod:`gradcli.daemon.child` is what a child runs.
+"""The daemon: one warm process that forks a child per request (:func:`main`, started by ``gradcli daemon
+start``); :mod:`gradcli.daemon.child` is what a child runs.
 
 Why forking from here is safe: the daemon imports TensorFlow but never runs an op, so TensorFlow's
 runtime (its thread pools, the eager context) has not started; the only thread besides the main one is
@@ -49,7 +49,16 @@ WARM_MODULES = [
     "gradcli.render.common", "gradcli.render.layout", "gradcli.render.grad", "gradcli.render.hessian",
     "gradcli.render.derivative", "gradcli.render.descend", "gradcli.render.batch", "gradcli.render.steps",
     # else imported anew by every call (its SymPy worker, rich's markup, Typer's decorators): ~25 ms each
-    "multiprocessing.popen_forkserver", "rich._emoji_codes", "typer._click.decorators"]
+    "multiprocessing.popen_forkserver", "rich._emoji_codes", "typer._click.decorators",
+    # imported on first use by one command or another: each is compiled anew by every call where no .pyc
+    # is written (PYTHONDONTWRITEBYTECODE)
+    "gradcli.compute.work", "gradcli.compute.value", "rich.columns", "gradcli.compute.check_points",
+    "gradcli.compute.check_values", "gradcli.compute.steps_eval", "gradcli.render.latex",
+    "gradcli.render.steps_latex", "gradcli.compute.descend.loop", "gradcli.compute.descend.end_basins",
+    "gradcli.compute.descend.summary", "gradcli.compute.descend.stationary", "gradcli.compute.descend.advice",
+    "typer._click._textwrap"]
+# Run by SymPy's fork server after its own preloads: the jobs of a warm call, once (see that module).
+FORK_SERVER_WARM_UP = "gradcli.daemon.sympy_warm"
 
 
 def _threads() -> int:
@@ -63,6 +72,8 @@ def warm_up() -> int:
     """Import what every command needs; return the thread count forks are allowed at."""
     from gradcli.commands import shell_sympy
 
+    if FORK_SERVER_WARM_UP not in shell_sympy.PRELOAD:  # the shell's list, read as its server starts
+        shell_sympy.PRELOAD = [*shell_sympy.PRELOAD, FORK_SERVER_WARM_UP]
     shell_sympy.start_fork_server()  # by exec: before TensorFlow, and safe whatever is loaded later
     import importlib
 
@@ -342,13 +353,13 @@ class Daemon:
             return False
         for stream in (sys.stdout, sys.stderr):  # nothing of the daemon's log may reach the caller
             stream.flush()
-        pid = self._hand_to_spare(argv, cwd, env, fds)
+        pid = self._hand_to_spare(argv, cwd, env, fds, conn)
         if pid is None:
             pid = os.fork()
         if pid == 0:
             child.serve_call(self.pid, [self.wakeup_r, *([_lock_fd] if _lock_fd is not None else [])],
-                             [self.selector, self.listener, conn, *self.running.values()], argv, cwd, env,
-                             fds)  # never returns
+                             [self.selector, self.listener, *self.running.values()], argv, cwd, env,
+                             fds, conn)  # never returns
         for fd in fds:
             os.close(fd)
         fds.clear()
@@ -359,15 +370,17 @@ class Daemon:
         self.selector.register(conn, selectors.EVENT_READ, pid)
         return True
 
-    def _hand_to_spare(self, argv: list[str], cwd: str, env: dict, fds: list[int]) -> int | None:
-        """The call given to the spare (its pid), or None: no spare, or it could not take the call."""
+    def _hand_to_spare(self, argv: list[str], cwd: str, env: dict, fds: list[int],
+                       conn: socket.socket) -> int | None:
+        """The call given to the spare (its pid), or None: no spare, or it could not take the call. The
+        spare gets the caller's connection too, to say the exit code on (see :func:`child.serve_call`)."""
         spare = self._take_spare()
         if spare is None:
             return None
         pid, control = spare
         try:
             control.settimeout(REQUEST_TIMEOUT_S)
-            protocol.send(control, {"argv": argv, "cwd": cwd, "env": env}, fds)
+            protocol.send(control, {"argv": argv, "cwd": cwd, "env": env}, [*fds, conn.fileno()])
         except (OSError, protocol.ProtocolError):
             _kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
@@ -414,6 +427,8 @@ _lock_fd: int | None = None  # held (flock) for the daemon's life: one daemon pe
 
 def main() -> int:
     global _lock_fd
+    if sys.path[:1] == [""]:  # ``python -c``'s: the directory of the moment, which in a child is the caller's
+        del sys.path[0]
     directory = protocol.runtime_dir(create=True)
     _lock_fd = lock_fd = os.open(os.path.join(directory, protocol.LOCK_NAME), os.O_CREAT | os.O_RDWR, 0o600)
     try:
