@@ -424,23 +424,44 @@ def test_sympy_search_is_stopped_at_its_time_limit(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------
-# The compiled loop in pieces: chunks (progress bar, history buffers) change nothing
+# The compiled loop in pieces: blocks (the calls between two rounds of tests) change nothing
 # ---------------------------------------------------------------------------------------------
-def test_chunked_runs_match_one_piece_runs():
+def test_runs_in_short_blocks_match_runs_in_long_ones(monkeypatch):
+    from gradcli.compute.descend import loop
+
     calls = []
 
     def factory(name, total):
         return lambda done, total_: calls.append(done)
 
     common = dict(optimizers="manual,adam", lr=0.0001, steps=9_000, tol=0)
-    whole, _ = descend_core("x**2+y**2", "x=1,y=-1", **common)  # one compiled call
-    # --every 1 fills the history buffer every 4095 steps: three calls, each reporting progress
+    whole, _ = descend_core("x**2+y**2", "x=1,y=-1", **common)  # blocks of 100, 200, 400, then 800 steps
+    # Blocks of 8 steps (1,126 calls), a progress report every 3,000 steps or more, and every step kept
+    monkeypatch.setattr(loop, "FIRST_BLOCK_STEPS", 8)
+    monkeypatch.setattr(loop, "MAX_BLOCK_STEPS", 8)
+    monkeypatch.setattr(loop, "PROGRESS_WORK", 3000)
     pieces, kept = descend_core("x**2+y**2", "x=1,y=-1", every=1, progress_factory=factory, **common)
-    assert calls == [4095, 8190, 9000] * 2
+    assert calls == [3000, 6000, 9000] * 2
     for one, chunked in zip(whole["runs"], pieces["runs"]):  # Adam's state too: no step is taken twice
         assert one["final"] == chunked["final"] and one["steps"] == chunked["steps"] == 9000
     for history in kept.values():
         assert [h.step for h in history] == list(range(9_001))  # no step lost or repeated across calls
+
+
+def test_a_stall_inside_a_long_block_stops_where_short_blocks_stop_it(monkeypatch):
+    # In float32 sgd's steps on (x - 1e4)**2 fall below x's precision at step 5,347 (as a plain graph; XLA's
+    # rounding takes one step more), in the middle of a block of 800 steps (4,700 .. 5,499): the stall is dated
+    # from the step the point stopped changing, whatever the block's length.
+    from gradcli.compute.descend import loop
+
+    options = dict(optimizers="sgd", lr=0.001, steps=20_000, tol=1e-30, dtype="float32")
+    (long_run,) = descend_core("(x - 1e4)**2", "x=0", **options)[0]["runs"]
+    monkeypatch.setattr(loop, "FIRST_BLOCK_STEPS", 8)
+    monkeypatch.setattr(loop, "MAX_BLOCK_STEPS", 8)
+    (short_run,) = descend_core("(x - 1e4)**2", "x=0", **options)[0]["runs"]
+    assert long_run["steps"] == short_run["steps"] == 5347
+    assert "stopped changing in float32 at step 5347" in long_run["message"]
+    assert {**long_run, "seconds": None} == {**short_run, "seconds": None}
 
 
 def test_infinite_start_value_is_said_plainly(invoke):
