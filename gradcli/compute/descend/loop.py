@@ -104,12 +104,13 @@ class RowsState:
     """Every row's state between blocks (NumPy arrays [P]): its status, and where a stopped row stopped."""
 
     status: Any     # int32: RUNNING until the row stops
-    stall: Any      # int64: steps the point has been unchanged for, up to the next block
+    stall: Any      # int64: evaluations of the point the next block starts from, before it, if unchanged
     moved: Any      # bool: the point ever changed (a start that never moves is not a stall)
     steps: Any      # int64: the step a stopped row stopped at
     value: Any      # f there (not -f, with --maximize)
     gnorm: Any
     final: Any      # [P, n]: the point there
+    previous: Any = None  # [P, n]: the last point evaluated (None before the first block)
 
     @classmethod
     def fresh(cls, size: int, rows: int, starts, npdt) -> "RowsState":
@@ -121,10 +122,9 @@ class RowsState:
         return cls(status, np.zeros(size, np.int64), np.zeros(size, bool), np.zeros(size, np.int64), nan,
                    nan.copy(), np.array(starts, npdt))  # a padding row's final: where it never moved from
 
-    def test_block(self, k: int, length: int, evaluated, g_ok, point, runner: Runner):
+    def test_block(self, k: int, length: int, evaluated, g_ok, runner: Runner):
         """The tests of steps ``k`` .. ``k + length - 1`` for every row at once (``evaluated``: [B, P, n + 2],
-        the block's evaluations, rows past ``length`` older steps; ``point``: [P, n] after the block): a row
-        stops at the first step whose test holds, with that step's point, value and gradient norm, as if it had
+        the block's evaluations, rows past ``length`` not steps of this block): a row stops at the first step whose test holds, with that step's point, value and gradient norm, as if it had
         been tested after each step (a row's steps never depend on its tests). Returns the block's kept
         trajectory steps (steps [R], values [R, P, n + 2]) when the runner records one, else None."""
         import numpy as np
@@ -135,7 +135,9 @@ class RowsState:
         in_block = j < length  # the rest of the block's rows are older steps
         # Stall: the point unchanged, bit for bit, for STALL_STEPS evaluations, counting those before the block
         # (``stall``) when it has not changed since the block's first step.
-        changed = np.concatenate([np.zeros((1, size), bool), np.any(x[1:] != x[:-1], axis=-1)], 0)
+        changed_first = (np.zeros((1, size), bool) if self.previous is None
+                         else np.any(x[:1] != self.previous, axis=-1))
+        changed = np.concatenate([changed_first, np.any(x[1:] != x[:-1], axis=-1)], 0)
         last_change = np.maximum.accumulate(np.where(changed, j[:, None], -1), axis=0)  # [B, P]: -1 if none yet
         unchanged_for = np.where(last_change < 0, self.stall + j[:, None], j[:, None] - last_change)
         moved = self.moved | (last_change >= 0)
@@ -154,11 +156,10 @@ class RowsState:
         self.value = np.where(stops, picked[:, n], self.value)
         self.gnorm = np.where(stops, picked[:, n + 1], self.gnorm)
         self.final = np.where(stops[:, None], picked[:, :n], self.final)
-        # What the next block starts from: the unchanged steps up to the point after the last update.
-        moved_last = np.any(point != x[length - 1], axis=-1)
-        changed_last = np.where(moved_last, length, last_change[length - 1])
-        self.stall = np.where(changed_last < 0, self.stall + length, length - changed_last)
-        self.moved = self.moved | (changed_last >= 0)
+        # What the next block starts from (its first step's point is compared with this block's last).
+        self.stall = unchanged_for[length - 1] + 1
+        self.moved = moved[length - 1]
+        self.previous = x[length - 1]
         if runner.every is None:
             return None
         # Every every-th step while some row ran (a stopped row's later steps are dropped when read back).
@@ -212,7 +213,7 @@ class Runner:
     def plain_steps(self, k0, k_stop):
         """Steps ``k0`` .. ``k_stop - 1`` for every row, untested (compiled by XLA with ``jit``): each evaluates,
         is written to the block's row k - k0, and updates. Returns the block's rows [block_steps, P, 2n + 1]
-        (zeros past ``k_stop - k0``) and every row's point after the last update."""
+        (zeros past ``k_stop - k0``)."""
         tf = self.tf
 
         def step(k, evaluations):
@@ -235,11 +236,7 @@ class Runner:
         # A TensorArray, not a variable scattered into: XLA compiles it as the bare loop's cost plus ~15%.
         block = tf.TensorArray(self.tdt, size=self.block_steps, element_shape=[self.size, 2 * len(self.names) + 1])
         _, block = tf.while_loop(lambda k, _: k < k_stop, step, [k0, block])
-        return block.stack(), self.point()
-
-    def point(self):
-        """[P, n]: every row's point."""
-        return self.tf.stack([self.tf.convert_to_tensor(v) for v in self.variables], axis=1)
+        return block.stack()
 
     # ---- from Python ------------------------------------------------------------------------------
     def evaluations(self, block):
@@ -287,13 +284,13 @@ class Runner:
         while k <= last and (state.status == RUNNING).any():
             length = min(block, last + 1 - k)
             try:
-                rows_t, point = self._steps_call(tf.constant(k, tf.int64), tf.constant(k + length, tf.int64))
+                rows_t = self._steps_call(tf.constant(k, tf.int64), tf.constant(k + length, tf.int64))
             except tf.errors.OpError:
                 if not self.jit:
                     raise
                 raise RetryWithoutXLA from None
             evaluated, g_ok = self.evaluations(rows_t.numpy())
-            kept = state.test_block(k, length, evaluated, g_ok, point.numpy(), self)
+            kept = state.test_block(k, length, evaluated, g_ok, self)
             if kept is not None:
                 history.append(kept)
             self._keep_window(k, length, evaluated)
