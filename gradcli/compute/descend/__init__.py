@@ -2,8 +2,8 @@
 
 The guide's hand-written loop (``x.assign_sub(lr * dz_dx)``, optimizer ``manual``) and Keras 3's
 optimizers (``optimizer.apply_gradients``) run inside one ``tf.function`` per optimizer: a TF while-loop
-of untested steps with the stopping tests applied once a block, to each step of it (as if after every
-step), so a step costs microseconds instead of the eager loop's milliseconds. Long runs (more than
+over a block of untested steps, after which the stopping tests are applied in NumPy to each step of the
+block (as if after every step), so a step costs microseconds instead of the eager loop's milliseconds. Long runs (more than
 ``JIT_MIN_STEPS`` steps allowed) have their steps compiled by XLA, which costs a fraction of a second once
 and makes each step cost well under a microsecond.
 
