@@ -30,7 +30,9 @@ def main() -> None:
 
         handed = run_through_daemon(sys.argv[1:])
         if handed is not None:
-            sys.exit(handed)
+            from gradcli.daemon.client import exit_now
+
+            exit_now(handed)
     from gradcli import interrupts, streams
 
     # First: descriptors 0-2 held open and the streams' failures made visible (gradcli.streams), then

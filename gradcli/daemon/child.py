@@ -138,6 +138,7 @@ def wait_as_spare(parent_pid: int, raw_fds: list[int], close: list, control) -> 
         for thing in close:
             thing.close()
         start_tensorflow()
+        warm_tensorflow(control)
         fds: list[int] = []
         message = protocol.receive(control, fds, max_fds=4)
         control.close()
@@ -158,6 +159,43 @@ def start_tensorflow() -> None:
     with tf.GradientTape() as tape:
         y = x * x
     tape.gradient(y, x)
+
+
+def warm_tensorflow(control) -> None:
+    """The tape's first use, paid in the spare before its call: each op TensorFlow runs the first time in a
+    process costs it a few milliseconds (its kernel is looked up and made, its gradient function found):
+    20-30 ms of a warm call's tape. Small steps, the common functions and each tape, in float64 and float32;
+    a call that comes meanwhile (``control`` readable) stops the warming, so it waits one step at most.
+    Nothing of it reaches a call's output: TensorFlow keeps kernels, not results (no random op, no Keras,
+    no cached tf.function: the Hessians' rows mode)."""
+    import select
+
+    for step in _tensorflow_steps():
+        if select.select([control], [], [], 0)[0]:
+            return
+        try:
+            step()
+        except Exception:  # noqa: BLE001 - warmth lost, nothing else
+            pass
+
+
+def _tensorflow_steps():
+    import numpy as np
+
+    from gradcli.expression.parser import parse
+    from gradcli.methods import tape
+
+    def at(**values):
+        return {name: np.array([value]) for name, value in values.items()}
+
+    yield lambda: tape.tape_gradients([parse("x**3").tree], at(x=1.5), ["x"])
+    mixed = parse("x**3*cos(y) + exp(x)/y - log(x) + sqrt(y)").tree
+    yield lambda: tape.tape_gradients([mixed], at(x=1.5, y=2.0), ["x", "y"])
+    yield lambda: tape.tape_gradients([parse("sin(x)*tanh(y) - tan(x)/y + abs(x - y) + x**0.5").tree],
+                                      at(x=0.7, y=1.3), ["x", "y"])
+    yield lambda: tape.tape_gradients([parse("x**3").tree], at(x=1.5), ["x"], dtype="float32")
+    yield lambda: tape.tape_hessians(parse("x**3*y + sin(x*y)").tree, at(x=1.0, y=2.0), ["x", "y"], mode="rows")
+    yield lambda: tape.tape_derivatives(parse("sin(x)*exp(x)").tree, at(x=0.5), "x", 3)
 
 
 # Commands whose run hands SymPy a job (grad, hessian and derivative at a point: the exact values, whatever

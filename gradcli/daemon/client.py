@@ -101,6 +101,21 @@ def run_through_daemon(argv: list[str]) -> int | None:
             os.close(wakeup_w)
 
 
+def exit_now(code: int) -> None:
+    """Never returns: end the calling process with the command's exit code, leaving out Python's finalization (5-10 ms of
+    a warm call: every module freed one by one), which has nothing to do here: the client has no thread,
+    no buffered output, no file of its own open. Exit handlers that something registered still run."""
+    import atexit
+
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (AttributeError, OSError, ValueError):
+            pass
+    os._exit(code)
+
+
 def _isatty(fd: int) -> bool:
     try:
         return os.isatty(fd)

@@ -86,6 +86,7 @@ def warm_up() -> int:
     from gradcli.cli import app
 
     launcher.click_command(app)
+    run_warm_requests()
     # TensorFlow imported as gradcli.methods.tf_runtime.load_tensorflow does, less its first op (which
     # starts the runtime's threads: each child runs it for itself).
     import warnings
@@ -104,6 +105,57 @@ def warm_up() -> int:
 
         absl.logging.set_verbosity(absl.logging.ERROR)
     return _threads()
+
+
+# Requests run once in the daemon before it serves, output discarded, so that what a command pays on first
+# use is paid here once and inherited by every fork: Typer's parse and conversions, the rich table's
+# measuring and drawing (its cell widths), NumPy's fd and complex-step paths, the JSON writer, check's and
+# steps' own paths. No tape: TensorFlow is blocked while they run (its ops would start the threads that make
+# forking unsafe); the tape's first use is paid by the spare (child.warm_tensorflow). Their SymPy jobs run
+# in threads of the daemon, joined before it serves. Expressions other than the common examples': what is
+# warmed is the code, not a cache of anyone's result.
+WARM_REQUESTS = [
+    ["grad", "x**3*cos(y) + exp(x)/y", "--at", "x=1.5,y=2", "-m", "symbolic,fd,complex"],
+    ["grad", "x**3 - y", "--at", "x=2,y=1", "-m", "fd", "-f", "json"],
+    ["hessian", "x**3*y + sin(x*y)", "--at", "x=1,y=2", "-m", "symbolic,fd"],
+    ["derivative", "sin(x)*exp(x)", "--at", "x=0.5", "--order", "3", "-m", "symbolic,fd"],
+    ["eval", "x**3 + sin(y)", "--at", "x=1,y=2"],
+    ["check", "x**3", "--expect", "x=3*x**2", "--at", "x=1.5"],
+]
+
+
+def run_warm_requests() -> None:
+    """:data:`WARM_REQUESTS`, each through the console script's own path, with stdout and stderr on
+    /dev/null, warnings as they were afterwards (a warning shown once per place shows again in a call), and
+    every thread they started ended. A request that fails leaves only less warmth."""
+    import io
+    import threading
+    import warnings
+
+    from gradcli import launcher
+
+    blocked = "tensorflow" not in sys.modules
+    if not blocked:  # pragma: no cover - warm_up imports TensorFlow only after this
+        return
+    saved = sys.stdout, sys.stderr
+    sys.modules["tensorflow"] = None  # an import of it fails: no op can run here
+    try:
+        with open(os.devnull, "w", encoding="utf-8") as devnull, warnings.catch_warnings():
+            sys.stdout = sys.stderr = io.TextIOWrapper(io.BufferedWriter(io.FileIO(os.dup(devnull.fileno()), "w")),
+                                                       encoding="utf-8", errors="strict")
+            for argv in WARM_REQUESTS:
+                try:
+                    launcher.run_command(list(argv))
+                except BaseException:  # noqa: BLE001 - a request that fails costs warmth only
+                    pass
+                sys.stdout.flush()
+            sys.stdout.close()
+    finally:
+        sys.stdout, sys.stderr = saved
+        del sys.modules["tensorflow"]
+    for thread in threading.enumerate():  # the SymPy jobs' threads and timers (done: each was collected)
+        if thread is not threading.main_thread():
+            thread.join(timeout=30)
 
 
 class Daemon:
