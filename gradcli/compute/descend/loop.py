@@ -113,7 +113,7 @@ class RowsState:
     previous: Any = None  # [P, n]: the last point evaluated (None before the first block)
 
     @classmethod
-    def fresh(cls, size: int, rows: int, starts, npdt) -> "RowsState":
+    def fresh(cls, size: int, rows: int, starts, npdt) -> RowsState:
         import numpy as np
 
         status = np.full(size, RUNNING, np.int32)
