@@ -65,7 +65,7 @@ class BatchRows:
     window: Any     # [WINDOW, P, n + 2]: the last evaluations, row k % WINDOW the newest
     compiled: str
     seconds: float = 0.0  # the whole call: building (first batch), tracing, compiling, stepping
-    # with ``every``: (steps [R], values [R, P, n + 2]) per compiled call, the recorded steps of every row
+    # with ``every``: (steps [R], values [R, P, n + 2]) per block, the recorded steps of every row
     history: list = field(default_factory=list)
 
 
@@ -124,17 +124,18 @@ class RowsState:
 
     def test_block(self, k: int, length: int, evaluated, g_ok, runner: Runner):
         """The tests of steps ``k`` .. ``k + length - 1`` for every row at once (``evaluated``: [B, P, n + 2],
-        the block's evaluations, rows past ``length`` not steps of this block): a row stops at the first step whose test holds, with that step's point, value and gradient norm, as if it had
-        been tested after each step (a row's steps never depend on its tests). Returns the block's kept
-        trajectory steps (steps [R], values [R, P, n + 2]) when the runner records one, else None."""
+        the block's evaluations; rows from ``length`` on are not steps of this block): a row stops at the
+        first step whose test holds, with that step's point, value and gradient norm, as if it had been
+        tested after each step (a row's steps never depend on its tests). Returns the block's kept trajectory
+        steps (steps [R], values [R, P, n + 2]) when the runner records one, else None."""
         import numpy as np
 
         n, size, block = len(runner.names), runner.size, runner.block_steps
         j = np.arange(block, dtype=np.int64)
         x, value, gnorm = evaluated[:, :, :n], evaluated[:, :, n], evaluated[:, :, n + 1]
-        in_block = j < length  # the rest of the block's rows are older steps
+        in_block = j < length
         # Stall: the point unchanged, bit for bit, for STALL_STEPS evaluations, counting those before the block
-        # (``stall``) when it has not changed since the block's first step.
+        # (``stall``) while it has not changed since the last block's last step.
         changed_first = (np.zeros((1, size), bool) if self.previous is None
                          else np.any(x[:1] != self.previous, axis=-1))
         changed = np.concatenate([changed_first, np.any(x[1:] != x[:-1], axis=-1)], 0)
