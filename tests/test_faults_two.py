@@ -33,7 +33,9 @@ def sh(tmp_path: Path, line: str, *, timeout: float = 60, input: str | None = No
                           input=input, cwd=tmp_path)
 
 
-def one_error_line(result: subprocess.CompletedProcess) -> str:
+def one_error_line(result) -> str:
+    """The one line of stderr (a subprocess's or the in-process runner's result), neither traceback nor
+    internal error."""
     lines = result.stderr.splitlines()
     assert len(lines) == 1, result.stderr
     assert "Traceback" not in result.stderr and "internal error" not in result.stderr, result.stderr
@@ -66,12 +68,11 @@ def test_json_keeps_a_pass_through_named_like_an_output_under_fields(tmp_path, i
     assert record["fields"] == {"value": "mine"} and record["results"][0]["value"] == 1.0
 
 
-def test_descend_refuses_a_pass_through_named_final_x(tmp_path):
+def test_descend_refuses_a_pass_through_named_final_x(tmp_path, invoke):
     points = tmp_path / "p.csv"
     points.write_text("x,final_x\n1,2\n")
-    result = subprocess.run([*GRADCLI, "descend", "x**2", "--points", str(points), "-f", "csv", "--steps", "2"],
-                            capture_output=True, text=True, timeout=120, env=environment(tmp_path))
-    assert result.returncode == 2 and result.stdout == ""
+    result = invoke("descend", "x**2", "--points", str(points), "-f", "csv", "--steps", "2")
+    assert result.exit_code == 2 and result.stdout == ""
     assert "the input column 'final_x' clashes" in one_error_line(result)
 
 
