@@ -161,15 +161,22 @@ def start_tensorflow() -> None:
     tape.gradient(y, x)
 
 
+WARM_AFTER_S = 0.25
+
+
 def warm_tensorflow(control) -> None:
     """The tape's first use, paid in the spare before its call: each op TensorFlow runs the first time in a
     process costs it a few milliseconds (its kernel is looked up and made, its gradient function found):
-    20-30 ms of a warm call's tape. Small steps, the common functions and each tape, in float64 and float32;
-    a call that comes meanwhile (``control`` readable) stops the warming, so it waits one step at most.
+    20-30 ms of a warm call's tape. Small steps, the common functions and each tape, in float64 and float32,
+    begun only once no call has come for :data:`WARM_AFTER_S`: calls that follow one another at once (a
+    script's loop) would each wait for a step (10-50 ms) to gain less. A call that comes meanwhile
+    (``control`` readable) stops the warming, so it waits one step at most.
     Nothing of it reaches a call's output: TensorFlow keeps kernels, not results (no random op, no Keras,
     no cached tf.function: the Hessians' rows mode)."""
     import select
 
+    if select.select([control], [], [], WARM_AFTER_S)[0]:
+        return
     for step in _tensorflow_steps():
         if select.select([control], [], [], 0)[0]:
             return

@@ -169,6 +169,7 @@ class Daemon:
         self.served = 0
         self.last_activity = time.monotonic()
         self.running: dict[int, socket.socket] = {}  # child pid -> its client's connection
+        self.caller_gone: set[int] = set()  # of those, the ones whose client has closed (done, or killed)
         self.spare: tuple[int, socket.socket] | None = None  # (pid, the end its call is handed over on)
         self.spare_failures = 0
         self.stopping = False
@@ -257,8 +258,10 @@ class Daemon:
 
     def _fork_spare(self) -> None:
         """A child forked now for the next call (see :func:`child.wait_as_spare`), when none waits, no command
-        runs and forking is safe."""
-        if not SPARE or self.stopping or self.spare is not None or self.running \
+        runs and forking is safe. A child whose caller has gone counts as done: it has said its exit code and
+        only its process's teardown is left (or it is being killed), so the next spare need not wait for it
+        (a call that follows at once would otherwise find the spare still starting TensorFlow)."""
+        if not SPARE or self.stopping or self.spare is not None or set(self.running) - self.caller_gone \
                 or self.spare_failures >= SPARE_FAILURES or _threads() > self.allowed_threads:
             return
         ours, theirs = socket.socketpair()
@@ -268,7 +271,7 @@ class Daemon:
         if pid == 0:
             ours.close()
             child.wait_as_spare(self.pid, [self.wakeup_r, *([_lock_fd] if _lock_fd is not None else [])],
-                                [self.selector, self.listener], theirs)  # never returns
+                                [self.selector, self.listener, *self.running.values()], theirs)  # never returns
         theirs.close()
         self.spare = (pid, ours)
 
@@ -317,6 +320,7 @@ class Daemon:
             if not done:
                 continue
             conn = self.running.pop(pid)
+            self.caller_gone.discard(pid)
             code = os.waitstatus_to_exitcode(status)
             code = 128 - code if code < 0 else code  # killed by a signal: as shells report it
             try:
@@ -346,6 +350,8 @@ class Daemon:
         if message is None:
             self.selector.unregister(conn)
             _kill(pid, signal.SIGKILL)
+            self.caller_gone.add(pid)
+            self._fork_spare()
         elif message.get("signal") in RELAYABLE:
             _kill(pid, message["signal"])
 
