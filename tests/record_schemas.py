@@ -73,6 +73,11 @@ REQUESTS = [
     ("check", ["check", "x**2*y", "--expect", "x=2*x"], "json"),
     ("eval", ["eval", "x/3", "--at", "x=1"], "json"),
     ("eval", ["eval", "log(x)", "--at", "x=-1"], "json"),
+    ("eval", ["eval", "2**10"], "json"),
+    ("eval-record", ["eval", "log(x)*y", "--grid", "x=-1:1:3,y=2:2:1"], "jsonl"),
+    ("eval-record", ["eval", "x/3", "--at", "x=1", "--dtype", "float32"], "jsonl"),
+    ("eval-batch", ["eval", "log(x)*y", "--grid", "x=-1:1:3,y=2:2:1"], "json"),
+    ("eval-batch", ["eval", "x**2", "--grid", "x=0:1:2", "--dtype", "float32"], "json"),
     ("steps", ["steps", "sin(x)", "--at", "x=1"], "json"),
 ]
 

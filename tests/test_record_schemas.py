@@ -85,3 +85,26 @@ def test_the_one_start_document_is_the_run_and_the_record(runner, argv):
     options = [a for a in argv[4:] if a not in ("--every", "10")]  # many starts keep no trajectory
     (grid,) = outputs(runner, ("", [*argv[:2], "--grid", one_point_grid, *options], "jsonl"))
     assert _timeless(grid) == _timeless(record)
+
+
+def test_eval_records_from_a_points_file_match_their_schema(runner, tmp_path):
+    """eval's --points records carry the file's line and its other columns (fields): the schema says so."""
+    points = tmp_path / "points.csv"
+    points.write_text("id,x\na,1\nb,-1\n")
+    validator = Draft202012Validator(json.loads((SCHEMAS / "eval-record.json").read_text()), registry=_registry())
+    records = outputs(runner, ("", ["eval", "log(x)", "--points", str(points)], "jsonl"))
+    assert [r["fields"] for r in records] == [{"id": "a"}, {"id": "b"}] and [r["line"] for r in records] == [2, 3]
+    for record in records:
+        assert not list(validator.iter_errors(record))
+    assert list(validator.iter_errors({**records[0], "status": "ok"}))  # a key the contract lacks fails
+
+
+def test_eval_one_point_document_is_the_run_and_the_record(runner):
+    """eval at one point: the -f json document is the record -f jsonl writes plus the run's keys."""
+    for argv in (["eval", "log(x)", "--at", "x=-1,y=2"], ["eval", "x/3", "--at", "x=1", "--dtype", "float32"],
+                 ["eval", "2**10"]):
+        (document,) = outputs(runner, ("", argv, "json"))
+        (record,) = outputs(runner, ("", argv, "jsonl"))
+        assert {k: document[k] for k in record} == record
+        many = json.loads((SCHEMAS / "eval-batch.json").read_text())["properties"]
+        assert set(document) - set(record) <= set(many)

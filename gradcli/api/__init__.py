@@ -206,20 +206,41 @@ def check(expression: str, *, expect=None, order: int = CLI_DEFAULT, at=None, po
 
 
 @cli_command("eval", "eval_value")
-def evaluate(expression: str, *, at=None, dtype: str = CLI_DEFAULT) -> Result:
+def evaluate(expression: str, *, at=None, points=None, grid: str | None = None, dtype: str = CLI_DEFAULT,
+             batch_size: int = CLI_DEFAULT) -> Result:
     """``gradcli eval EXPR``: the value alone, operation by operation in the dtype (no SymPy, no TensorFlow).
-    Available as ``gradcli.eval``; ``to_dict()["value"]`` is the number (None where undefined)."""
-    from gradcli.compute.value import compute_value
-    from gradcli.render.common import to_json
+    Available as ``gradcli.eval``; ``at``, ``points`` and ``grid`` as for :func:`grad`. At one point
+    ``to_dict()["value"]`` is the number (None where undefined); at many, ``records()`` has one per point."""
+    from gradcli.compute.value import run_eval
 
+    if points is not None or grid is not None:
+        spec, stdin_text = points_spec(points)
+
+        def run(sink):
+            sink.sinks()
+            return run_eval(expression, at=at_texts(at), points=spec, grid=grid, dtype=dtype,
+                            batch_size=batch_size, sink=sink).failed
+
+        return collect("eval", run, stdin_text, list_key="points")
+    import contextlib
+    import io
+
+    from gradcli.render.common import to_json
+    from gradcli.render.value import OnePointSink
+
+    sink = OnePointSink("json")
     with quiet() as captured:
-        report = compute_value(expression, at=at_texts(at), dtype=dtype)
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            failed = run_eval(expression, at=at_texts(at), dtype=dtype, batch_size=batch_size, sink=sink).failed
+    document, record = sink.document, sink.records[0]
 
     def plain() -> None:  # the CLI's -f plain: the number alone
-        if report.value is not None:
-            print(repr(report.value))
+        if document["value"] is not None:
+            print(repr(document["value"]))
 
-    return one_point("eval", report, to_json(report.to_dict()), plain, captured)
+    out, err = captured
+    return Result("eval", to_json(document) + "\n", warnings=document["warnings"], notes=sink.notes, failed=failed,
+                  render=plain, captured=out.getvalue() + err.getvalue(), records=lambda: [record])
 
 
 eval = evaluate  # the CLI's name (it shadows the builtin in this module only)

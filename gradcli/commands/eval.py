@@ -7,14 +7,18 @@ from typing import Annotated, Optional
 
 import typer
 
-from gradcli.commands.common import (DType, DTypeOption, FileOption, HtmlOption, SvgOption, at_option, conclude,
-                                     handle_errors, writes_latex)
+from gradcli.commands.common import (BatchSizeOption, DType, DTypeOption, FileOption, GridOption,
+                                     HtmlOption, PointsOption, SvgOption, at_option, finish, handle_errors,
+                                     writes_latex)
 from gradcli.commands.expression_file import expression_text
 
 
 class ValueFormat(str, enum.Enum):
     plain = "plain"
     json = "json"
+    jsonl = "jsonl"
+    csv = "csv"
+    table = "table"
     latex = "latex"
 
 
@@ -25,14 +29,18 @@ def eval_value(
         metavar="EXPR", help="The expression, e.g. \"x**2 + sin(y)\".", show_default=False)] = None,
     *,
     file: FileOption = None,
-    at: at_option("required when EXPR has variables") = None,
+    at: at_option("required when EXPR has variables, unless --points/--grid") = None,
+    points: PointsOption = None,
+    grid: GridOption = None,
     dtype: DTypeOption = DType.float64,
     output: Annotated[ValueFormat, typer.Option(
         "--format", "-f", case_sensitive=False, metavar="FORMAT",
-        help="plain: the number alone; json: with the point and dtype; latex: a tabular.")
+        help="plain: the number alone (many points: one a line, empty where undefined); json, jsonl (per "
+             "point), csv, table, or latex (one point: a tabular).")
     ] = ValueFormat.plain,
     svg: SvgOption = None,
     html: HtmlOption = None,
+    batch_size: BatchSizeOption = 4096,
 ) -> None:
     """The value alone, computed operation by operation in the dtype (no SymPy, no TensorFlow).
 
@@ -41,20 +49,13 @@ def eval_value(
     \b
       gradcli eval "x**2 + sin(y)" --at x=2,y=0       prints 4.0
       gradcli eval "exp(x)" --at x=1 --dtype float32  prints 2.718282
-      gradcli eval "log(x)" --at x=2 -f json
+      gradcli eval "log(x)" --grid x=1:3:3 -f csv
     """
     expression = expression_text(expression, file)
-    from gradcli.compute.value import compute_value
+    from gradcli.compute.value import run_eval
+    from gradcli.render.value import value_sink
 
-    report = compute_value(expression, at=at, dtype=dtype.value)
-    if output is ValueFormat.json:
-        from gradcli.render.common import to_json
-
-        print(to_json(report.to_dict()))
-    elif output is ValueFormat.latex:
-        from gradcli.render.latex import eval_latex
-
-        print(eval_latex(report.to_dict()), end="")
-    elif report.value is not None:
-        print(repr(report.value))
-    conclude(report)
+    sink = value_sink(output.value, one_point=points is None and grid is None)
+    summary = run_eval(expression, at=at, points=points, grid=grid, dtype=dtype.value, batch_size=batch_size,
+                       sink=sink)
+    finish(summary.failed)

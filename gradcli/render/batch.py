@@ -363,10 +363,27 @@ def derivative_title(header: dict) -> str:
     return f"derivatives of {header['expression']} by {header['variable']} at each point"
 
 
+def eval_csv_rows(header: dict, record: dict) -> list[list[tuple[str, Any]]]:
+    return [_leading(record) + [("value", record["value"]), ("warnings", "; ".join(record["warnings"]))]]
+
+
+def eval_table_row(header: dict, record: dict) -> list[tuple[str, str]]:
+    row = field_cells(record)
+    row += [(k, fmt_value(v)) for k, v in record["point"].items()]
+    row.append(("value", fmt_value(record["value"])))
+    row.append(("status", "undefined" if record["value"] is None else "ok"))  # eval's only warning
+    return row
+
+
+def eval_title(header: dict) -> str:
+    return f"{header['expression']} at each point ({header['dtype']})"
+
+
 _KINDS = {
     "grad": (grad_csv_rows, grad_table_row, grad_title),
     "hessian": (hessian_csv_rows, hessian_table_row, hessian_title),
     "derivative": (derivative_csv_rows, derivative_table_row, derivative_title),
+    "eval": (eval_csv_rows, eval_table_row, eval_title),
 }
 
 
