@@ -6,6 +6,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import sys
 import threading
 
 import pytest
@@ -58,16 +59,29 @@ def stop_abandoned_sympy_threads(wait_s: float = 0.5) -> None:
     In process, with TensorFlow loaded, a SymPy job past its deadline runs on in a daemon thread
     (gradcli.methods.worker.BoundedJob: it checks its cancel flag only between derivatives, and the CLI's
     process exits soon after). In the test process nothing ends it: check's 10th derivative of
-    sin(cos(tan(exp(x*sin(x))))) under a 0.1 s limit kept simplifying for the rest of a full run, holding
-    the GIL half the time and taking it back each time the main thread released it for a NumPy or
-    TensorFlow call, which made every later test several times slower. Such a thread's answer can no
+    sin(cos(tan(exp(x*sin(x))))) under a 0.1 s limit kept simplifying for the rest of a full run, taking
+    more CPU than the tests' own thread (113 s against 60 s by test_daemon) and the GIL back each time the
+    main thread released it for a NumPy or TensorFlow call: later tests ran several times slower. Such a thread's answer can no
     longer reach anyone once its test has ended, so an exception is raised in it, at its next bytecode
     (one inside a C call, such as a sleep, ends when the call returns: it is not waited for)."""
-    abandoned = [t for t in threading.enumerate() if t.name == "gradcli-sympy" and t.is_alive()]
+    frames = sys._current_frames()
+    # one in the middle of an import is left for the next test's end: an exception there would leave the
+    # module half-initialised, and the next import of it would run it again (new classes, new caches)
+    abandoned = [t for t in threading.enumerate()
+                 if t.name == "gradcli-sympy" and t.is_alive() and not importing(frames.get(t.ident))]
     for thread in abandoned:
         ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), ctypes.py_object(AbandonedSympyJob))
     for thread in abandoned:
         thread.join(wait_s / len(abandoned))
+
+
+def importing(frame) -> bool:
+    """Whether ``frame`` or a caller of it runs the import machinery."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
 
 
 @pytest.fixture(autouse=True)
