@@ -87,7 +87,7 @@ class ValueBatch:
 
     def compute(self, chunk) -> engine.RecordBatch:
         records, issues = [], []
-        for i, point in enumerate(engine.point_dicts(chunk, self.variables)):
+        for i, point in enumerate(_point_dicts(chunk, self.variables)):
             value, warning, why = self.value_at(point)
             record = engine.base_record(chunk, i, point)
             record["value"] = value
@@ -106,14 +106,33 @@ def value_chunks(core: ValueBatch, *, at, points: str | None, grid: str | None, 
         from gradcli.compute.batch.points import point_chunks
 
         return point_chunks(core, points=points, grid=grid, at=at, batch_size=batch_size)
-    from gradcli.compute.batch.points import one_point_chunk
     from gradcli.expression.points import check_covers, check_point_fits, parse_point
 
     point = parse_point(at, required=bool(core.expr.variables))
     check_covers(point, core.expr.variables)
     check_point_fits(point, core.dtype)
     core.at_one_point(point)
-    return [one_point_chunk(point, core.variables)]
+    return [OnePointChunk({v: [point.values[v]] for v in core.variables})]
+
+
+class OnePointChunk:
+    """The --at point as a chunk of one, its columns plain lists: float64 at one point imports no NumPy (a
+    script calling eval once a value pays for no more than it did before eval took many points)."""
+
+    def __init__(self, values: dict[str, list[float]]):
+        self.values = values
+        self.lines = [None]
+        self.fields = [{}]
+
+    def __len__(self) -> int:
+        return 1
+
+
+def _point_dicts(chunk, variables: list[str]) -> list[dict[str, float]]:
+    """Each point of ``chunk`` as {variable: Python float} (a source's columns are NumPy arrays)."""
+    if isinstance(chunk, OnePointChunk):
+        return [{v: chunk.values[v][0] for v in variables}]
+    return engine.point_dicts(chunk, variables)
 
 
 def one_point_document(header: dict, record: dict) -> dict:
