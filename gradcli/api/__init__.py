@@ -229,9 +229,8 @@ def evaluate(expression: str, *, at=None, points=None, grid: str | None = None, 
     from gradcli.render.value import OnePointSink
 
     sink = OnePointSink("json")
-    with quiet() as captured:
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            failed = run_eval(expression, at=at_texts(at), dtype=dtype, batch_size=batch_size, sink=sink).failed
+    with quiet() as captured, contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        failed = run_eval(expression, at=at_texts(at), dtype=dtype, batch_size=batch_size, sink=sink).failed
     document, record = sink.document, sink.records[0]
 
     def plain() -> None:  # the CLI's -f plain: the number alone
