@@ -33,7 +33,7 @@ def test_an_undefined_value_is_no_number_and_exit_1(invoke, expression, at):
     assert doc["value"] is None and doc["warnings"]
 
 
-@pytest.mark.parametrize("args", [["x*y", "--at", "x=1"], ["x", "--at", "x=1", "-f", "csv"], ["(x", "--at", "x=1"]])
+@pytest.mark.parametrize("args", [["x*y", "--at", "x=1"], ["x", "--at", "x=1", "-f", "yaml"], ["(x", "--at", "x=1"]])
 def test_usage_errors(invoke, args):
     result = invoke("eval", *args)
     assert result.exit_code == 2 and result.stdout == ""  # (Click's own wording for -f csv in process)
