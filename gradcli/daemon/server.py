@@ -128,28 +128,23 @@ def run_warm_requests() -> None:
     """:data:`WARM_REQUESTS`, each through the console script's own path, with stdout and stderr on
     /dev/null, warnings as they were afterwards (a warning shown once per place shows again in a call), and
     every thread they started ended. A request that fails leaves only less warmth."""
-    import io
     import threading
     import warnings
 
     from gradcli import launcher
 
-    blocked = "tensorflow" not in sys.modules
-    if not blocked:  # pragma: no cover - warm_up imports TensorFlow only after this
+    if "tensorflow" in sys.modules:  # imported already: it cannot be kept from running an op
         return
     saved = sys.stdout, sys.stderr
     sys.modules["tensorflow"] = None  # an import of it fails: no op can run here
     try:
         with open(os.devnull, "w", encoding="utf-8") as devnull, warnings.catch_warnings():
-            sys.stdout = sys.stderr = io.TextIOWrapper(io.BufferedWriter(io.FileIO(os.dup(devnull.fileno()), "w")),
-                                                       encoding="utf-8", errors="strict")
+            sys.stdout = sys.stderr = devnull
             for argv in WARM_REQUESTS:
                 try:
                     launcher.run_command(list(argv))
                 except BaseException:  # noqa: BLE001 - a request that fails costs warmth only
                     pass
-                sys.stdout.flush()
-            sys.stdout.close()
     finally:
         sys.stdout, sys.stderr = saved
         del sys.modules["tensorflow"]
