@@ -160,6 +160,22 @@ def test_an_input_is_refused_as_the_other_batch_commands_refuse_it(invoke, tmp_p
     assert _error(invoke("derivative", "x*y", "--wrt", "x", *words, "-f", "jsonl")) == (code, errors)
 
 
+def test_a_request_past_the_work_limit_is_refused_before_any_point_is_computed(invoke):
+    # 1,401 nodes at 10 million grid points: over an hour of eval's point-by-point Python, refused up front
+    # (exit 2, nothing on stdout) as grad, hessian and derivative refuse theirs; a tenth of the points runs.
+    from gradcli.compute.batch.value import ValueBatch
+    from gradcli.compute.work import estimate
+
+    expression = "+".join(["sin(x)"] * 700)
+    work = estimate(ValueBatch(expression))
+    assert work.nodes == 1401 and work.evaluations_per_point == 1401
+    assert work.seconds(10_000_000) > 3600 > work.seconds(1_000_000)
+    refused = invoke("eval", expression, "--grid", "x=0:1:10000000", "-f", "jsonl")
+    code, errors = _error(refused)
+    assert code == 2 and refused.stdout == "" and len(errors) == 1
+    assert "1,401 nodes x 10,000,000 points" in errors[0] and "split the points" in errors[0]
+
+
 @pytest.mark.parametrize("expression, options", [
     ("x +* 2", []),  # a parse error
     ("log(-1) + x", []),  # an undefined constant

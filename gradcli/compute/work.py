@@ -26,6 +26,7 @@ PER_UNIT = {
     ("hessian", "fd"): 2e-07,
     ("hessian", "tape"): 1e-06,
     ("hessian", "symbolic"): 2e-08,
+    ("eval", "value"): 3e-07,
 }
 PER_OUTPUT = {
     ("grad", "fd"): 0.0,
@@ -35,6 +36,7 @@ PER_OUTPUT = {
     ("hessian", "fd"): 2e-05,
     ("hessian", "tape"): 1e-05,
     ("hessian", "symbolic"): 1e-05,
+    ("eval", "value"): 8e-06,
 }
 
 
@@ -52,13 +54,17 @@ def units_per_point(command: str, method: str, nodes: int, variables: int, order
     tree once per gradient (a Hessian: once per row)."""
     if command == "hessian":
         evaluations = variables * (variables if method in ("fd", "symbolic") else 1)
+    elif command == "eval":  # the value alone, once
+        evaluations = 1
     else:
         evaluations = variables * order
     return evaluations * (nodes + variables)
 
 
 def outputs_per_point(command: str, variables: int) -> int:
-    """Numbers a record holds per method (a gradient's entries, a Hessian's with its gradient)."""
+    """Numbers a record holds per method (a gradient's entries, a Hessian's with its gradient, eval's value)."""
+    if command == "eval":
+        return 1
     return variables * variables + variables if command == "hessian" else variables
 
 
@@ -82,6 +88,8 @@ class WorkEstimate:
 
     @property
     def evaluations_per_point(self) -> int:
+        if self.command == "eval":
+            return self.nodes
         width = self.variables * self.variables if self.command == "hessian" else self.variables * self.order
         return self.nodes * max(1, width)
 
@@ -98,6 +106,11 @@ class WorkEstimate:
         if seconds <= WORK_MAX_SECONDS:
             return
         which = f"the first {points:,} points read are" if so_far else "this request is"
+        if self.command == "eval":
+            raise UsageError(
+                f"{which} about {self.evaluations_per_point * points:,} node-point evaluations ({self.nodes:,} "
+                f"nodes x {points:,} points, ~{duration_text(seconds)} on a typical machine): more than the limit "
+                f"of ~{duration_text(WORK_MAX_SECONDS)}; split the points (--points in parts)")
         raise UsageError(
             f"{which} about {self.evaluations_per_point * points:,} node-variable-point evaluations "
             f"({self.nodes:,} nodes x {self.variables:,} variables{' squared' if self.command == 'hessian' else ''}"
@@ -108,6 +121,8 @@ class WorkEstimate:
 
 def estimate(computation) -> WorkEstimate | None:
     """The work of a batch core (gradcli.compute.batch); None for what has no trees (a reader of points)."""
+    if getattr(computation, "command", "") == "eval":  # eval's value alone, point by point in Python
+        return WorkEstimate("eval", node_count([computation.expr.tree]), len(computation.variables), ("value",))
     trees = getattr(computation, "trees", None)
     methods = getattr(computation, "methods", None)
     if not trees or methods is None:
