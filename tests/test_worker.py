@@ -18,6 +18,13 @@ def _slow():
     time.sleep(5)
 
 
+def _busy():
+    """Pure-Python work that never checks a cancel flag (as SymPy's simplify does not)."""
+    total = 0
+    while True:
+        total += sum(range(1000))
+
+
 def _spin(cancel):
     """A cancellable work function that never finishes on its own."""
     while True:
@@ -56,6 +63,23 @@ def test_thread_job_is_cancelled_through_its_flag():
         job.result()
     # a caller that no longer needs the answer
     job = BoundedJob(_spin, (), 30, cancellable=True)
+    job.cancel()
+    job.thread.join(5)
+    assert not job.thread.is_alive()
+    with pytest.raises(SymbolicTimeout, match="cancelled"):
+        job.result()
+
+
+def test_a_thread_that_never_checks_its_flag_is_ended_at_the_deadline_and_when_cancelled():
+    # In a long-lived process (a notebook) an abandoned SymPy thread would otherwise run on, holding the GIL
+    job = BoundedJob(_busy, (), 0.2)
+    time.sleep(0.3)  # the caller busy elsewhere: the deadline's timer ends the thread
+    job.thread.join(5)
+    assert not job.thread.is_alive()
+    with pytest.raises(SymbolicTimeout, match=r"^SymPy took longer than 0\.2 s$"):
+        job.result()
+    job = BoundedJob(_busy, (), 30)
+    time.sleep(0.1)
     job.cancel()
     job.thread.join(5)
     assert not job.thread.is_alive()

@@ -28,9 +28,23 @@ class SymbolicTimeout(Exception):
     """SymPy did not finish within the time limit (the caller leaves the column out with a note)."""
 
 
+class AbandonedJob(BaseException):
+    """Raised inside a job's thread once nobody waits for its answer (its deadline passed, or it was
+    cancelled). A BaseException, so that SymPy's own ``except Exception`` clauses do not swallow it."""
+
+
 def _fork_safe() -> bool:
     # Forking is only safe before TensorFlow has started its threads (see BoundedJob).
     return hasattr(os, "fork") and "tensorflow" not in sys.modules
+
+
+def _importing(frame) -> bool:
+    """Whether ``frame`` or a caller of it runs the import machinery."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _enter_worker(parent: int) -> None:
@@ -236,9 +250,13 @@ class BoundedJob:
       it is loaded (and without ``parallel``) the job runs in a *daemon thread* instead.
     - A timer fires at the deadline, even while this process is busy: it kills a forked process (past
       its deadline it would only take a core from the rest) and reaps it (no zombie), unless its answer
-      is already in the pipe. For a thread it sets the job's :class:`CancelFlag`: with
+      is already in the pipe. For a thread it sets the job's :class:`CancelFlag` (with
       ``cancellable=True``, ``fn`` is called with ``cancel=`` that flag and checks it between
-      derivatives, so that an abandoned thread stops soon; a thread that never checks dies with gradcli.
+      derivatives) and raises :class:`AbandonedJob` in the thread at its next bytecode (a long C call,
+      such as one big-integer product, ends first): in a long-lived process (a notebook, the API in a
+      server) an abandoned SymPy thread would otherwise simplify on for minutes, taking the GIL from
+      everything else. A thread in the middle of an import is interrupted once the import is over (an
+      exception there would leave the module half-initialised).
     - :func:`prestart_worker` (called by ``gradcli.launcher`` for ``grad``) forks a process that imports
       SymPy while Typer loads; the first ``parallel`` job is handed to it, pickled. Work functions are
       therefore module-level, with picklable arguments and results.
@@ -342,6 +360,7 @@ class BoundedJob:
             if self._finished:
                 return
             self.flag.cancelled = True
+            self._interrupt_thread()
             if self.process is not None and not self.conn.poll():  # an answer in the pipe is kept for result()
                 self._killed = True
                 self.process.kill()
@@ -349,6 +368,20 @@ class BoundedJob:
                 interrupts.forget_worker(self.process.pid)
             elif self.process is not None:
                 self.process.is_alive()  # reaps it if it has exited after answering
+
+    def _interrupt_thread(self) -> None:
+        """End the job's thread, if it runs (see the class docstring): at once, or once out of an import."""
+        thread = self.thread
+        if thread is None or not thread.is_alive() or thread.ident is None:
+            return
+        if _importing(sys._current_frames().get(thread.ident)):
+            retry = threading.Timer(0.05, self._interrupt_thread)
+            retry.daemon = True
+            retry.start()
+            return
+        import ctypes
+
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), ctypes.py_object(AbandonedJob))
 
     def result(self) -> Any:
         if self._outcome is None:
@@ -366,8 +399,8 @@ class BoundedJob:
             if self.thread.is_alive():
                 return self._timed_out()
             if "error" in self._box:
-                if self.flag.cancelled and isinstance(self._box["error"], SymbolicTimeout):
-                    return self._timed_out()  # it stopped at its cancel flag, set at the deadline
+                if self.flag.cancelled and isinstance(self._box["error"], (SymbolicTimeout, AbandonedJob)):
+                    return self._timed_out()  # it stopped at its cancel flag, or was ended, at the deadline
                 return "error", self._box["error"]
             return "value", self._box["value"]
         try:
@@ -394,6 +427,7 @@ class BoundedJob:
                 return
             self._finished = True
             self.flag.cancelled = True
+            self._interrupt_thread()
             if self._reusable is not None and self._outcome is not None and self._outcome[0] == "value" \
                     and not self._killed:
                 _keep_for_later(self._reusable)
