@@ -318,9 +318,11 @@ def undefined_value(warnings: list[str], text: str, value: float) -> bool:
 # ---------------------------------------------------------------------------------------------
 # helpers the commands' batch cores share
 # ---------------------------------------------------------------------------------------------
-def point_dicts(chunk, variables: list[str]) -> list[dict[str, float]]:
-    columns = [chunk.values[v].tolist() for v in variables]
-    return [dict(zip(variables, row)) for row in zip(*columns)] if variables else [{} for _ in range(len(chunk))]
+def point_dicts(chunk, variables: list[str], indices: list[int] | None = None) -> list[dict[str, float]]:
+    """The chunk's points (or those at ``indices``, in that order) as dicts."""
+    columns = [(chunk.values[v] if indices is None else chunk.values[v][indices]).tolist() for v in variables]
+    count = len(chunk) if indices is None else len(indices)
+    return [dict(zip(variables, row)) for row in zip(*columns)] if variables else [{} for _ in range(count)]
 
 
 def base_record(chunk, i: int, point: dict[str, float]) -> dict[str, Any]:

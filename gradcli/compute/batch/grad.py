@@ -247,29 +247,33 @@ class GradBatch(engine.BatchCore):
                                   (lambda: json_lines(self, parts)) if fast else None)
 
     def dicts(self, p: Parts, indices) -> list[dict]:
-        """The records as dicts; per chunk, not per point: a dict per (method, expression, point), a result
-        per (expression, point), then a record per point (C-level dict(zip(...)), no per-point frames)."""
+        """The records of the points ``indices`` as dicts; per chunk, not per point: a dict per (method,
+        expression, point), a result per (expression, point), then a record per point (C-level
+        dict(zip(...)), no per-point frames). The lists are the points' own, in ``indices``' order (``n``);
+        the chunk's own arrays are indexed by point (``k``)."""
         wrt, texts = self.wrt, [e.text for e in self.exprs]
         indices = list(indices)
-        cols, errs, vals, steps, ests, cests = p.lists()
-        points = engine.point_dicts(p.chunk, self.variables)
+        whole = indices == list(range(p.values.shape[1]))
+        cols, errs, vals, steps, ests, cests = p.lists(None if whole else indices)
+        points = engine.point_dicts(p.chunk, self.variables, None if whole else indices)
         gnames, enames = list(cols), list(errs)
+        positions = range(len(indices))
         per_expression = []
         for i in range(len(texts)):
-            grows = zip(*[[dict(zip(wrt, cols[m][i][k])) for k in indices] for m in gnames]) if gnames \
+            grows = zip(*[[dict(zip(wrt, cols[m][i][n])) for n in positions] for m in gnames]) if gnames \
                 else [()] * len(indices)
-            erows = zip(*[[dict(zip(wrt, errs[m][i][k])) for k in indices] for m in enames]) if enames \
+            erows = zip(*[[dict(zip(wrt, errs[m][i][n])) for n in positions] for m in enames]) if enames \
                 else [()] * len(indices)
             per_expression.append([
-                {"expression": texts[i], "value": vals[i][k], "gradient": dict(zip(gnames, g)),
+                {"expression": texts[i], "value": vals[i][n], "gradient": dict(zip(gnames, g)),
                  "error": dict(zip(enames, e)), "unconnected": p.unconnected[i]}
-                for k, g, e in zip(indices, grows, erows)])
+                for n, g, e in zip(positions, grows, erows)])
             if ests is not None:
-                for k, result in zip(indices, per_expression[-1]):
-                    result["fd_error_estimate"] = dict(zip(wrt, ests[i][k]))
+                for n, result in zip(positions, per_expression[-1]):
+                    result["fd_error_estimate"] = dict(zip(wrt, ests[i][n]))
             if cests is not None:
-                for k, result in zip(indices, per_expression[-1]):
-                    result["complex_error_estimate"] = dict(zip(wrt, cests[i][k]))
+                for n, k, result in zip(positions, indices, per_expression[-1]):
+                    result["complex_error_estimate"] = dict(zip(wrt, cests[i][n]))
                     result["complex_step"] = dict(zip(wrt, p.complex_steps[i][k].tolist()))
             if p.fd is not None:  # fd's one-sided values where it found a kink (each such point has a warning)
                 for k, result in zip(indices, per_expression[-1]):
@@ -279,14 +283,14 @@ class GradBatch(engine.BatchCore):
         results = list(zip(*per_expression))
         records = []
         for n, k in enumerate(indices):
-            record = engine.base_record(p.chunk, k, points[k])
+            record = engine.base_record(p.chunk, k, points[n])
             record["results"] = list(results[n])
             if len(texts) > 1:
                 record["sum"] = {m: dict(zip(wrt, self._tape_sum[k] if m == "tape" else
-                                             _sum_rows([c[i][k] for i in range(len(texts))])))
+                                             _sum_rows([c[i][n] for i in range(len(texts))])))
                                  for m, c in cols.items()}
             if steps is not None:
-                record["fd_step"] = dict(zip(wrt, steps[k]))
+                record["fd_step"] = dict(zip(wrt, steps[n]))
             _, warnings, bad = p.said.get(k, (None, [], False))
             records.append(engine.close_record(record, warnings, bad))
         return records

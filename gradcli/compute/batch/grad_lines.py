@@ -21,19 +21,28 @@ class Parts:
         self.fd = fd  # _FdExtras, or None
         self._lists = None
 
-    def lists(self):
+    def lists(self, indices: list[int] | None = None):
         """(columns, errors, values, steps, fd's and the complex step's estimates) as nested Python lists, None
-        where not finite (built once)."""
-        if self._lists is None:
-            self._lists = ({m: as_lists(c, self.dtype if m != "symbolic" else "float64")
-                            for m, c in self.columns.items()},
-                           {m: as_lists(e, "float64") for m, e in self.errors.items()},
-                           as_lists(self.values, "float64"),
-                           self.steps.tolist() if self.steps is not None else None,
-                           as_lists(self.estimates, "float64") if self.estimates is not None else None,
-                           as_lists(self.complex_estimates, "float64") if self.complex_estimates is not None
-                           else None)
-        return self._lists
+        where not finite: of every point (built once), or of ``indices`` alone, in that order (a chunk's few
+        points with warnings need not convert the whole chunk)."""
+        if indices is None:
+            if self._lists is None:
+                self._lists = self._as_lists(slice(None))
+            return self._lists
+        return self._as_lists(indices)
+
+    def _as_lists(self, which):
+        def points(a, axis=1):  # the points' axis: 1 of [T, P, ...], 0 of steps' [P, n]
+            return a[:, which] if axis == 1 else a[which]
+
+        return ({m: as_lists(points(c), self.dtype if m != "symbolic" else "float64")
+                 for m, c in self.columns.items()},
+                {m: as_lists(points(e), "float64") for m, e in self.errors.items()},
+                as_lists(points(self.values), "float64"),
+                points(self.steps, 0).tolist() if self.steps is not None else None,
+                as_lists(points(self.estimates), "float64") if self.estimates is not None else None,
+                as_lists(points(self.complex_estimates), "float64") if self.complex_estimates is not None
+                else None)
 
 
 def text_columns(array) -> list[list[str]]:
