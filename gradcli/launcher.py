@@ -103,7 +103,7 @@ def choose_completion_shell(argv: list[str]) -> bool:
     return False
 
 
-COMMANDS = ("grad", "hessian", "derivative", "descend", "eval", "check", "steps", "shell")
+COMMANDS = ("grad", "hessian", "derivative", "descend", "eval", "check", "steps", "trace", "jvp", "hvp", "shell")
 
 
 @functools.cache

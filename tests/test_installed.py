@@ -113,6 +113,11 @@ def test_an_expression_may_start_with_a_minus():
      ["descend", "--from", "x=1", "--lr", "-0.1", "--", "-10*x**2"]),
     (["hessian", "-x*y", "--show-code", "--at", "x=1,y=2"], ["hessian", "--show-code", "--at", "x=1,y=2", "--",
                                                             "-x*y"]),
+    (["trace", "-x**2", "--at", "x=1"], ["trace", "--at", "x=1", "--", "-x**2"]),
+    (["jvp", "-x*y", "--at", "x=1,y=2", "--along", "x=1"], ["jvp", "--at", "x=1,y=2", "--along", "x=1", "--",
+                                                          "-x*y"]),
+    (["hvp", "-x*y", "--at", "x=1,y=2", "--along", "x=1"], ["hvp", "--at", "x=1,y=2", "--along", "x=1", "--",
+                                                          "-x*y"]),
     (["grad", "x**2", "--at", "x=-1"], ["grad", "x**2", "--at", "x=-1"]),  # nothing to move
     (["grad", "-x", "--help"], ["grad", "-x", "--help"]),
     (["grad", "--at", "x=1", "--", "-x"], ["grad", "--at", "x=1", "--", "-x"]),
