@@ -52,7 +52,8 @@ WARM_MODULES = [
     "multiprocessing.popen_forkserver", "rich._emoji_codes", "typer._click.decorators",
     # imported on first use by one command or another: each is compiled anew by every call where no .pyc
     # is written (PYTHONDONTWRITEBYTECODE)
-    "gradcli.compute.work", "gradcli.compute.value", "rich.columns", "gradcli.compute.check_points",
+    "gradcli.compute.work", "gradcli.compute.value", "gradcli.compute.batch.value", "gradcli.render.value",
+    "rich.columns", "gradcli.compute.check_points",
     "gradcli.compute.check_values", "gradcli.compute.steps_eval", "gradcli.render.latex",
     "gradcli.render.steps_latex", "gradcli.compute.descend.loop", "gradcli.compute.descend.end_basins",
     "gradcli.compute.descend.summary", "gradcli.compute.descend.stationary", "gradcli.compute.descend.advice",
