@@ -13,6 +13,8 @@ import pytest
 from hypothesis import settings
 from typer.testing import CliRunner
 
+from gradcli.methods.worker import AbandonedJob, in_an_import
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 # The suite (and CI) draws the same examples every run, so a red run is a change, not luck; every case a
@@ -48,40 +50,26 @@ def invoke_json(invoke):
     return run
 
 
-class AbandonedSympyJob(BaseException):
-    """Raised inside a SymPy thread that outlived its test. A BaseException, so that SymPy's own
-    ``except Exception`` clauses do not swallow it and carry on."""
-
-
 def stop_abandoned_sympy_threads(wait_s: float = 0.5) -> None:
     """End every ``gradcli-sympy`` thread still running (waiting at most ``wait_s`` for them in all).
 
-    In process, with TensorFlow loaded, a SymPy job past its deadline runs on in a daemon thread
-    (gradcli.methods.worker.BoundedJob: it checks its cancel flag only between derivatives, and the CLI's
-    process exits soon after). In the test process nothing ends it: check's 10th derivative of
-    sin(cos(tan(exp(x*sin(x))))) under a 0.1 s limit kept simplifying for the rest of a full run, taking
-    more CPU than the tests' own thread (113 s against 60 s by test_daemon) and the GIL back each time the
-    main thread released it for a NumPy or TensorFlow call: later tests ran several times slower. Such a thread's answer can no
-    longer reach anyone once its test has ended, so an exception is raised in it, at its next bytecode
-    (one inside a C call, such as a sleep, ends when the call returns: it is not waited for)."""
+    In process, with TensorFlow loaded, a SymPy job runs in a daemon thread (gradcli.methods.worker.BoundedJob),
+    which the job ends at its deadline or when cancelled. A test can end before either (a job started and
+    left, a long deadline): such a thread would simplify on through later tests, taking the GIL each time the
+    main thread released it for a NumPy or TensorFlow call (check's 10th derivative of
+    sin(cos(tan(exp(x*sin(x))))) took 113 s of CPU against the tests' own 60 s by test_daemon, and later tests
+    ran several times slower). Its answer can no longer reach anyone once its test has ended, so the job's own
+    exception is raised in it, at its next bytecode (one inside a C call, such as a sleep, ends when the call
+    returns: it is not waited for)."""
     frames = sys._current_frames()
     # one in the middle of an import is left for the next test's end: an exception there would leave the
     # module half-initialised, and the next import of it would run it again (new classes, new caches)
     abandoned = [t for t in threading.enumerate()
-                 if t.name == "gradcli-sympy" and t.is_alive() and not importing(frames.get(t.ident))]
+                 if t.name == "gradcli-sympy" and t.is_alive() and not in_an_import(frames.get(t.ident))]
     for thread in abandoned:
-        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), ctypes.py_object(AbandonedSympyJob))
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), ctypes.py_object(AbandonedJob))
     for thread in abandoned:
         thread.join(wait_s / len(abandoned))
-
-
-def importing(frame) -> bool:
-    """Whether ``frame`` or a caller of it runs the import machinery."""
-    while frame is not None:
-        if frame.f_code.co_filename.startswith("<frozen importlib"):
-            return True
-        frame = frame.f_back
-    return False
 
 
 @pytest.fixture(autouse=True)
@@ -92,13 +80,13 @@ def no_sympy_thread_outlives_its_test():
 
 @pytest.hookimpl(trylast=True)  # after pytest's own unraisable-exception hook is installed: it wraps that one
 def pytest_configure(config):
-    """An AbandonedSympyJob that lands in a callback run by the stopped thread (a gc callback of Hypothesis's:
+    """An AbandonedJob that lands in a callback run by the stopped thread (a gc callback of Hypothesis's:
     "Exception ignored in ...") says nothing about the test then running: it is not reported. The thread
     is stopped at the next test's end."""
     reporting = sys.unraisablehook
 
     def unless_a_stopped_job(unraisable):
-        if unraisable.exc_type is not AbandonedSympyJob:
+        if unraisable.exc_type is not AbandonedJob:
             reporting(unraisable)
 
     sys.unraisablehook = unless_a_stopped_job

@@ -38,7 +38,7 @@ def _fork_safe() -> bool:
     return hasattr(os, "fork") and "tensorflow" not in sys.modules
 
 
-def _importing(frame) -> bool:
+def in_an_import(frame) -> bool:
     """Whether ``frame`` or a caller of it runs the import machinery."""
     while frame is not None:
         if frame.f_code.co_filename.startswith("<frozen importlib"):
@@ -374,7 +374,7 @@ class BoundedJob:
         thread = self.thread
         if thread is None or not thread.is_alive() or thread.ident is None:
             return
-        if _importing(sys._current_frames().get(thread.ident)):
+        if in_an_import(sys._current_frames().get(thread.ident)):
             retry = threading.Timer(0.05, self._interrupt_thread)
             retry.daemon = True
             retry.start()
