@@ -55,14 +55,19 @@ def _lines(batch) -> list[str]:
 
 
 class JsonlSink:
+    """A line per record, flushed per chunk (a reader sees the first records before the last are computed)."""
+
     def __init__(self, out=None):
         self.out = out or sys.stdout
 
     def start(self, header: dict) -> None:
         self.header = header
 
+    def lines(self, batch) -> list[str]:
+        return _lines(batch)
+
     def write(self, batch) -> None:
-        self.out.write("".join(line + "\n" for line in _lines(batch)))
+        self.out.write("".join(line + "\n" for line in self.lines(batch)))
         self.out.flush()
 
     def finish(self, summary: dict, summary_text: str, warnings: list[str], notes: list[str]) -> None:

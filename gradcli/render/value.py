@@ -10,25 +10,15 @@ from __future__ import annotations
 
 import sys
 
-from gradcli.render.batch import print_batch_diagnostics, records_of, refuse_latex_for_many, sink_for
+from gradcli.render.batch import JsonlSink, records_of, refuse_latex_for_many, sink_for
 from gradcli.render.common import print_diagnostics, to_json
 
 
-class PlainSink:
+class PlainSink(JsonlSink):
     """Many points: a value a line (empty where undefined), flushed per chunk."""
 
-    def __init__(self, out=None):
-        self.out = out or sys.stdout
-
-    def start(self, header: dict) -> None:
-        self.header = header
-
-    def write(self, batch) -> None:
-        self.out.write("".join(("" if r["value"] is None else repr(r["value"])) + "\n" for r in records_of(batch)))
-        self.out.flush()
-
-    def finish(self, summary: dict, summary_text: str, warnings: list[str], notes: list[str]) -> None:
-        print_batch_diagnostics(summary_text, warnings, notes)
+    def lines(self, batch) -> list[str]:
+        return ["" if r["value"] is None else repr(r["value"]) for r in records_of(batch)]
 
 
 class OnePointSink:
