@@ -87,6 +87,23 @@ def test_the_one_start_document_is_the_run_and_the_record(runner, argv):
     assert _timeless(grid) == _timeless(record)
 
 
+@pytest.mark.parametrize("schema, argv", [
+    ("grad-record", ["grad", "x**2*y"]),
+    ("hessian-record", ["hessian", "x**2*y"]),
+    ("derivative-record", ["derivative", "x**2*y", "--wrt", "x"]),
+    ("descend-record", ["descend", "x**2 + y**2", "--steps", "50", "--stationary-timeout", "0"]),
+])
+def test_records_from_a_points_file_carry_its_line_and_fields_as_their_schema_says(runner, tmp_path, schema, argv):
+    """A --points file's records carry the file's line and its other columns (fields), every command alike."""
+    points = tmp_path / "points.csv"
+    points.write_text("id,x,y\na,1,2\nb,0.5,1\n")
+    validator = Draft202012Validator(json.loads((SCHEMAS / f"{schema}.json").read_text()), registry=_registry())
+    records = outputs(runner, ("", [*argv, "--points", str(points)], "jsonl"))
+    assert [r["fields"] for r in records] == [{"id": "a"}, {"id": "b"}] and [r["line"] for r in records] == [2, 3]
+    for record in records:
+        assert not [e.message for e in validator.iter_errors(record)]
+
+
 def test_eval_records_from_a_points_file_match_their_schema(runner, tmp_path):
     """eval's --points records carry the file's line and its other columns (fields): the schema says so."""
     points = tmp_path / "points.csv"
