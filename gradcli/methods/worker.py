@@ -38,10 +38,18 @@ def _fork_safe() -> bool:
     return hasattr(os, "fork") and "tensorflow" not in sys.modules
 
 
+def _clear_async_exception() -> None:
+    """Drop an exception sent to this thread that has not been raised yet."""
+    import ctypes
+
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(threading.get_ident()), None)
+
+
 def in_an_import(frame) -> bool:
     """Whether ``frame`` or a caller of it runs the import machinery."""
-    while frame is not None:
-        if frame.f_code.co_filename.startswith("<frozen importlib"):
+    while frame is not None:  # (the frozen importlib's file name, or its module's, where it is not frozen)
+        if frame.f_code.co_filename.startswith("<frozen importlib") or \
+                frame.f_globals.get("__name__") in ("importlib._bootstrap", "importlib._bootstrap_external"):
             return True
         frame = frame.f_back
     return False
@@ -256,7 +264,9 @@ class BoundedJob:
       such as one big-integer product, ends first): in a long-lived process (a notebook, the API in a
       server) an abandoned SymPy thread would otherwise simplify on for minutes, taking the GIL from
       everything else. A thread in the middle of an import is interrupted once the import is over (an
-      exception there would leave the module half-initialised).
+      exception there would leave the module half-initialised; the look at its stack is a moment before
+      the exception is raised, so an import begun in between can still be cut: rare, and only in a thread
+      nobody waits for).
     - :func:`prestart_worker` (called by ``gradcli.launcher`` for ``grad``) forks a process that imports
       SymPy while Typer loads; the first ``parallel`` job is handed to it, pickled. Work functions are
       therefore module-level, with picklable arguments and results.
@@ -338,8 +348,17 @@ class BoundedJob:
                         self._start_timer(self.seconds)  # sets the cancel flag at the deadline
                 self._box["value"] = fn(*args, **kwargs)
             except BaseException as exc:  # re-raised in the caller's thread
-                self._box["error"] = exc
+                self._box.setdefault("error", exc)
+            while True:  # no AbandonedJob may outlive the job: none is sent once it is done, one sent is cleared
+                try:
+                    with self._lock:
+                        self._thread_done = True
+                        _clear_async_exception()
+                    return
+                except AbandonedJob:  # it fired before it could be cleared
+                    continue
 
+        self._thread_done = False
         self.thread = threading.Thread(target=target, daemon=True, name="gradcli-sympy")
         self.thread.start()
 
@@ -370,18 +389,24 @@ class BoundedJob:
                 self.process.is_alive()  # reaps it if it has exited after answering
 
     def _interrupt_thread(self) -> None:
-        """End the job's thread, if it runs (see the class docstring): at once, or once out of an import."""
+        """End the job's thread, if it still runs its job (see the class docstring): at once, or once out of an
+        import. Called with ``self._lock`` held: the thread says it is done under the same lock, so the
+        exception never reaches a thread that has finished (or another that took its ident)."""
         thread = self.thread
-        if thread is None or not thread.is_alive() or thread.ident is None:
+        if thread is None or self._thread_done or thread.ident is None:
             return
         if in_an_import(sys._current_frames().get(thread.ident)):
-            retry = threading.Timer(0.05, self._interrupt_thread)
+            retry = threading.Timer(0.05, self._interrupt_later)
             retry.daemon = True
             retry.start()
             return
         import ctypes
 
         ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), ctypes.py_object(AbandonedJob))
+
+    def _interrupt_later(self) -> None:
+        with self._lock:
+            self._interrupt_thread()
 
     def result(self) -> Any:
         if self._outcome is None:
