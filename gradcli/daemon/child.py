@@ -174,16 +174,19 @@ def warm_tensorflow(control) -> None:
     Nothing of it reaches a call's output: TensorFlow keeps kernels, not results (no random op, no Keras,
     no cached tf.function: the Hessians' rows mode)."""
     import select
+    import warnings
 
     if select.select([control], [], [], WARM_AFTER_S)[0]:
         return
-    for step in _tensorflow_steps():
-        if select.select([control], [], [], 0)[0]:
-            return
-        try:
-            step()
-        except Exception:  # noqa: BLE001 - warmth lost, nothing else
-            pass
+    # A warning shown once per place, if warming raised it, would be missing from the call: none is kept.
+    with warnings.catch_warnings():
+        for step in _tensorflow_steps():
+            if select.select([control], [], [], 0)[0]:
+                return
+            try:
+                step()
+            except Exception:  # noqa: BLE001 - warmth lost, nothing else
+                pass
 
 
 def _tensorflow_steps():
