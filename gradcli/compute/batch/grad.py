@@ -107,7 +107,7 @@ class GradBatch(engine.BatchCore):
         values = np.stack([self.value_column(i, pts, size) for i in range(len(self.trees))])  # [T, P]
         columns: dict[str, np.ndarray] = {}  # method -> [T, P, n]
         unconnected: list[list[str]] = [[] for _ in self.exprs]
-        steps, self._tape_sum, fd, cc = None, None, None, None
+        steps, tape_sum, fd, cc = None, None, None, None
         if "tape" in self.methods:
             from gradcli.methods.tape import tape_gradients
 
@@ -143,7 +143,7 @@ class GradBatch(engine.BatchCore):
             c[undefined] = np.nan
         if "tape" in columns and len(self.exprs) > 1:  # what tape.gradient([z1, z2, ...]) returns
             tape_sum[undefined.any(axis=0)] = np.nan
-            self._tape_sum = as_lists(tape_sum, self.dtype)
+            tape_sum = as_lists(tape_sum, self.dtype)
         if self.at_point is not False and "tape" in columns:  # what a --rule does to the tape's numerics there
             from gradcli.expression.rules import numerics_notes
 
@@ -152,7 +152,7 @@ class GradBatch(engine.BatchCore):
                                          [dict(zip(self.wrt, columns["tape"][i, 0].tolist()))
                                           for i in range(len(self.trees))])
         judged = self._judge(values, columns, pts, steps, fd, cc)
-        return self._records(chunk, values, columns, judged, undefined, unconnected, steps, fd, cc)
+        return self._records(chunk, values, columns, judged, undefined, unconnected, steps, fd, cc, tape_sum)
 
     def _judge(self, values, columns, pts, steps, fd, cc):
         """(error per method [T, P, n], where it exceeds its tolerance [T, P, n], the tolerances, the
@@ -208,7 +208,7 @@ class GradBatch(engine.BatchCore):
             shift = np.abs(there - columns["symbolic"])
         return np.where(np.isnan(shift), np.inf, shift)
 
-    def _records(self, chunk, values, columns, judged, undefined, unconnected, steps, fd, cc):
+    def _records(self, chunk, values, columns, judged, undefined, unconnected, steps, fd, cc, tape_sum):
         import numpy as np
 
         errors, disagree, tols, cross, cross_complex, loose = judged
@@ -241,7 +241,7 @@ class GradBatch(engine.BatchCore):
             said[k] = (point, warnings, bad)
         parts = Parts(chunk, values, columns, errors, unconnected, steps, said, self.dtype,
                        None if fd is None else fd.estimates, None if cc is None else cc.estimates, fd,
-                       None if cc is None else cc.steps)
+                       None if cc is None else cc.steps, tape_sum)
         fast = len(self.exprs) == 1 and bool(self.wrt)
         return engine.RecordBatch(size, list(said.values()), lambda: self.dicts(parts, range(size)),
                                   (lambda: json_lines(self, parts)) if fast else None)
@@ -286,7 +286,7 @@ class GradBatch(engine.BatchCore):
             record = engine.base_record(p.chunk, k, points[n])
             record["results"] = list(results[n])
             if len(texts) > 1:
-                record["sum"] = {m: dict(zip(wrt, self._tape_sum[k] if m == "tape" else
+                record["sum"] = {m: dict(zip(wrt, p.tape_sum[k] if m == "tape" else
                                              _sum_rows([c[i][n] for i in range(len(texts))])))
                                  for m, c in cols.items()}
             if steps is not None:

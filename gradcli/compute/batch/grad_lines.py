@@ -12,13 +12,14 @@ class Parts:
     """One chunk's results (arrays), ready to become records: dicts, or JSON lines straight from the arrays."""
 
     def __init__(self, chunk, values, columns, errors, unconnected, steps, said, dtype, estimates=None,
-                 complex_estimates=None, fd=None, complex_steps=None):
+                 complex_estimates=None, fd=None, complex_steps=None, tape_sum=None):
         self.chunk, self.values, self.columns, self.errors = chunk, values, columns, errors
         self.unconnected, self.steps, self.said, self.dtype = unconnected, steps, said, dtype
         self.estimates = estimates  # [T, P, n] fd's error estimates, or None
         self.complex_estimates = complex_estimates  # [T, P, n] the complex step's, or None
         self.complex_steps = complex_steps  # [T, P, n] the step each complex value was taken with, or None
         self.fd = fd  # _FdExtras, or None
+        self.tape_sum = tape_sum  # [P][n] what tape.gradient([z1, z2, ...]) returns (several expressions), or None
         self._lists = None
 
     def lists(self, indices: list[int] | None = None):
