@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from hang_guard import HANG_S
+
 GRADCLI = str(Path(sys.executable).with_name("gradcli"))
 RUN_TIMEOUT_S = 120
 STALE = ("installation changed", "stale")
@@ -137,7 +139,7 @@ def running_call(xdg: Path) -> tuple[subprocess.Popen, int] | None:
     if wait_for(lambda: status(xdg).get("running now") == "1", 30):
         return caller, pid
     caller.kill()
-    caller.communicate(timeout=30)
+    caller.communicate(timeout=HANG_S)
     assert any(reason in log(xdg) for reason in STALE), log(xdg)
     return None
 
@@ -154,8 +156,8 @@ def test_a_killed_caller_or_daemon_ends_the_call_and_leaves_nothing(xdg):
         caller, pid = taken
         before = descendants(pid)
         caller.kill()
-        caller.communicate(timeout=30)
-        assert wait_for(lambda: status(xdg).get("running now") in ("0", None), 30), status(xdg)
+        caller.communicate(timeout=HANG_S)
+        assert wait_for(lambda: status(xdg).get("running now") in ("0", None), HANG_S), status(xdg)
         call_processes = before - descendants(pid)
         assert call_processes, "the call's process should have been the daemon's child"
         assert not any(alive(p) for p in call_processes)
@@ -166,7 +168,7 @@ def test_a_killed_caller_or_daemon_ends_the_call_and_leaves_nothing(xdg):
         try:
             helpers = descendants(pid)
             os.kill(pid, signal.SIGKILL)
-            _, err = caller.communicate(timeout=30)
+            _, err = caller.communicate(timeout=HANG_S)
         finally:
             caller.kill()
         break
@@ -174,7 +176,7 @@ def test_a_killed_caller_or_daemon_ends_the_call_and_leaves_nothing(xdg):
         pytest.fail("the daemon did not take the calls")
     assert caller.returncode == 1
     assert err == b"gradcli: error: the daemon stopped while running the command\n"
-    assert wait_for(lambda: not any(alive(p) for p in helpers), 15), [p for p in helpers if alive(p)]
+    assert wait_for(lambda: not any(alive(p) for p in helpers), HANG_S), [p for p in helpers if alive(p)]
     assert (xdg / "gradcli" / "daemon.sock").exists()  # a dead daemon's: nobody removed it
 
     args = ("eval", "x**2", "--at", "x=3")
@@ -197,7 +199,7 @@ def test_an_idle_daemon_exits_by_itself_and_starts_over_a_stale_socket(xdg):
         assert status(xdg).get("requests served") == "0"
         call = gradcli(xdg, "eval", "x**2", "--at", "x=3")
         assert call.returncode == 0, call.stderr
-        assert wait_for(lambda pid=pid: not alive(pid), 60), "the daemon is still running"
+        assert wait_for(lambda pid=pid: not alive(pid), HANG_S), "the daemon is still running"
         if not any(f"pid {pid} stopping: {reason}" in log(xdg) for reason in STALE):
             break
     else:
@@ -205,4 +207,4 @@ def test_an_idle_daemon_exits_by_itself_and_starts_over_a_stale_socket(xdg):
     assert f"pid {pid} stopping: idle for 5 s" in log(xdg), log(xdg)
     assert not (xdg / "gradcli" / "daemon.sock").exists()
     assert daemon_pid(xdg) is None
-    assert wait_for(lambda: not any(alive(p) for p in helpers), 15), [p for p in helpers if alive(p)]
+    assert wait_for(lambda: not any(alive(p) for p in helpers), HANG_S), [p for p in helpers if alive(p)]

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from hang_guard import HANG_S
+
 from test_installed import GRADCLI
 
 LONG_DESCENT = ["descend", "x**2+y**2", "--from", "x=1,y=1", "--steps", "1000000000000", "--tol", "0"]
@@ -48,7 +50,7 @@ def session_members(sid: int) -> list[tuple[int, int, str]]:
     return members
 
 
-def wait_for(condition, what: str, process: subprocess.Popen, limit: float = 120.0) -> None:
+def wait_for(condition, what: str, process: subprocess.Popen, limit: float = HANG_S) -> None:
     deadline = time.monotonic() + limit
     while not condition():
         assert process.poll() is None, f"gradcli ended before {what}: {process.returncode}"
@@ -58,7 +60,7 @@ def wait_for(condition, what: str, process: subprocess.Popen, limit: float = 120
 
 def no_session_survivors(sid: int) -> list:
     """The session's live processes, given a moment for a parent-death signal to land."""
-    deadline = time.monotonic() + 5.0
+    deadline = time.monotonic() + HANG_S
     while session_members(sid) and time.monotonic() < deadline:
         time.sleep(0.05)
     return session_members(sid)
@@ -105,7 +107,7 @@ def test_sigint_ends_a_compiled_descent_without_a_terminal(tmp_path):
     try:
         wait_for_the_compiled_loop(tmp_path, process)
         process.send_signal(signal.SIGINT)
-        out, err = process.communicate(timeout=30)
+        out, err = process.communicate(timeout=HANG_S)
         survivors = no_session_survivors(process.pid)
     finally:
         kill_session(process)
@@ -137,7 +139,7 @@ def test_sigterm_ends_a_descent_on_a_terminal(tmp_path):
     try:
         wait_for(lambda: traced(tmp_path) and shown, "a progress bar", process)
         process.send_signal(signal.SIGTERM)
-        out, _ = process.communicate(timeout=30)
+        out, _ = process.communicate(timeout=HANG_S)
         survivors = no_session_survivors(process.pid)
     finally:
         kill_session(process)
@@ -158,7 +160,7 @@ def test_the_sympy_worker_dies_with_gradcli(tmp_path, sig):
                  "a SymPy worker", process)
         time.sleep(0.5)  # the worker is at work
         process.send_signal(sig)
-        process.communicate(timeout=30)
+        process.communicate(timeout=HANG_S)
         survivors = no_session_survivors(process.pid)
     finally:
         kill_session(process)

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from hang_guard import HANG_S
+
 GRADCLI = [sys.executable, "-m", "gradcli"]
 
 
@@ -152,7 +154,7 @@ def session_members(sid: int) -> list[int]:
     return members
 
 
-def wait_until(condition, what: str, process: subprocess.Popen, limit: float = 60.0) -> None:
+def wait_until(condition, what: str, process: subprocess.Popen, limit: float = HANG_S) -> None:
     deadline = time.monotonic() + limit
     while not condition():
         assert process.poll() is None, f"gradcli ended before {what}: {process.returncode}"
@@ -170,9 +172,9 @@ def test_hangup_quit_and_usr1_end_a_one_point_command_and_its_worker(tmp_path, s
                    "SymPy's worker", process)
         time.sleep(0.3)
         os.kill(process.pid, sig)
-        _, err = process.communicate(timeout=30)
+        _, err = process.communicate(timeout=HANG_S)
         assert (process.returncode, err.decode()) == (code, f"gradcli: {word}\n")
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + HANG_S
         while session_members(process.pid) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert session_members(process.pid) == []
@@ -203,7 +205,7 @@ def test_ctrl_c_during_tensorflow_s_import_says_interrupted(tmp_path):
         maps = Path(f"/proc/{process.pid}/maps")
         wait_until(lambda: "tensorflow" in maps.read_text(), "TensorFlow's import", process)
         os.kill(process.pid, signal.SIGINT)
-        out, err = process.communicate(timeout=30)
+        out, err = process.communicate(timeout=HANG_S)
         assert (process.returncode, err.decode()) == (130, "gradcli: interrupted\n")
     finally:
         if process.poll() is None:
@@ -325,7 +327,7 @@ def test_the_shell_at_a_terminal_with_a_fifo_as_history_does_not_hang(tmp_path):
         os.execv(sys.executable, [*GRADCLI, "shell"])
     seen = b""
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + HANG_S
         while b"gradcli> " not in seen:
             assert time.monotonic() < deadline, seen
             seen += os.read(fd, 4096)
