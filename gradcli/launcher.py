@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import sys
 
 
@@ -118,7 +119,11 @@ def click_command(app):
 def negative_expressions_as_arguments(argv: list[str], app) -> list[str]:
     """``gradcli grad "-x**2" --at x=1``: an argument that starts with '-' and is none of the command's
     options is an expression. Click would take it for an unknown option, so the command's arguments are
-    moved, in order, after a ``--``; options (and the values they take) keep their meaning and place."""
+    moved, in order, after a ``--``; options (and the values they take) keep their meaning and place.
+
+    A word that looks like an option (``-n``, ``-eps``, ``--foo=1``) is refused as one (Click's
+    ``NoSuchOption``, with the options it may stand for), never read as an expression: ``grad x**2 -n 2``
+    would otherwise differentiate ``-n`` and ``2`` too. Such an expression goes after ``--``."""
     if not argv or argv[0] not in COMMANDS or any(a in ("-h", "--help") for a in argv):
         return argv
     rest, after = argv[1:], []
@@ -126,7 +131,7 @@ def negative_expressions_as_arguments(argv: list[str], app) -> list[str]:
         cut = rest.index("--")
         rest, after = rest[:cut], rest[cut + 1:]
     if not any(a.startswith("-") and not a.startswith("--") and len(a) > 1 for a in rest):
-        return argv  # the common case: no Click command is built here
+        return argv  # the common case: no Click command is built here (Click refuses an unknown --name)
 
     command = click_command(app).commands[argv[0]]
     options = [p for p in command.params if type(p).__name__.endswith("Option")]
@@ -141,6 +146,10 @@ def negative_expressions_as_arguments(argv: list[str], app) -> list[str]:
             if name in takes_value and "=" not in token and i + 1 < len(rest):
                 kept.append(rest[i + 1])
                 i += 1
+        elif _OPTION_LIKE.fullmatch(token) and (token[:2] not in names or "-" + name.split("=", 1)[0] in names):
+            raise _no_such_option(token, argv[0], names)  # -n, -eps; and -method is not -m with 'ethod'
+        elif token[:2] in names:  # a short option with its value glued on (-mfd)
+            kept.append(token)
         else:
             arguments.append(token)
         i += 1
@@ -149,15 +158,67 @@ def negative_expressions_as_arguments(argv: list[str], app) -> list[str]:
     return [argv[0], *kept, "--", *arguments, *after]
 
 
+# A word that reads as an option, not an expression: '-' and a name (-n, -x1, -eps, -n=2). An expression
+# that starts with '-' has an operator, a bracket or a digit in it (-x**2, -(x+1), -2*x) or goes after '--'.
+_OPTION_LIKE = re.compile(r"-[A-Za-z_][A-Za-z0-9_-]*(=.*)?", re.DOTALL)
+
+
+def _no_such_option(token: str, command: str, names: set[str]):
+    """Click's usage error for the unknown option ``token``, with the options of ``command`` it may stand
+    for: ``-eps`` is ``--eps``, ``-s`` one of the ``--s...``; a short option of another command is named as
+    that command's."""
+    import difflib
+
+    import typer
+
+    usage_error = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
+    typed = token.split("=", 1)[0]
+    word = typed[1:]
+    long_names = sorted(n for n in names if n.startswith("--"))
+    if len(word) == 1:
+        possible = [n for n in long_names if n[2:3] == word and not n.startswith("--no-")]
+    elif "--" + word in long_names:  # -eps for --eps
+        possible = ["--" + word]
+    else:
+        possible = difflib.get_close_matches("--" + word, long_names, n=3, cutoff=0.7)
+    message = f"No such option: {typed}"
+    elsewhere = _short_option_elsewhere(typed, command)
+    if elsewhere:
+        message += f" ({elsewhere})"
+    if possible:
+        message += f" (Possible options: {', '.join(possible)})"
+    return usage_error(message)
+
+
+def _short_option_elsewhere(short: str, command: str) -> str | None:
+    """``-n`` on grad: "-n is --order of derivative, check, steps" (None: no other command has it)."""
+    if len(short) != 2:
+        return None
+    from gradcli.cli import app
+
+    meanings: dict[str, list[str]] = {}
+    for name, other in click_command(app).commands.items():
+        if name == command:
+            continue
+        for param in getattr(other, "params", ()):
+            if short in getattr(param, "opts", ()):
+                meanings.setdefault(next(o for o in param.opts if o.startswith("--")), []).append(name)
+    if not meanings:
+        return None
+    return "; ".join(f"{short} is {long} of {', '.join(sorted(users))}" for long, users in meanings.items())
+
+
 def _usage_error(exc, argv: list[str]) -> int:
     """Click's usage errors as gradcli's own one-line errors (exit 2)."""
     message = exc.format_message()
     command = argv[0] if argv and argv[0] in COMMANDS else None
     hint = f"see 'gradcli {command} --help'" if command else "see 'gradcli --help'"
-    # Expressions that start with '-' are arguments already (negative_expressions_as_arguments); an
-    # unknown single-dash option can only come from an option value Click could not place.
-    if message.startswith("No such option: -") and not message.startswith("No such option: --") and command:
-        hint = f"an expression that starts with '-' can also go after '--', e.g. gradcli {command} ... -- \"-x**2\""
+    # Expressions that start with '-' are arguments already (negative_expressions_as_arguments), except a
+    # word that reads as an option (-n): refused, with the way to give it as an expression.
+    if message.startswith("No such option: -") and not message.startswith("No such option: --") \
+            and command and _takes_expressions(command):
+        typed = message[len("No such option: "):].split(" ", 1)[0]
+        hint = f"an expression that starts with '-' goes after '--', e.g. gradcli {command} ... -- \"{typed}\""
     instead = _option_meant(message, command)
     if instead is not None:
         message = f"{message.split(' (Possible options')[0]}: did you mean {instead}"
@@ -169,6 +230,12 @@ def _usage_error(exc, argv: list[str]) -> int:
     # Click quotes the bad value as typed: escape it (an ESC sequence would reach the terminal raw).
     print(f"gradcli: error: {printable(message)} ({hint})", file=sys.stderr)
     return getattr(exc, "exit_code", 2) or 2
+
+
+def _takes_expressions(command: str) -> bool:
+    from gradcli.cli import app
+
+    return any(type(p).__name__.endswith("Argument") for p in click_command(app).commands[command].params)
 
 
 # Options one command has under another's name: descend starts --from a point, the others work --at one.

@@ -147,6 +147,57 @@ def test_other_unknown_options_keep_clicks_message(capsys):
     assert "No such option: --bogus" in err
 
 
+# --- words that look like options -------------------------------------------------------------
+@pytest.mark.parametrize("argv", [
+    ["grad", "x**2", "--at", "x=1", "-n", "2"],
+    ["grad", "x**2", "--at", "x=1,n=1", "-n", "2", "-m", "fd"],  # n has a value: still not an expression
+    ["hessian", "x**2", "-x", "--at", "x=1", "-m", "fd"],
+    ["eval", "x", "--at", "x=1", "-n=2"],
+    ["jvp", "x*y", "--at", "x=1,y=2", "--along", "x=1", "-s"],
+])
+def test_a_word_that_looks_like_an_option_is_refused(argv, capsys):
+    typed = next(a for a in argv if a.startswith("-") and not a.startswith("--")).split("=")[0]
+    err = usage(argv, capsys)
+    assert err.startswith(f"gradcli: error: No such option: {typed} "), err
+    assert f'gradcli {argv[0]} ... -- "{typed}"' in err  # and how to write it as an expression
+
+
+def test_an_unknown_short_option_names_its_close_matches(capsys):
+    err = usage(["grad", "x**2", "--at", "x=1", "-n", "2"], capsys)
+    assert "No such option: -n (-n is --order of check, derivative, steps)" in err
+    err = usage(["grad", "x**2", "--at", "x=1", "-w", "x"], capsys)
+    assert "No such option: -w (Possible options: --watch, --wrt)" in err
+    err = usage(["grad", "x**2", "--at", "x=1", "-eps", "1e-3"], capsys)
+    assert "No such option: -eps (Possible options: --eps)" in err
+    # -method is not -m with the value 'ethod'
+    err = usage(["hessian", "x**2", "--at", "x=1", "-method", "fd"], capsys)
+    assert "No such option: -method (Possible options: --method)" in err
+    err = usage(["shell", "-n"], capsys)  # shell takes no expression: no '--' to offer
+    assert "-- " not in err and "(see 'gradcli shell --help')" in err
+
+
+@pytest.mark.parametrize("argv", [["grad", "x**2", "--at", "x=1", "--x"],
+                                  ["grad", "-x**2", "--at", "x=1", "--foo=1"]])
+def test_an_unknown_long_option_is_refused(argv, capsys):
+    err = usage(argv, capsys)
+    assert "No such option: --" in err
+
+
+def test_expressions_that_start_with_a_minus_still_work(capsys):
+    def gradient(argv):
+        assert run_command([argv[0], "-m", "fd", "-f", "json", *argv[1:]]) == 0
+        return json.loads(capsys.readouterr().out)["results"][0]["gradient"]["fd"]["x"]
+
+    assert gradient(["grad", "-x**2", "--at", "x=1"]) == pytest.approx(-2)
+    assert gradient(["grad", "--at", "x=1", "--", "-x**2"]) == pytest.approx(-2)
+    assert gradient(["grad", "--at", "x=1", "--", "-x"]) == pytest.approx(-1)
+    assert gradient(["grad", "-2*x", "--at", "x=1"]) == pytest.approx(-2)
+    # negative numbers as option values, and a short option with its value glued on
+    assert gradient(["grad", "x**2", "--at", "x=-1", "--eps", "1e-3"]) == pytest.approx(-2)
+    assert run_command(["grad", "x**2", "--grid", "x=-1:1:3", "-mfd", "-fcsv"]) == 0
+    assert capsys.readouterr().out.splitlines()[1].startswith("-1.0,1.0,-2.0")
+
+
 # --- formulas read back -----------------------------------------------------------------------
 ROUND_TRIP = [
     ("e*x**2", 1), ("relu(x)", 1), ("relu(x)**3", 2), ("abs(x)", 1), ("abs(x)**3", 1), ("abs(x - 1)*y", 1),
