@@ -23,7 +23,8 @@ from typing import Mapping
 from gradcli.expression import Node
 from gradcli.methods import fd_error
 from gradcli.methods.fd_engine import along_each, check_step, evaluate, one_point, steps, taken_steps, typed_env
-from gradcli.methods.fd_schemes import SCHEME_ORDER, STEP_POWER, Scheme
+from gradcli.methods.fd_schemes import Scheme
+from gradcli.methods.fd_stencils import named_stencil
 
 
 def _np():
@@ -47,30 +48,58 @@ class FdGradients:
     how: object = None  # [P, n] int: 0 the default step, fd_error.ADAPTED, fd_error.ONE_SIDED
 
 
+# Each scheme's stencil for f' (offsets and exact weights): a two-point difference, or Richardson's extrapolation
+# of the central one.
+_STENCILS = {scheme.value: named_stencil(scheme.value, 1) for scheme in Scheme}
+
+
+def _used(stencil) -> tuple:
+    """The offsets whose weight is not 0 (the central stencil's f(x) has weight 0)."""
+    return tuple(m for m, w in zip(stencil.offsets, stencil.weights) if w != 0)
+
+
+def _textbook_reads(stencil) -> tuple[float, ...]:
+    """The offsets in the order :func:`_combine` reads them: each two-point difference's upper then lower
+    value, at h (then at h/2 for Richardson's)."""
+    base = stencil.extrapolates or stencil
+    return tuple(scale * float(m) for scale in ((1.0, 0.5) if stencil.extrapolates else (1.0,))
+                 for m in sorted(_used(base), reverse=True))
+
+
+def _two_sided(stencil) -> bool:
+    return set(_used(stencil)) == {-m for m in _used(stencil)}
+
+
 # Offsets (multiples of h) each scheme evaluates: its formula at h, 2h and 4h (the estimate) and, for the two-sided
-# schemes, f(x) for the one-sided derivatives (kinks).
-_OFFSETS = {"central": (1.0, -1.0, 2.0, -2.0, 4.0, -4.0, 0.0), "forward": (1.0, 0.0, 2.0, 4.0),
-            "backward": (0.0, -1.0, -2.0, -4.0), "richardson": (1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 4.0, -4.0, 0.0)}
-_WEIGHT_SUM = {"central": 1.0, "forward": 2.0, "backward": 2.0, "richardson": 3.0}
-# |weight| of each f value in the scheme's formula, times h: what each value's own rounding error costs
-_WEIGHTS = {"central": {1.0: 0.5, -1.0: 0.5}, "forward": {1.0: 1.0, 0.0: 1.0}, "backward": {0.0: 1.0, -1.0: 1.0},
-            "richardson": {0.5: 4 / 3, -0.5: 4 / 3, 1.0: 1 / 6, -1.0: 1 / 6}}
+# schemes, f(x) for the one-sided derivatives (kinks). The order is the one the values are stacked in.
+_OFFSETS = {name: tuple(dict.fromkeys(s * m for s in (1.0, 2.0, 4.0) for m in _textbook_reads(st)))
+            + ((0.0,) if _two_sided(st) and 0 not in _used(st) else ()) for name, st in _STENCILS.items()}
+_WEIGHT_SUM = {name: st.weight_sum for name, st in _STENCILS.items()}
+# |weight| of each f value in the scheme's formula, times h: what each value's own rounding error costs (largest
+# weights first, then by offset: the order in which the estimate sums them)
+_WEIGHTS = {name: {float(m): float(abs(w))
+                   for w, m in sorted(zip(st.weights, st.offsets), key=lambda wm: (-abs(wm[0]), -wm[1])) if w != 0}
+            for name, st in _STENCILS.items()}
+
+
+def _difference(stencil, F, s: float, step):
+    """A two-point difference (F(s b) - F(s a)) / ((b - a) step), offsets a < b, ``step`` = s h."""
+    lo, hi = sorted(_used(stencil))
+    return (F(s * float(hi)) - F(s * float(lo))) / (float(hi - lo) * step)
 
 
 def _combine(scheme: str, F, h, s=1.0):
     """The scheme's formula at step s*h from ``F(m)`` = f(x + m h); written exactly like the textbook
     formula so that s = 1 gives the textbook digits (the guide's 7.999999999999119)."""
-    if scheme == "central":
-        return (F(s) - F(-s)) / (2 * (s * h))
-    if scheme == "forward":
-        return (F(s) - F(0.0)) / (s * h)
-    if scheme == "backward":
-        return (F(0.0) - F(-s)) / (s * h)
-    # Richardson: central differences at h and h/2 combined to cancel the h^2 term (error O(h^4)).
-    d1 = (F(s) - F(-s)) / (2 * (s * h))
-    half = s * h / 2
-    d2 = (F(s / 2) - F(-s / 2)) / (2 * half)
-    return d2 + (d2 - d1) / 3
+    stencil = _STENCILS[scheme]
+    if stencil.extrapolates is None:
+        return _difference(stencil, F, s, s * h)
+    # Richardson: central differences at h and h/2 combined to cancel the h^p term (p its accuracy), as
+    # D(h/2) + (D(h/2) - D(h)) / (2^p - 1).
+    base = stencil.extrapolates
+    d1 = _difference(base, F, s, s * h)
+    d2 = _difference(base, F, s / 2, s * h / 2)
+    return d2 + (d2 - d1) / (2 ** base.accuracy - 1)
 
 
 def _sided(dtype: str, F, E, h):
@@ -89,7 +118,7 @@ def _sided(dtype: str, F, E, h):
 
 def _needed_rows(scheme: str) -> set[float]:
     """The offsets whose values' rounding the estimate uses (the formula's, and the one-sided stencils')."""
-    two_sided = scheme in ("central", "richardson")
+    two_sided = _two_sided(_STENCILS[scheme])
     return set(_WEIGHTS[scheme]) | ({0.0, 1.0, -1.0, 2.0, -2.0} if two_sided else set())
 
 
@@ -118,7 +147,7 @@ def _line(f, e, h, scheme: str, dtype: str) -> fd_error.LineResult:
     """The scheme's values, estimates and (two-sided) one-sided derivatives from f at the stencil points
     (``f[m]`` = f(x + m h), ``e`` their rounding)."""
     np = _np()
-    two_sided = scheme in ("central", "richardson")
+    two_sided = _two_sided(_STENCILS[scheme])
 
     def F(m):
         return f[m]
@@ -126,7 +155,7 @@ def _line(f, e, h, scheme: str, dtype: str) -> fd_error.LineResult:
     value = _combine(scheme, F, h)
     wide, wider = _combine(scheme, F, h, 2.0), _combine(scheme, F, h, 4.0)
     fmax = np.maximum.reduce([np.abs(v) for v in f.values()])
-    truncation = fd_error.truncation(value, wide, wider, SCHEME_ORDER[scheme])
+    truncation = fd_error.truncation(value, wide, wider, _STENCILS[scheme].accuracy)
     estimate = truncation + fd_error.rounding(dtype, fmax, _WEIGHT_SUM[scheme], h, 1,
                                               _weighted(_WEIGHTS[scheme], e, h), e.bounded)
     finite = np.all(np.isfinite(np.stack(list(f.values()))), axis=0)
@@ -191,7 +220,7 @@ def fd_gradients(tree: Node, points: Mapping[str, object], wrt: list[str], *, sc
         centre = evaluate(tree, env, dtype, (p,)) if wrt else None
         # every variable's line at every point, one after the other: entry i p + k is variable i at point k
         x64 = np.concatenate([np.asarray(points[v], dtype=np.float64) for v in wrt]) if wrt else np.empty(0)
-        h0 = steps(x64, dtype, STEP_POWER[scheme], eps)
+        h0 = steps(x64, dtype, _STENCILS[scheme].step_power, eps)
         every = np.arange(p)
         whole = _gradient_lines(tree, env, [(v, every, h0[i * p:(i + 1) * p]) for i, v in enumerate(wrt)], scheme,
                                 dtype) if wrt else None
@@ -208,7 +237,7 @@ def fd_gradients(tree: Node, points: Mapping[str, object], wrt: list[str], *, sc
                     return _one_sided_lines(tree, env, moves, dtype)
                 return _gradient_lines(tree, env, moves, scheme, dtype)
 
-            whole = fd_error.adapt(at, whole, x64, dtype, SCHEME_ORDER[scheme], 1, np.tile(np.isfinite(centre), len(wrt)),
+            whole = fd_error.adapt(at, whole, x64, dtype, _STENCILS[scheme].accuracy, 1, np.tile(np.isfinite(centre), len(wrt)),
                                    one_sided=lambda index, factor: at(index, factor, True))
         for i, v in enumerate(wrt):
             r = whole.part(i * p, (i + 1) * p)
@@ -218,7 +247,7 @@ def fd_gradients(tree: Node, points: Mapping[str, object], wrt: list[str], *, sc
             # a kink where the one-sided derivatives differ and no step got a stencil clear of it: the default
             # step won, or the step the search kept resolves nothing (at tiny steps rounding hides the gap
             # between the sides, so a tie in max(x, 2 - x) at 1 looks smooth there, with an estimate of 0.1)
-            clear = (r.how != 0) & ~fd_error.poorly_resolved(r, dtype, SCHEME_ORDER[scheme])
+            clear = (r.how != 0) & ~fd_error.poorly_resolved(r, dtype, _STENCILS[scheme].accuracy)
             kinks = fd_error.kink(r) & (~clear if r.how is not None else True)
             if r.jump is not None:  # a jump at the default step that no other step resolved (every one straddles
                 # it): the one-sided values differ too, one of them without bound as h shrinks

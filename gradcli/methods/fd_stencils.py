@@ -15,7 +15,7 @@ import numpy as np
 from gradcli.expression import Node
 from gradcli.methods import fd_error
 from gradcli.methods.fd_engine import along, evaluate, steps, taken_steps, typed_env
-from gradcli.methods.fd_schemes import ACCURACY_ORDERS, DEFAULT_ACCURACY, STEP_POWER
+from gradcli.methods.fd_schemes import ACCURACY_ORDERS, DEFAULT_ACCURACY, SCHEME_ORDER, step_power
 
 
 @lru_cache(maxsize=None)
@@ -113,7 +113,7 @@ def fd_derivatives(tree: Node, points: Mapping[str, object], variable: str, orde
 
 def _adapted_line(tree, env, variable, x64, idx, k, acc, dtype, eps, centre_finite, *, adapt: bool):
     sub = {name: a[idx] for name, a in env.items()}
-    h0 = steps(x64[idx], dtype, 1.0 / (k + acc), eps)
+    h0 = steps(x64[idx], dtype, step_power(k, acc), eps)
     r = _derivative_line(tree, sub, variable, h0, k, acc, dtype)
     if not adapt:
         return r
@@ -190,7 +190,7 @@ def sided_kinks(tree: Node, points: Mapping[str, object], variable: str, order: 
     left, right = np.full((p, order), np.nan), np.full((p, order), np.nan)
     with np.errstate(all="ignore"):
         for k in range(2, order + 1):
-            h0 = steps(x64, dtype, 1.0 / (k + 2), None)
+            h0 = steps(x64, dtype, step_power(k, 2), None)
             index = np.arange(p)
             for n, level in enumerate(SIDED_LEVELS):  # each level only where the ones before found a kink
                 h = taken_steps(x64[index], h0[index], level, dtype)
@@ -259,11 +259,9 @@ class Stencil:
 
     @property
     def step_power(self) -> float:
-        """q in the default step eps^q * max(1, |x|): the scheme's at order 1 (grad), 1/(order + accuracy)
-        as the k-th derivatives take it otherwise."""
-        if self.order == 1 and self.name in STEP_POWER:
-            return STEP_POWER[self.name]
-        return 1.0 / (self.order + self.accuracy)
+        """q in the default step eps^q * max(1, |x|): 1/(order + accuracy), as grad's schemes and the k-th
+        derivatives take it."""
+        return step_power(self.order, self.accuracy)
 
 
 @lru_cache(maxsize=None)
@@ -272,10 +270,11 @@ def named_stencil(name: str, order: int) -> Stencil:
     (accuracy 1), the central stencils (2, 4, 6, 8) and Richardson's extrapolation of the central one (4)."""
     if name in ("forward", "backward"):
         sign = 1 if name == "forward" else -1
-        offsets = tuple(sign * m for m in range(order + 1))
-        return Stencil(name, order, 1, tuple(map(Fraction, offsets)), taylor_weights(offsets, order))
+        accuracy = SCHEME_ORDER[name]
+        offsets = tuple(sign * m for m in range(order + accuracy))
+        return Stencil(name, order, accuracy, tuple(map(Fraction, offsets)), taylor_weights(offsets, order))
     if name == "central" or name in {f"stencil{a}" for a in WIDE_ACCURACIES}:
-        accuracy = 2 if name == "central" else int(name.removeprefix("stencil"))
+        accuracy = SCHEME_ORDER["central"] if name == "central" else int(name.removeprefix("stencil"))
         offsets, weights = central_coefficients(order, accuracy)
         return Stencil(name, order, accuracy, tuple(map(Fraction, offsets)), weights)
     if name == "richardson":
@@ -286,7 +285,9 @@ def named_stencil(name: str, order: int) -> Stencil:
             combined[m / 2] = combined.get(m / 2, 0) + Fraction(4 * 2 ** order, 3) * w
             combined[m] = combined.get(m, 0) - w / 3
         items = sorted((m, w) for m, w in combined.items() if w != 0)
-        return Stencil(name, order, 4, tuple(m for m, _ in items), tuple(w for _, w in items), extrapolates=central)
+        # the extrapolation cancels the central stencil's h**2 term: accuracy 2 + 2
+        return Stencil(name, order, SCHEME_ORDER["richardson"], tuple(m for m, _ in items), tuple(w for _, w in items),
+                       extrapolates=central)
     raise ValueError(f"no stencil named {name!r}; known: {', '.join(STENCIL_NAMES)}")
 
 
