@@ -60,6 +60,9 @@ FUNCTIONS: dict[str, tuple[int, ...]] = ARITIES
 # Names a variable may not take: Python keywords (the --show-code program would not run) and the
 # module name the generated programs use.
 RESERVED = frozenset(keyword.kwlist) | {"tf", "math"}
+# Other spellings of a constant, read as the constant itself (so every backend sees the one name): ``E`` is
+# Euler's number, as in SymPy, whose formulas a user pastes in; never a variable.
+CONSTANT_SPELLINGS = {"E": "e"}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -334,8 +337,8 @@ class _Parser:
             call = f"{name}({nxt.text})" if nxt.kind in ("name", "num") and nxt.text not in ("and", "or", "not") \
                 else f"{name}(...)"
             raise self.error(f"'{name}' is a function: call it as {call}, it cannot be a variable", t.pos)
-        if name in CONSTANTS:
-            return Const(name, pos=t.pos)
+        if name in CONSTANTS or name in CONSTANT_SPELLINGS:
+            return Const(CONSTANT_SPELLINGS.get(name, name), pos=t.pos)
         check_variable_name(name, source=self.text, position=t.pos)
         return Var(name, pos=t.pos)
 
@@ -369,6 +372,9 @@ def check_variable_name(name: str, *, source: str | None = None, position: int |
         raise ParseError(f"'{name}' is a function and cannot be a variable", source=source, position=position)
     if name in CONSTANTS:
         raise ParseError(f"'{name}' is a constant and cannot be a variable", source=source, position=position)
+    if name in CONSTANT_SPELLINGS:
+        raise ParseError(f"'{name}' is the constant {CONSTANT_SPELLINGS[name]} (Euler's number, 2.718...) and cannot be "
+                         f"a variable", source=source, position=position)
     if name in RESERVED:
         raise ParseError(f"'{name}' is a reserved word and cannot be a variable (try '{name}_')",
                          source=source, position=position)
