@@ -364,10 +364,10 @@ def test_a_stale_client_is_refused_and_the_daemon_stops_then_restart(running):
     from gradcli.daemon import protocol
 
     env = _env(running, False)
-    code = ("import socket, sys; from gradcli.daemon import protocol; s = socket.socket(socket.AF_UNIX);"
+    code = ("import os, socket, sys; from gradcli.daemon import protocol, world; s = socket.socket(socket.AF_UNIX);"
             "s.connect(protocol.socket_path());"
-            "protocol.send(s, {'op': 'run', 'argv': ['eval', 'x'], 'cwd': '/', 'env': {}, 'stamp': 'old'},"
-            " fds=[0, 1, 2]); print(protocol.receive(s))")
+            "protocol.send(s, {'op': 'run', 'argv': ['eval', 'x'], 'cwd': '/', 'env': {}, 'stamp': 'old',"
+            " 'world': world.describe()}, fds=[0, 1, 2, os.open('/', os.O_RDONLY)]); print(protocol.receive(s))")
     result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=30)
     assert "refused" in result.stdout and "stale" in result.stdout, result
     for _ in range(100):
@@ -419,3 +419,102 @@ def test_every_docs_example_through_the_daemon_prints_what_the_docs_show(running
                                     f"{docs_tools.diff(command.expected, lines)}")
     assert not failures, "\n".join(failures)
     assert commands >= 25 and served(running) == before + commands  # every one was the daemon's, none ran cold
+
+
+# ---- a warm call runs in the caller's world: umask, limits, niceness, mount namespace, PYTHON* ----------------
+
+def _count_served(xdg: Path, run) -> tuple[subprocess.CompletedProcess, int]:
+    """``run()``'s result, and how many calls the daemon served meanwhile."""
+    ensure_running(xdg)
+    before = served(xdg)
+    result = run()
+    return result, served(xdg) - before
+
+
+def test_a_warm_svg_has_the_mode_the_callers_umask_gives(running, tmp_path):
+    def private():
+        os.umask(0o077)
+
+    modes = {}
+    for daemon in (False, True):
+        out = tmp_path / f"{daemon}.svg"
+        result, count = _count_served(running, lambda: gradcli(running, "eval", "x**2", "--at", "x=3", "--svg",
+                                                                str(out), daemon=daemon, preexec_fn=private))
+        assert result.returncode == 0, result.stderr
+        assert count == int(daemon)  # the warm one was the daemon's
+        modes[daemon] = stat.S_IMODE(out.stat().st_mode)
+    assert modes == {False: 0o600, True: 0o600}  # was 0o644 warm: the daemon's umask
+
+
+def test_a_warm_call_under_a_file_size_limit_fails_as_a_cold_one(running, tmp_path):
+    import resource
+
+    def tiny_files():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1024, 1024))  # ulimit -f 1
+
+    results = {}
+    for daemon in (False, True):
+        folder = tmp_path / ("warm" if daemon else "cold")
+        folder.mkdir()
+        result, count = _count_served(running, lambda: gradcli(
+            running, "eval", "x**2", "--at", "x=3", "--svg", "out.svg", daemon=daemon, preexec_fn=tiny_files,
+            cwd=folder))
+        assert count == int(daemon)
+        results[daemon] = (result.returncode, result.stdout, result.stderr)
+    assert results[True] == results[False]
+    assert results[True][0] == 1 and b"File too large" in results[True][2], results[True]
+
+
+def test_other_python_variables_or_mount_namespace_run_cold(running, tmp_path):
+    cold = gradcli(running, "eval", "x**2", "--at", "x=3", daemon=False)
+    for variables in ({"PYTHONIOENCODING": "latin-1"}, {"PYTHONWARNINGS": "error"}):
+        env = dict(_env(running, True), **variables)
+        result, count = _count_served(running, lambda: subprocess.run(
+            [GRADCLI, "eval", "x**2", "--at", "x=3"], env=env, capture_output=True, timeout=RUN_TIMEOUT_S))
+        assert (count, result.returncode, result.stdout) == (0, 0, cold.stdout), variables
+    if shutil.which("unshare") is None or subprocess.run(["unshare", "-m", "true"]).returncode != 0:
+        pytest.skip("no unshare -m here (it needs root or user namespaces)")
+    result, count = _count_served(running, lambda: subprocess.run(
+        ["unshare", "-m", GRADCLI, "eval", "x**2", "--at", "x=3"], env=_env(running, True), capture_output=True,
+        timeout=RUN_TIMEOUT_S))
+    assert (count, result.returncode, result.stdout) == (0, 0, cold.stdout)
+
+
+def test_the_world_a_child_may_take_and_the_one_it_may_not():
+    from gradcli.daemon import world
+
+    own = world.describe()
+    assert world.why_not_here(own) is None
+    assert "mount namespace" in world.why_not_here({**own, "mount_namespace": "mnt:[1]"})
+    assert "PYTHON" in world.why_not_here({**own, "python": {**own["python"], "PYTHONHASHSEED": "1"}})
+    assert "niceness" in world.why_not_here({**own, "nice": own["nice"] - 1})
+    stack = {**own["limits"], "RLIMIT_STACK": [own["limits"]["RLIMIT_STACK"][0] // 2] * 2}
+    assert "stack limit" in world.why_not_here({**own, "limits": stack})
+    assert world.why_not_here({**own, "limits": "none"}) == "malformed request"
+    nicer = {**own, "nice": own["nice"] + 5, "umask": 0o027,
+             "limits": {**own["limits"], "RLIMIT_FSIZE": [1 << 20, 1 << 20]}}
+    assert world.why_not_here(nicer) is None
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child becomes the caller and says what it became
+        world.enter(nicer)
+        os.write(write, json.dumps([world.describe()["nice"], world.describe()["umask"],
+                                    world.describe()["limits"]["RLIMIT_FSIZE"]]).encode())
+        os._exit(0)
+    os.close(write)
+    became = json.loads(os.read(read, 1000))
+    os.waitpid(pid, 0)
+    assert became == [own["nice"] + 5, 0o027, [1 << 20, 1 << 20]]
+
+
+def test_daemon_start_refuses_a_folder_that_is_not_private_in_one_line(tmp_path):
+    xdg = tmp_path / "xdg"
+    xdg.mkdir(mode=0o700)
+    (xdg / "gradcli").mkdir(mode=0o755)
+    (xdg / "gradcli").chmod(0o755)  # as another user could have made /tmp/gradcli-<uid> first
+    result = gradcli(xdg, "daemon", "start", daemon=False)
+    assert result.returncode == 1
+    line = result.stderr.decode()
+    assert line.count("\n") == 1 and "Traceback" not in line, line
+    assert f"{xdg / 'gradcli'} is not a private folder of this user" in line and "mode 0755" in line, line
+    assert "uid" in line  # its owner

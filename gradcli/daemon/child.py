@@ -13,8 +13,10 @@ import atexit
 import os
 import signal
 import sys
+from dataclasses import asdict, dataclass
 
-from gradcli.daemon import protocol
+from gradcli.daemon import protocol, world
+
 
 PR_SET_PDEATHSIG = 1
 
@@ -41,9 +43,23 @@ def die_with_parent(parent_pid: int) -> None:
         os._exit(1)
 
 
-def serve_call(parent_pid: int, raw_fds: list[int], close: list, argv: list[str], cwd: str,
-               env: dict[str, str], fds: list[int], report=None) -> None:
-    """In the forked child: ``fds`` (the caller's 0, 1, 2) put in place, the daemon's own descriptors
+@dataclass
+class Call:
+    """What a call runs with: the caller's argv, directory (by name, for messages), environment and world
+    (:mod:`gradcli.daemon.world`, checked by the daemon)."""
+
+    argv: list[str]
+    cwd: str
+    env: dict[str, str]
+    world: dict
+
+    def message(self) -> dict:
+        return asdict(self)
+
+
+def serve_call(parent_pid: int, raw_fds: list[int], close: list, call: Call, fds: list[int],
+               report=None) -> None:
+    """In the forked child: ``fds`` (the caller's 0, 1, 2 and its directory) put in place, the daemon's own descriptors
     (``raw_fds``, and ``close``: its sockets and selector) closed, and the command
     run. Never returns: the exit code is the process's.
 
@@ -60,13 +76,15 @@ def serve_call(parent_pid: int, raw_fds: list[int], close: list, argv: list[str]
             signal.signal(signum, signal.SIG_DFL)
         for fd, target in zip(fds, (0, 1, 2)):
             os.dup2(fd, target)
+        os.fchdir(fds[3])
         for fd in [*fds, *raw_fds]:
             if fd > 2:
                 os.close(fd)
         for thing in close:
             thing.close()
         callers_files = _identities((0, 1, 2))
-        code = run_as_cold(argv, cwd, env)
+        world.enter(call.world)
+        code = run_as_cold(call.argv, call.env)
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except BaseException:  # an error of the daemon's own: said as a cold run says an internal error
@@ -140,14 +158,14 @@ def wait_as_spare(parent_pid: int, raw_fds: list[int], close: list, control) -> 
         start_tensorflow()
         warm_tensorflow(control)
         fds: list[int] = []
-        message = protocol.receive(control, fds, max_fds=4)
+        call = Call(**protocol.receive(control, fds, max_fds=5))
         control.close()
         import socket
 
-        report = socket.socket(fileno=fds.pop()) if len(fds) == 4 else None
+        report = socket.socket(fileno=fds.pop()) if len(fds) == 5 else None
     except BaseException:  # the daemon went away, or its message was not a call: nothing to run
         os._exit(0)
-    serve_call(parent_pid, [], [], message["argv"], message["cwd"], message["env"], fds, report)
+    serve_call(parent_pid, [], [], call, fds, report)
 
 
 def start_tensorflow() -> None:
@@ -218,10 +236,9 @@ def takes_a_sympy_job(argv: list[str]) -> bool:
     return bool(argv) and argv[0] in SYMPY_COMMANDS and not any(a in ("-h", "--help", "--show-code") for a in argv)
 
 
-def run_as_cold(argv: list[str], cwd: str, env: dict[str, str]) -> int:
-    """In a forked child: become the caller's process (directory, environment) and do what the console
-    script's main does; return the exit code after Python's exit handlers, as a cold run's."""
-    os.chdir(cwd)
+def run_as_cold(argv: list[str], env: dict[str, str]) -> int:
+    """In a forked child, in the caller's directory and world: take the caller's environment and do what
+    the console script's main does; return the exit code after Python's exit handlers, as a cold run's."""
     for name in [n for n in os.environ if n in protocol.ENV_NAMES or n.startswith(protocol.ENV_PREFIXES)]:
         del os.environ[name]
     os.environ.update(env)

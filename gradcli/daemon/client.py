@@ -15,7 +15,7 @@ import signal
 import socket
 import sys
 
-from gradcli.daemon import protocol
+from gradcli.daemon import protocol, world
 
 CONNECT_TIMEOUT_S = 0.5
 # The daemon answers a request in milliseconds; one busy beyond this is left alone (a cold run it is).
@@ -70,35 +70,47 @@ def run_through_daemon(argv: list[str]) -> int | None:
         # An interactive shell owns the terminal: Ctrl-Z would stop this process and not the daemon's
         # child, which would go on reading the terminal beside the caller's shell. It runs cold.
         return None
-    sock = connect()
-    if sock is None:
+    try:
+        # the directory as a descriptor: the child enters this very directory, whatever its path names there
+        directory = os.open(".", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:  # gone or unreadable: a cold run says what it says
         return None
-    with sock:
-        try:
-            protocol.send(sock, {"op": "run", "argv": argv, "cwd": os.getcwd(),
-                                 "env": protocol.caller_environment(), "stamp": protocol.install_stamp()},
-                          fds=[0, 1, 2])
-            sock.settimeout(READY_WITHIN_S)
-            answer = protocol.receive(sock)
-        except (OSError, protocol.ProtocolError):
+    try:
+        sock = connect()
+        if sock is None:
             return None
-        if answer.get("ready") is not True:
-            return None
-        wakeup_r, wakeup_w = os.pipe()
-        os.set_blocking(wakeup_w, False)
-        previous = _relay_signals(wakeup_w)
+        with sock:
+            return _run(sock, argv, directory)
+    finally:
+        os.close(directory)
+
+
+def _run(sock: socket.socket, argv: list[str], directory: int) -> int | None:
+    try:
+        protocol.send(sock, {"op": "run", "argv": argv, "cwd": os.getcwd(), "world": world.describe(),
+                             "env": protocol.caller_environment(), "stamp": protocol.install_stamp()},
+                      fds=[0, 1, 2, directory])
+        sock.settimeout(READY_WITHIN_S)
+        answer = protocol.receive(sock)
+    except (OSError, protocol.ProtocolError):
+        return None
+    if answer.get("ready") is not True:
+        return None
+    wakeup_r, wakeup_w = os.pipe()
+    os.set_blocking(wakeup_w, False)
+    previous = _relay_signals(wakeup_w)
+    try:
         try:
-            try:
-                protocol.send(sock, {"go": True})
-            except OSError:
-                return None  # not started: the daemon sees the connection close before any "go"
-            return _wait_for_exit(sock, wakeup_r)
-        finally:
-            signal.set_wakeup_fd(-1)
-            for signum, handler in previous.items():
-                signal.signal(signum, handler)
-            os.close(wakeup_r)
-            os.close(wakeup_w)
+            protocol.send(sock, {"go": True})
+        except OSError:
+            return None  # not started: the daemon sees the connection close before any "go"
+        return _wait_for_exit(sock, wakeup_r)
+    finally:
+        signal.set_wakeup_fd(-1)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        os.close(wakeup_r)
+        os.close(wakeup_w)
 
 
 def exit_now(code: int) -> None:
@@ -124,11 +136,12 @@ def _isatty(fd: int) -> bool:
 
 
 def _relay_signals(wakeup_w: int) -> dict:
-    """Signals that would end a cold run are written to ``wakeup_w`` instead, to be sent to the child; one
-    the caller set to be ignored stays ignored (``nohup``)."""
+    """Signals that would end a cold run are written to ``wakeup_w`` instead, to be sent to the child, and
+    Ctrl-Z (SIGTSTP) too, to stop the child with this process; one the caller set to be ignored stays
+    ignored (``nohup``)."""
     previous = {}
     signal.set_wakeup_fd(wakeup_w, warn_on_full_buffer=False)
-    for signum in RELAYED:
+    for signum in (*RELAYED, signal.SIGTSTP):
         handler = signal.getsignal(signum)
         if handler is not signal.SIG_IGN:
             previous[signum] = handler
@@ -146,7 +159,9 @@ def _wait_for_exit(sock: socket.socket, wakeup_r: int) -> int:
             continue
         if wakeup_r in ready:
             for signum in os.read(wakeup_r, 64):
-                if signum in RELAYED:
+                if signum == signal.SIGTSTP:
+                    _stop_with_the_child(sock)
+                elif signum in RELAYED:
                     last_signal = signum
                     try:
                         protocol.send(sock, {"signal": signum})
@@ -162,3 +177,21 @@ def _wait_for_exit(sock: socket.socket, wakeup_r: int) -> int:
                 return 1
             if isinstance(answer.get("exit"), int):
                 return answer["exit"]
+
+
+def _stop_with_the_child(sock: socket.socket) -> None:
+    """Ctrl-Z: the child stops (SIGSTOP: the daemon's process group is an orphan's, where SIGTSTP is
+    discarded), then this process, as the shell's job; once continued (``fg``, ``bg``), the child too."""
+    try:
+        protocol.send(sock, {"signal": int(signal.SIGSTOP)})
+    except OSError:
+        return
+    handler = signal.signal(signal.SIGTSTP, signal.SIG_DFL)
+    try:
+        os.kill(os.getpid(), signal.SIGTSTP)  # returns once continued
+    finally:
+        signal.signal(signal.SIGTSTP, handler)
+    try:
+        protocol.send(sock, {"signal": int(signal.SIGCONT)})
+    except OSError:
+        pass

@@ -44,7 +44,10 @@ def start() -> tuple[int, str]:
     info = status()
     if info is not None:
         return 0, f"gradcli daemon: already running (pid {info.get('pid')})"
-    directory = protocol.runtime_dir(create=True)
+    try:
+        directory = protocol.runtime_dir(create=True)
+    except OSError as exc:  # not private (another user may have made it first), or not creatable
+        return 1, f"gradcli: error: {exc}"
     deadline = time.monotonic() + STOP_TIMEOUT_S
     while not _lock_free() and time.monotonic() < deadline:  # a daemon that is stopping still holds it
         time.sleep(0.05)

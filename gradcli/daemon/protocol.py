@@ -57,8 +57,20 @@ def runtime_dir(create: bool = False) -> str:
             pass
     info = os.lstat(path)
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
-        raise PermissionError(f"{path} is not a private directory of this user (0700)")
+        kind = "folder" if stat.S_ISDIR(info.st_mode) else "link" if stat.S_ISLNK(info.st_mode) else "file"
+        raise PermissionError(f"{path} is not a private folder of this user: a {kind} of {_owner(info.st_uid)}, "
+                              f"mode {stat.S_IMODE(info.st_mode):04o} (the daemon's needs this user's, 0700); "
+                              "remove it, or set XDG_RUNTIME_DIR to a folder of yours")
     return path
+
+
+def _owner(uid: int) -> str:
+    try:
+        import pwd
+
+        return f"user {pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except (ImportError, KeyError):
+        return f"uid {uid}"
 
 
 def socket_path() -> str:

@@ -28,7 +28,7 @@ import struct
 import sys
 import time
 
-from gradcli.daemon import child, protocol
+from gradcli.daemon import child, protocol, world
 
 IDLE_S = float(os.environ.get("GRADCLI_DAEMON_IDLE", "900"))
 # A child forked ahead of the next call, TensorFlow's runtime started in it ("0": none, each call's child
@@ -39,7 +39,8 @@ SPARE_FAILURES = 3  # spares that died unused before their call: no more are mad
 MAX_RUNNING = int(os.environ.get("GRADCLI_DAEMON_MAX_RUNNING", "8"))
 REQUEST_TIMEOUT_S = 2.0  # a connection that does not send its whole request (or its "go") in this time
 CHECK_EVERY_S = 5.0
-RELAYABLE = {int(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1)}
+RELAYABLE = {int(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1,
+                               signal.SIGSTOP, signal.SIGCONT)}  # the last two: the caller's Ctrl-Z and fg
 WARM_MODULES = [
     "gradcli.cli", "gradcli.commands.common", "gradcli.compute.batch.grad", "gradcli.compute.batch.points",
     "gradcli.expression.sources", "gradcli.render.detail", "gradcli.compute.batch.hessian",
@@ -363,7 +364,7 @@ class Daemon:
             if peer_uid(conn) != os.getuid():  # another user (root included) is not served
                 conn.close()
                 return
-            message = protocol.receive(conn, fds)
+            message = protocol.receive(conn, fds, max_fds=4)
             op = message.get("op")
             if op == "status":
                 protocol.send(conn, self.status())
@@ -385,7 +386,7 @@ class Daemon:
     def _run(self, conn: socket.socket, message: dict, fds: list[int]) -> bool:
         argv, cwd, env = message.get("argv"), message.get("cwd"), message.get("env")
         why = None
-        if len(fds) != 3 or not isinstance(argv, list) or not all(isinstance(a, str) for a in argv) \
+        if len(fds) != 4 or not isinstance(argv, list) or not all(isinstance(a, str) for a in argv) \
                 or not isinstance(cwd, str) or not isinstance(env, dict) \
                 or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
             why = "malformed request"
@@ -396,6 +397,8 @@ class Daemon:
             self.stop(why)
         elif len(self.running) >= MAX_RUNNING:
             why = "busy"
+        elif (unlike := world.why_not_here(message.get("world"))) is not None:
+            why = unlike
         elif _threads() > self.allowed_threads:
             why = "unsafe to fork: threads were started"
             self.stop(why)
@@ -407,13 +410,14 @@ class Daemon:
             return False
         for stream in (sys.stdout, sys.stderr):  # nothing of the daemon's log may reach the caller
             stream.flush()
-        pid = self._hand_to_spare(argv, cwd, env, fds, conn)
+        call = child.Call(argv, cwd, env, message["world"])
+        pid = self._hand_to_spare(call, fds, conn)
         if pid is None:
             pid = os.fork()
         if pid == 0:
             child.serve_call(self.pid, [self.wakeup_r, *([_lock_fd] if _lock_fd is not None else [])],
-                             [self.selector, self.listener, *self.running.values()], argv, cwd, env,
-                             fds, conn)  # never returns
+                             [self.selector, self.listener, *self.running.values()], call, fds,
+                             conn)  # never returns
         for fd in fds:
             os.close(fd)
         fds.clear()
@@ -424,8 +428,7 @@ class Daemon:
         self.selector.register(conn, selectors.EVENT_READ, pid)
         return True
 
-    def _hand_to_spare(self, argv: list[str], cwd: str, env: dict, fds: list[int],
-                       conn: socket.socket) -> int | None:
+    def _hand_to_spare(self, call: child.Call, fds: list[int], conn: socket.socket) -> int | None:
         """The call given to the spare (its pid), or None: no spare, or it could not take the call. The
         spare gets the caller's connection too, to say the exit code on (see :func:`child.serve_call`)."""
         spare = self._take_spare()
@@ -434,7 +437,7 @@ class Daemon:
         pid, control = spare
         try:
             control.settimeout(REQUEST_TIMEOUT_S)
-            protocol.send(control, {"argv": argv, "cwd": cwd, "env": env}, [*fds, conn.fileno()])
+            protocol.send(control, call.message(), [*fds, conn.fileno()])
         except (OSError, protocol.ProtocolError):
             _kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
