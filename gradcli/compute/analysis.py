@@ -67,7 +67,9 @@ def analyse_hessian(matrix: list[list[float]], gradient: list[float] | None = No
 
     ``entry_errors`` (n x n): each entry's own error; definiteness then comes from :func:`zero_eigenvalues`
     (scale-aware). Without it, ``eigenvalue_tolerance`` (default :func:`zero_tolerance`, tuned for rounding)
-    is one tolerance for every eigenvalue."""
+    is one tolerance for every eigenvalue. ``gradient_tolerance``: the gradient's norm, relative to the matrix's
+    scale, that counts as vanishing; it depends on where the gradient comes from, so the caller gives it
+    (:func:`gradcli.compute.judge.best_analysis`); without it only an exact 0 does."""
     import numpy as np
 
     h = np.array(matrix, dtype=np.float64)
@@ -92,7 +94,7 @@ def analyse_hessian(matrix: list[list[float]], gradient: list[float] | None = No
         definiteness = "positive-semidefinite"  # includes the zero matrix
     critical = None
     if gradient is not None:
-        gtol = gradient_tolerance if gradient_tolerance is not None else 1e3 * MACHINE_EPSILON[dtype]
+        gtol = gradient_tolerance if gradient_tolerance is not None else 0.0
         gnorm = math.sqrt(sum(g * g for g in gradient))
         if gnorm <= gtol * max(1.0, max((abs(x) for row in matrix for x in row), default=0.0)):
             critical = {"positive-definite": "minimum", "negative-definite": "maximum",

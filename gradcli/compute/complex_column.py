@@ -17,12 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gradcli.compute.judge import (
-    cross_pair,
-    fd_is_suspect,
-    fd_tolerance,
-    unsettled,
-)
+from gradcli.compute.judge import cross_pair, fd_is_suspect, tape_scale, tolerance, unchecked, unsettled
 from gradcli.errors import UsageError
 from gradcli.methods.complex_step import (
     COMPLEX_STEP,
@@ -143,9 +138,11 @@ def complex_cross_warnings(cross: ComplexCross | None, index: tuple, what: str, 
     return out
 
 
-def judge_complex_value(got: float, exact: float, estimate: float, shift: float) -> tuple[float, float]:
-    """(error, tolerance) of one complex-step value against the exact one: judge_gradients' rule, one value."""
-    return abs(got - exact), float(fd_tolerance(estimate, exact)) + shift
+def judge_complex_value(got: float, exact: float, estimate: float, shift: float, *,
+                        dtype: str) -> tuple[float, float]:
+    """(error, tolerance) of one complex-step value against the exact one: :func:`judge.tolerance`, one value."""
+    return abs(got - exact), float(tolerance("complex", dtype=dtype, estimate=estimate, reference=exact,
+                                             shift=shift))
 
 
 __all__ = ["ComplexColumns", "ComplexCross", "complex_columns", "complex_cross_warnings", "cross_check_complex",
@@ -168,7 +165,6 @@ def loose_tape_bounds(trees: list, points: dict, wrt: list[str], dtype: str, val
     exceed the tolerance by much."""
     import numpy as np
 
-    from gradcli.compute.judge import tape_scale, tolerance
     from gradcli.dtypes import MACHINE_EPSILON
     from gradcli.methods.fd_bound import rounding_bound
     from gradcli.methods.fd_error import CANCELLATION_RATIO
@@ -195,7 +191,5 @@ def loose_tape_bounds(trees: list, points: dict, wrt: list[str], dtype: str, val
 
 def loose_tape_warning(subject: str, tape: float, bound: float) -> str:
     """The warning of :func:`loose_tape_bounds`: nothing checks the tape to its own tolerance there."""
-    from gradcli.compute.judge import unchecked
-
     return unchecked("tape", subject, tape,
                      f"its chain rule cancels here, so its rounding may reach {bound:.2g} (the complex step's bound)")

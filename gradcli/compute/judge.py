@@ -300,6 +300,8 @@ def best_analysis(matrices: dict, gradients: dict, *, dtype: str, fd_estimates=N
         gtol = 100 * math.sqrt(MACHINE_EPSILON[dtype])
     elif grad_source == "tape":
         gtol = tape_roundings(dtype=dtype)
+    elif grad_source == "symbolic":  # exact, but rounded to the dtype the matrix is analysed in
+        gtol = tape_roundings(dtype="float64" if source == "symbolic" else dtype)
     if source == "fd":
         errors = np.asarray(fd_estimates, dtype=np.float64)
     else:
@@ -313,6 +315,14 @@ def best_analysis(matrices: dict, gradients: dict, *, dtype: str, fd_estimates=N
 # ---------------------------------------------------------------------------------------------
 # k-th derivatives: one value at a time (derivative's records)
 # ---------------------------------------------------------------------------------------------
+def one_cell(value):
+    """One value as the batch judges take it, [1, 1, 1] (one expression, one point, one variable): where a
+    record's single value meets :func:`cross_check`'s rule. A value that is None or not finite is NaN."""
+    import numpy as np
+
+    return np.array([[[value if value is not None and math.isfinite(value) else np.nan]]], dtype=np.float64)
+
+
 def judge_derivative(method: str, order: int, got: float | None, exact: float | None, *, dtype: str,
                      value: float | None, x: float, estimate: float | None = None,
                      shift: float = 0.0) -> tuple[float | None, str | None]:
@@ -339,8 +349,8 @@ def cross_derivative(order: int, tape: float | None, fd: float | None, estimate:
 
     if any(v is None or not math.isfinite(v) for v in (tape, fd, estimate)):
         return None
-    columns = {"tape": np.array([[[tape]]]), "fd": np.array([[[fd]]])}
-    gap, apart, tol, fd_suspect = cross_check(np.array([[value or 0.0]]), columns, None, np.array([[[estimate]]]),
+    columns = {"tape": one_cell(tape), "fd": one_cell(fd)}
+    gap, apart, tol, fd_suspect = cross_check(np.array([[value or 0.0]]), columns, None, one_cell(estimate),
                                               dtype=dtype, order=order, doubted=doubted)
     if not apart[0, 0, 0]:
         from gradcli.methods.fd_error import cannot_resolve

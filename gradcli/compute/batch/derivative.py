@@ -7,7 +7,7 @@ from gradcli.compute.nan_origin import origin_note
 from gradcli.compute.request import derivative_variable
 from gradcli.compute.complex_column import (complex_columns, complex_cross_warnings, cross_check_complex,
                                             judge_complex_value, refuse_higher_orders)
-from gradcli.compute.judge import cross_derivative, disagreement, judge_derivative
+from gradcli.compute.judge import cross_derivative, disagreement, judge_derivative, one_cell
 from gradcli.methods.fd_schemes import ACCURACY_ORDERS, DEFAULT_ACCURACY
 from gradcli.errors import UsageError
 from gradcli.expression import parse
@@ -281,16 +281,16 @@ class DerivativeBatch(engine.BatchCore):
         record["warnings"] += cc.warnings((0, p, 0), text, self.variable, None)
         ref = (ds.get("symbolic") or [None])[0]
         if engine.finite(ref):
-            err, tol = judge_complex_value(got, ref, est, float(shift[p]))
+            err, tol = judge_complex_value(got, ref, est, float(shift[p]), dtype=self.dtype)
             record["error"]["complex"] = [err]
             engine.note_error(self, "complex", err)
             if err > tol:
                 record["warnings"].append(disagreement("complex", f"d({text})/d{self.variable}", err,
                                                      dtype=self.dtype, tol=tol))
             return
-        columns = {m: np.array([[[np.nan if not engine.finite(ds[m][0]) else ds[m][0]]]]) for m in ds}
+        columns = {m: one_cell(ds[m][0]) for m in ds}
         fd_estimate = record.get("fd_error_estimate", [np.nan])[0]
-        estimates = {"complex": np.array([[[est]]]), "fd": np.array([[[fd_estimate]]])}
+        estimates = {"complex": one_cell(est), "fd": one_cell(fd_estimate)}
         doubted = fd is not None and self._fd_doubted(fd, p, 0)
         cross = cross_check_complex(np.array([[record["value"]]]), columns, np.array([[point[self.variable]]]),
                                     estimates, dtype=self.dtype, fd_doubted=doubted)

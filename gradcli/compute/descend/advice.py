@@ -6,6 +6,7 @@ import math
 
 from gradcli.compute.analysis import analyse_hessian
 from gradcli.compute.descend.results import DescentRun
+from gradcli.compute.judge import tape_roundings
 from gradcli.dtypes import MACHINE_EPSILON
 
 
@@ -79,5 +80,5 @@ def classify_end(run: DescentRun, curvature: tuple[list, list] | None, dtype: st
     if not all(math.isfinite(v) for row in h for v in row + g):
         return
     scale = max(1.0, abs(run.value or 0.0))
-    gtol = max(1e3 * MACHINE_EPSILON[dtype], math.sqrt(MACHINE_EPSILON[dtype])) * scale
+    gtol = max(tape_roundings(dtype=dtype), math.sqrt(MACHINE_EPSILON[dtype])) * scale
     run.end_kind = analyse_hessian(h, g, dtype=dtype, gradient_tolerance=gtol).critical_point

@@ -6,7 +6,7 @@ import math
 
 from gradcli.compute.descend.results import DescentRun
 from gradcli.compute.descend.rules import CONVERGED, DIVERGED, MAX_STEPS, STALLED, UNBOUNDED, VALUE_BOUND, WINDOW
-from gradcli.dtypes import MACHINE_EPSILON
+from gradcli.compute.judge import tape_roundings
 
 
 def explain_stop(run: DescentRun, status: int, k: int, tol: float, dtype: str, maximize: bool, window, start,
@@ -68,11 +68,11 @@ def _classify_stop(window, k: int, dtype: str, maximize: bool, start: dict[str, 
     if not np.all(np.isfinite(w)):
         return None
     points, values, gnorms = w[:, :n], w[:, n], w[:, n + 1]
-    eps = MACHINE_EPSILON[dtype]
     deltas = np.diff(points, axis=0)
     for i, name in enumerate(names):
         d = deltas[:, i]
-        noise = 1e3 * eps * max(1.0, float(np.max(np.abs(points[:, i]))))
+        # the gradient's roundings (the tape's) at the coordinate's scale: a step that small is noise
+        noise = tape_roundings(dtype=dtype, scale=max(1.0, float(np.max(np.abs(points[:, i])))))
         if np.all(d[:-1] * d[1:] < 0) and abs(d[-1]) >= 0.5 * abs(d[0]) and abs(d[-1]) > noise:
             return "oscillating", (f"oscillating in {name}: every step reverses the last one "
                                    f"(amplitude {abs(d[-1]):.3g}, not shrinking)")
