@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 
 from gradcli.compute.analysis import analyse_hessian
-from gradcli.dtypes import MACHINE_EPSILON
+from gradcli.dtypes import MACHINE_EPSILON, SMALLEST_NORMAL
 
 # How many roundings of the dtype a first derivative by the tape may carry at its scale (each operation rounds
 # once forward and once backward; a few hundred operations): more is a disagreement worth a warning.
@@ -29,9 +29,7 @@ def underflow_floor(dtype: str) -> float:
     """The absolute floor of every tolerance: a few of the dtype's smallest normal number. Below it values are
     subnormal, spaced 2^-1074 (float64) apart whatever their size, so a difference of 4.9e-324 against an
     exact 0 is the dtype's resolution there, not a method's error."""
-    import numpy as np
-
-    return 4.0 * float(np.finfo(dtype).tiny)
+    return 4.0 * SMALLEST_NORMAL[dtype]
 
 
 def tape_scale(value, derivative, x=None):

@@ -13,12 +13,10 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from gradcli.dtypes import MACHINE_EPSILON
+from gradcli.dtypes import LARGEST, MACHINE_EPSILON, SMALLEST_NORMAL
 
 # "Far from exact": a relative error above this power of the dtype's epsilon (float64 1.5e-8, float32 3.5e-4).
 FAR_POWER = 0.5
-LARGEST = {"float64": 1.7976931348623157e308, "float32": 3.4028234663852886e38}
-SMALLEST_NORMAL = {"float64": 2.2250738585072014e-308, "float32": 1.1754943508222875e-38}
 WHAT = {"forward": "value", "reverse": "adjoint", "along": "tangent"}
 
 
