@@ -50,19 +50,17 @@ FormatWithLatexOption = Annotated[OutputFormat, typer.Option(
 
 
 def export_path(value: str | None) -> str | None:
-    """--svg/--html: a file that can be created, checked before anything is computed."""
+    """--svg/--html/--plot-file: a file that can be created or replaced, checked before anything is computed
+    (gradcli.output_files)."""
     if value is None:
         return None
-    import os
+    from gradcli.errors import UsageError
+    from gradcli.output_files import check_output_path
 
-    if not value or value.endswith(os.sep) or os.path.isdir(value):
-        raise typer.BadParameter(f"{value!r} is a folder: give a file name, e.g. table.svg")
-    folder = os.path.dirname(value) or "."
-    if not os.path.isdir(folder):
-        raise typer.BadParameter(f"no folder {folder!r} to write {os.path.basename(value)!r} in")
-    if not os.access(folder, os.W_OK):
-        raise typer.BadParameter(f"cannot write in the folder {folder!r}")
-    return value
+    try:
+        return check_output_path(value)
+    except UsageError as exc:
+        raise typer.BadParameter(str(exc)) from None
 
 
 SvgOption = Annotated[Optional[str], typer.Option(
@@ -189,7 +187,12 @@ def refuse_latex(command: Callable, options: dict) -> None:
 def export_of(command: Callable, options: dict):
     """A command with ``svg``/``html`` parameters (SvgOption, HtmlOption) records what it shows and saves it
     there (gradcli.render.common.exporting); its ``output`` says whether that is a table (or text) at all."""
-    svg, html = options.get("svg"), options.get("html")
+    svg, html, plot_file = options.get("svg"), options.get("html"), options.get("plot_file")
+    if plot_file is not None or svg is not None or html is not None:
+        from gradcli.output_files import refuse_inputs
+
+        refuse_inputs({"--plot-file": plot_file, "--svg": svg, "--html": html},
+                      [options.get("points"), options.get("file")])
     if svg is None and html is None:
         return contextlib.nullcontext()
     from gradcli.render.common import exporting

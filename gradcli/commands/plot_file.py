@@ -25,15 +25,9 @@ def plot_file_path(value: str | None) -> str | None:
 def refuse_same_file(plot_file: str | None, svg: str | None, html: str | None) -> None:
     """The picture and the --svg/--html export are written to different files (the export, written last,
     would replace the picture)."""
-    import os
+    from gradcli.output_files import refuse_inputs
 
-    from gradcli.errors import UsageError
-
-    if plot_file is None:
-        return
-    for option, other in (("--svg", svg), ("--html", html)):
-        if other is not None and os.path.abspath(other) == os.path.abspath(plot_file):
-            raise UsageError(f"--plot-file and {option} name the same file: give each its own")
+    refuse_inputs({"--plot-file": plot_file, "--svg": svg, "--html": html}, [])
 
 
 PlotFileOption = Annotated[Optional[str], typer.Option(

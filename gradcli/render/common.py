@@ -157,13 +157,9 @@ def _text_from_ansi(text: str):
 
 
 def _write_export(path: str, content: str) -> None:
-    from gradcli.errors import ComputeError
+    from gradcli.output_files import write_whole
 
-    try:
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(content)
-    except OSError as exc:
-        raise ComputeError(f"cannot write {path}: {exc.strerror or exc}") from None
+    write_whole(path, lambda file: file.write(content))
 
 
 class _Tee:

@@ -89,7 +89,8 @@ def picture_problem(path: str) -> str | None:
 
 def write_plot_file(panels: list[Panel], path: str) -> None:
     """Draw the panels, stacked, into ``path`` (PNG or SVG by its extension)."""
-    from gradcli.errors import ComputeError, UsageError
+    from gradcli.errors import UsageError
+    from gradcli.output_files import write_whole
 
     problem = picture_problem(path)
     if problem:
@@ -110,11 +111,8 @@ def write_plot_file(panels: list[Panel], path: str) -> None:
             _draw_panel(ax, panel)
         figure.tight_layout()
         metadata = {"Date": None} if svg else {"Software": None}
-        try:
-            figure.savefig(path, format="svg" if svg else "png", dpi=PNG_DPI, metadata=metadata,
-                           bbox_inches="tight")
-        except OSError as exc:
-            raise ComputeError(f"cannot write {path}: {exc.strerror or exc}") from None
+        write_whole(path, lambda file: figure.savefig(file, format="svg" if svg else "png", dpi=PNG_DPI,
+                                                      metadata=metadata, bbox_inches="tight"), binary=True)
 
 
 def _text(text: str) -> str:
