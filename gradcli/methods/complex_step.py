@@ -635,14 +635,6 @@ def _evaluate_rows(tree: Node, typed: dict, wrt: list[str], dtype: str, p: int, 
         max(n, 1), len(STEP_MULTIPLES), p)
 
 
-def term_magnitudes(tree: Node, typed: dict, wrt: list[str], dtype: str, p: int):
-    """[P, n]: for each partial derivative, the sum of the magnitudes of the terms it adds up."""
-    np = _np()
-    n = len(wrt)
-    t = _analyse(tree, typed, wrt, dtype, p, None).T
-    return np.asarray(t).reshape(max(n, 1), p).T[:, :n]
-
-
 def complex_gradient(tree: Node, values: dict[str, float], wrt: list[str], *, dtype: str = "float64"
                      ) -> tuple[dict[str, float], dict[str, float], list[str]]:
     """One point (a batch of one): (derivative per variable, estimate per variable, variables where the

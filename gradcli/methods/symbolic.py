@@ -111,29 +111,6 @@ def exact_point(point_exact: dict[str, Node], symbols: dict[str, Any]) -> dict[A
     return {symbols[k]: to_sympy(v, {}) for k, v in point_exact.items() if k in symbols}
 
 
-def rounded_point(subs: dict, rounded: Mapping[str, float] | None, symbols: dict[str, Any]) -> dict | None:
-    """The dtype's point (``rounded``: the values tape and fd start from) as exact SymPy numbers, keyed like
-    ``subs``; None when it is the typed point exactly (nothing moves) or when not asked."""
-    if not rounded:
-        return None
-    import sympy
-
-    moved = {symbols[k]: sympy.Rational(v) for k, v in rounded.items() if k in symbols}
-    if all(subs.get(s) == v for s, v in moved.items()):
-        return None
-    return {**subs, **moved}
-
-
-def point_shift(expr, subs: dict, moved: dict | None, exact: float | None) -> float:
-    """How far ``expr`` moves between the typed point and the dtype's (0 when they are one point)."""
-    if moved is None or exact is None:
-        return 0.0
-    there = value_at(expr, moved)
-    if there is None or not math.isfinite(there):
-        return math.inf  # the dtype's point is outside the domain (1/(x-2) at 2.0000001 in float32 is at 2)
-    return abs(there - exact) if math.isfinite(exact) else 0.0
-
-
 def value_at(expr, subs: dict) -> float | None:
     """The real float value of ``expr`` at ``subs``: +-inf where it overflows float64, None where it is
     undefined (a pole, a point outside the domain) or not real.

@@ -85,9 +85,3 @@ def within_tolerance(distance: float, point: dict[str, float]) -> bool:
     return distance <= STATIONARY_TOLERANCE * max(1.0, size)
 
 
-def stationary_reached(points: list[StationaryPoint] | None, end: dict[str, float]) -> StationaryPoint | None:
-    """The stationary point a start ended at (within the tolerance), with its distance; or None."""
-    near = nearest(points or [], end)
-    if near is None or near.distance is None or not within_tolerance(near.distance, near.point):
-        return None
-    return near
