@@ -1,6 +1,6 @@
 """gradcli's Python API (gradcli.api): the same documents as the CLI's ``-f json`` for the same request, at one
 point and at many (grid, a dict of arrays, a CSV path), errors as GradcliError subclasses with no output, and
-the options' defaults read from the commands' declarations."""
+the options' defaults those of the library's Requests, as the commands' are."""
 
 from __future__ import annotations
 
@@ -285,27 +285,58 @@ def test_columns_of_hessian_and_derivative_and_several_expressions():
 # ---------------------------------------------------------------------------------------------
 # the options are the CLI's; importing stays cheap
 # ---------------------------------------------------------------------------------------------
-def _cli_defaults(fn) -> dict:
-    return {name: getattr(p.default, "value", p.default) for name, p in inspect.signature(fn).parameters.items()}
+API_REQUESTS = [
+    ("grad", "GradRequest", "gradcli.commands.grad:grad"),
+    ("hessian", "HessianRequest", "gradcli.commands.hessian:hessian"),
+    ("derivative", "DerivativeRequest", "gradcli.commands.derivative:derivative"),
+    ("descend", "DescendRequest", "gradcli.commands.descend:descend"),
+    ("check", "CheckRequest", "gradcli.commands.check:check"),
+    ("eval", "EvalRequest", "gradcli.commands.eval:eval_value"),
+    ("grad_columns", "GradRequest", "gradcli.commands.grad:grad"),
+    ("hessian_columns", "HessianRequest", "gradcli.commands.hessian:hessian"),
+    ("derivative_columns", "DerivativeRequest", "gradcli.commands.derivative:derivative"),
+]
 
 
-@pytest.mark.parametrize("name, command", [
-    ("grad", "gradcli.commands.grad:grad"), ("hessian", "gradcli.commands.hessian:hessian"),
-    ("derivative", "gradcli.commands.derivative:derivative"), ("descend", "gradcli.commands.descend:descend"),
-    ("check", "gradcli.commands.check:check"), ("eval", "gradcli.commands.eval:eval_value"),
-    ("grad_columns", "gradcli.commands.grad:grad"), ("hessian_columns", "gradcli.commands.hessian:hessian"),
-    ("derivative_columns", "gradcli.commands.derivative:derivative"),
-])
-def test_keywords_and_defaults_are_the_commands(name, command):
+@pytest.mark.parametrize("name, request_name, command", API_REQUESTS)
+def test_the_api_defaults_are_the_librarys_and_so_are_the_commands(name, request_name, command):
+    """A default is written once, in the library's Request: the API function's keyword and the Typer command's
+    option have that very value."""
+    import dataclasses
     import importlib
 
-    module, function = command.split(":")
-    expected = _cli_defaults(getattr(importlib.import_module(module), function))
+    import gradcli.library.requests as requests
+
+    request = getattr(requests, request_name)
+    library = {f.name: f.default for f in dataclasses.fields(request) if f.default is not dataclasses.MISSING}
     ours = {k: p.default for k, p in inspect.signature(getattr(gradcli, name)).parameters.items()
             if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    assert set(ours) <= set(library), set(ours) - set(library)  # every keyword is an option of the Request
     for keyword, default in ours.items():
-        assert keyword in expected, keyword
-        assert default == expected[keyword], keyword
+        assert default is library[keyword], keyword
+    module, function = command.split(":")
+    typer_defaults = {n: p.default for n, p in inspect.signature(getattr(importlib.import_module(module),
+                                                                         function)).parameters.items()}
+    shared = [k for k in library if k in typer_defaults]
+    assert len(shared) >= 3, shared
+    for option in shared:
+        value = typer_defaults[option]
+        assert getattr(value, "value", value) == library[option], option  # an enum member: its value
+        assert type(getattr(value, "value", value)) is type(library[option]), option
+    if "method" in library:
+        assert library["method"] == "symbolic,tape,fd" and ours["method"] is library["method"]
+
+
+def test_the_library_checks_what_click_checks():
+    from gradcli.library.requests import GradRequest
+
+    with pytest.raises(gradcli.UsageError, match=r"'--batch-size': 0 is not in the range 1<=x<=1000000"):
+        GradRequest(expressions=["x"], at=["x=1"], batch_size=0)
+    with pytest.raises(gradcli.UsageError, match=r"'--scheme': 'sideways' is not one of 'central'"):
+        GradRequest(expressions=["x"], at=["x=1"], scheme="sideways")
+    request = GradRequest(expressions=["x*y"], at={"x": 1, "y": 0.5}, method=["tape", "fd"], scheme="Richardson",
+                          wrt=["x"])
+    assert (request.at, request.method, request.scheme, request.wrt) == (["x=1,y=0.5"], "tape,fd", "richardson", "x")
 
 
 def test_import_is_cheap_and_typer_free():

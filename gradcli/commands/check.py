@@ -11,6 +11,7 @@ from gradcli.commands.common import (DType, DTypeOption, FileOption, GridOption,
                                      RuleOption, SvgOption, SymbolicTimeoutOption, at_option, handle_errors,
                                      writes_latex)
 from gradcli.commands.expression_file import expression_text
+from gradcli.library.requests import SAMPLES_RANGE, CheckRequest
 
 
 class CheckFormat(str, enum.Enum):
@@ -29,15 +30,15 @@ def check(
     expect: Annotated[list[str], typer.Option(
         "--expect", "-e", metavar="X=FORMULA", help="Your derivative by X (repeatable).",
         show_default=False)] = None,
-    order: Annotated[int, typer.Option("--order", "-n", metavar="N", help="Check the N-th derivatives.")] = 1,
+    order: Annotated[int, typer.Option("--order", "-n", metavar="N", help="Check the N-th derivatives.")] = CheckRequest.order,
     at: at_option("else --points/--grid, else random points in --box") = None,
     points: PointsOption = None,
     grid: GridOption = None,
     box: Annotated[str, typer.Option("--box", metavar="LOW:HIGH",
-                                     help="Else: points sampled (where defined) in this box.")] = "-2:2",
-    samples: Annotated[int, typer.Option("--samples", min=1, max=100_000, metavar="N",
-                                         help="How many random points.")] = 20,
-    seed: Annotated[int, typer.Option("--seed", metavar="N", help="Seed of the random points.")] = 0,
+                                     help="Else: points sampled (where defined) in this box.")] = CheckRequest.box,
+    samples: Annotated[int, typer.Option("--samples", min=SAMPLES_RANGE[0], max=SAMPLES_RANGE[1], metavar="N",
+                                         help="How many random points.")] = CheckRequest.samples,
+    seed: Annotated[int, typer.Option("--seed", metavar="N", help="Seed of the random points.")] = CheckRequest.seed,
     output: Annotated[CheckFormat, typer.Option(
         "--format", "-f", case_sensitive=False, metavar="FORMAT",
         help="text, json for scripts, or latex (tabulars).")] = CheckFormat.text,
@@ -49,8 +50,8 @@ def check(
     atol: Annotated[Optional[float], typer.Option(
         "--atol", metavar="A", help="The absolute part of that tolerance (same default).",
         show_default=False)] = None,
-    dtype: DTypeOption = DType.float64,
-    symbolic_timeout: SymbolicTimeoutOption = 10.0,
+    dtype: DTypeOption = DType(CheckRequest.dtype),
+    symbolic_timeout: SymbolicTimeoutOption = CheckRequest.symbolic_timeout,
     rule: RuleOption = None,
 ) -> None:
     """Check hand-derived derivatives against SymPy's exact ones: proved equal by SymPy, or equal at

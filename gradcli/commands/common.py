@@ -13,6 +13,7 @@ from typing import Annotated, Callable, Optional
 import typer
 
 from gradcli.errors import GradcliError, printable
+from gradcli.library.requests import BATCH_SIZES, SYMBOLIC_TIMEOUTS
 from gradcli.streams import BROKEN_PIPE_EXIT, OutputWriteError
 
 
@@ -79,8 +80,8 @@ GridOption = Annotated[Optional[str], typer.Option(
 
 def in_range(low: float, high: float):
     """A callback that refuses a value outside [low, high] (NaN too) as Click's min/max would, without the range
-    line min/max add to every --help. The Python API reads the two numbers from the declaration
-    (``callback=in_range(LOW, HIGH)``), so the range is written once."""
+    line min/max add to every --help. The range is the library's (gradcli.library.requests), which checks it
+    for the Python API: written once."""
     def check(value):
         if value is not None and not low <= value <= high:
             raise typer.BadParameter(f"{value} is not in the range {low}<=x<={high}")
@@ -90,7 +91,7 @@ def in_range(low: float, high: float):
 
 
 BatchSizeOption = Annotated[int, typer.Option(
-    "--batch-size", callback=in_range(1, 1_000_000), metavar="N", help="Points per batch (1 to 10^6).")]
+    "--batch-size", callback=in_range(*BATCH_SIZES), metavar="N", help="Points per batch (1 to 10^6).")]
 DTypeOption = Annotated[DType, typer.Option(
     "--dtype", case_sensitive=False, metavar="DTYPE", help="float64 or float32.")]
 ShowCodeOption = Annotated[
@@ -109,7 +110,7 @@ def seconds_option(value: float | None) -> float | None:
 
 
 SymbolicTimeoutOption = Annotated[
-    float, typer.Option("--symbolic-timeout", callback=in_range(0.1, 86_400.0), metavar="SECONDS",
+    float, typer.Option("--symbolic-timeout", callback=in_range(*SYMBOLIC_TIMEOUTS), metavar="SECONDS",
                         help="SymPy's limit (0.1 to 86400).")
 ]
 

@@ -9,9 +9,10 @@ import typer
 from gradcli.commands.common import (METHOD_HELP, AtOption, BatchSizeOption, DType, DTypeOption, FileOption,
                                      FormatWithLatexOption, GridOption, HtmlOption, OutputFormat, PointsOption,
                                      RuleOption, ShowCodeOption, StrictOption, SvgOption, SymbolicTimeoutOption,
-                                     handle_errors, refuse_show_code_for_many, run_many, writes_latex)
+                                     handle_errors, refuse_show_code_for_many, writes_latex)
 from gradcli.commands.completion import complete_methods
 from gradcli.commands.expression_file import expression_text
+from gradcli.library.requests import DerivativeRequest
 
 
 @handle_errors
@@ -24,26 +25,26 @@ def derivative(
     at: AtOption = None,
     points: PointsOption = None,
     grid: GridOption = None,
-    order: Annotated[int, typer.Option("--order", "-n", metavar="N", help="Derivatives 1..N (N up to 10).")] = 1,
+    order: Annotated[int, typer.Option("--order", "-n", metavar="N", help="Derivatives 1..N (N up to 10).")] = DerivativeRequest.order,
     wrt: Annotated[Optional[str], typer.Option(
         "--wrt", metavar="X", help="The variable, when there are several (others fixed).")] = None,
     method: Annotated[str, typer.Option(
         "--method", "-m", metavar="METHODS", help=METHOD_HELP, autocompletion=complete_methods)
-    ] = "symbolic,tape,fd",
+    ] = DerivativeRequest.method,
     eps: Annotated[Optional[float], typer.Option(
         "--eps", metavar="H", help="Fixed fd step for every order (default: per order).")] = None,
     accuracy: Annotated[int, typer.Option(
-        "--accuracy", metavar="P", help="fd stencil order: 2, 4, 6 or 8 (error ~ h^P).")] = 8,
-    dtype: DTypeOption = DType.float64,
+        "--accuracy", metavar="P", help="fd stencil order: 2, 4, 6 or 8 (error ~ h^P).")] = DerivativeRequest.accuracy,
+    dtype: DTypeOption = DType(DerivativeRequest.dtype),
     output: FormatWithLatexOption = OutputFormat.table,
     svg: SvgOption = None,
     html: HtmlOption = None,
-    formulas: Annotated[bool, typer.Option("--formulas", help="Show SymPy's formula for each order.")] = False,
+    formulas: Annotated[bool, typer.Option("--formulas", help="Show SymPy's formula for each order.")] = DerivativeRequest.formulas,
     show_code: ShowCodeOption = False,
-    symbolic_timeout: SymbolicTimeoutOption = 10.0,
-    batch_size: BatchSizeOption = 4096,
+    symbolic_timeout: SymbolicTimeoutOption = DerivativeRequest.symbolic_timeout,
+    batch_size: BatchSizeOption = DerivativeRequest.batch_size,
     rule: RuleOption = None,
-    strict: StrictOption = False,
+    strict: StrictOption = DerivativeRequest.strict,
 ) -> None:
     """The first N derivatives of a one-variable function: SymPy, nested GradientTapes and fd stencils.
 
@@ -58,15 +59,16 @@ def derivative(
 
     checked = define_rules(rule, time_limit=symbolic_timeout)  # a wrong rule: exit 1, with a counterexample
     expression = expression_text(expression, file)
-    from gradcli.compute.batch.derivative import DerivativeBatch
-
-    core = DerivativeBatch(expression, order=order, wrt=wrt, methods=method, eps=eps, dtype=dtype.value,
-                           accuracy=accuracy, formulas=formulas, symbolic_time_limit=symbolic_timeout)
+    request = DerivativeRequest(expression=expression, at=at, points=points, grid=grid, order=order, wrt=wrt,
+                                method=method, eps=eps, accuracy=accuracy, dtype=dtype.value, formulas=formulas,
+                                symbolic_timeout=symbolic_timeout, batch_size=batch_size, rule=rule, strict=strict)
     if show_code:  # the program only: checked like a computation, but nothing is computed
+        core = request.make_core()
         refuse_show_code_for_many(points, grid)
         from gradcli.programs.derivative import program_derivative
 
         print(program_derivative(core, at), end="")
         return
-    core.notes += checked.notes
-    run_many(core, points=points, grid=grid, at=at, output=output, batch_size=batch_size, strict=strict)
+    from gradcli.commands.library_run import run_request
+
+    run_request(request, output, rules=checked)

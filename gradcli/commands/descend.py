@@ -15,6 +15,7 @@ from gradcli.commands.common import (DType, DTypeOption, FileOption, HtmlOption,
 from gradcli.commands.completion import complete_optimizers
 from gradcli.commands.expression_file import expression_text
 from gradcli.commands.plot_file import plot_file_path, refuse_same_file
+from gradcli.library.requests import STARTS_BATCH_SIZES, DescendRequest
 from gradcli.limits import TRAJECTORY_MAX_ROWS
 
 # Runs allowed at least this many steps get a progress bar (on a terminal); shorter ones end too soon to need one.
@@ -55,7 +56,7 @@ ShowProgramOption = Annotated[bool, typer.Option("--show-code", help="Print the 
 StationaryTimeoutOption = Annotated[float, typer.Option(
     "--stationary-timeout", min=0.0, metavar="SECONDS", help="SymPy's time to solve grad f = 0 (0: skip).")]
 StartsBatchSizeOption = Annotated[int, typer.Option(
-    "--batch-size", callback=in_range(1, 100_000), metavar="N", help="Starts run together.")]
+    "--batch-size", callback=in_range(*STARTS_BATCH_SIZES), metavar="N", help="Starts run together.")]
 # Not plot_file's own option: its help names the picture descend draws (and fits one line of --help).
 DescendPlotFileOption = Annotated[Optional[str], typer.Option(
     "--plot-file", metavar="FILE", callback=plot_file_path, show_default=False,
@@ -66,13 +67,15 @@ DescendPlotFileOption = Annotated[Optional[str], typer.Option(
 @writes_latex
 def descend(
     expression: ExpressionArgument = None, *, file: FileOption = None, start: StartOption = None,
-    points: StartsFileOption = None, grid: StartsGridOption = None, optimizer: OptimizerOption = "manual",
-    lr: LearningRateOption = 0.1, steps: StepsOption = 1000, tol: TolOption = None,
-    maximize: MaximizeOption = False, momentum: MomentumOption = None, every: EveryOption = None,
-    plot: PlotOption = False, plot_file: DescendPlotFileOption = None, dtype: DTypeOption = DType.float64,
-    output: DescendFormatOption = OutputFormat.table, svg: SvgOption = None, html: HtmlOption = None,
-    show_code: ShowProgramOption = False, stationary_timeout: StationaryTimeoutOption = 2.0,
-    batch_size: StartsBatchSizeOption = 1024, rule: RuleOption = None,
+    points: StartsFileOption = None, grid: StartsGridOption = None,
+    optimizer: OptimizerOption = DescendRequest.optimizer, lr: LearningRateOption = DescendRequest.lr,
+    steps: StepsOption = DescendRequest.steps, tol: TolOption = None,
+    maximize: MaximizeOption = DescendRequest.maximize, momentum: MomentumOption = None, every: EveryOption = None,
+    plot: PlotOption = False, plot_file: DescendPlotFileOption = None,
+    dtype: DTypeOption = DType(DescendRequest.dtype), output: DescendFormatOption = OutputFormat.table,
+    svg: SvgOption = None, html: HtmlOption = None, show_code: ShowProgramOption = False,
+    stationary_timeout: StationaryTimeoutOption = DescendRequest.stationary_timeout,
+    batch_size: StartsBatchSizeOption = DescendRequest.batch_size, rule: RuleOption = None,
 ) -> None:
     """Gradient descent: the guide's loop and Keras optimizers, compiled; exit 1 when a run
     diverges. --points/--grid: many starts and their basins.

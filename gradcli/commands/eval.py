@@ -11,6 +11,7 @@ from gradcli.commands.common import (BatchSizeOption, DType, DTypeOption, FileOp
                                      HtmlOption, PointsOption, SvgOption, at_option, finish, handle_errors,
                                      writes_latex)
 from gradcli.commands.expression_file import expression_text
+from gradcli.library.requests import EvalRequest
 
 
 class ValueFormat(str, enum.Enum):
@@ -32,7 +33,7 @@ def eval_value(
     at: at_option("required when EXPR has variables, unless --points/--grid") = None,
     points: PointsOption = None,
     grid: GridOption = None,
-    dtype: DTypeOption = DType.float64,
+    dtype: DTypeOption = DType(EvalRequest.dtype),
     output: Annotated[ValueFormat, typer.Option(
         "--format", "-f", case_sensitive=False, metavar="FORMAT",
         help="plain: the number alone (many points: one a line, empty where undefined); json, jsonl (per "
@@ -40,7 +41,7 @@ def eval_value(
     ] = ValueFormat.plain,
     svg: SvgOption = None,
     html: HtmlOption = None,
-    batch_size: BatchSizeOption = 4096,
+    batch_size: BatchSizeOption = EvalRequest.batch_size,
 ) -> None:
     """The value alone, computed operation by operation in the dtype (no SymPy, no TensorFlow).
 
@@ -52,10 +53,9 @@ def eval_value(
       gradcli eval "log(x)" --grid x=1:3:3 -f csv
     """
     expression = expression_text(expression, file)
-    from gradcli.compute.value import run_eval
     from gradcli.render.value import value_sink
 
-    sink = value_sink(output.value, one_point=points is None and grid is None)
-    summary = run_eval(expression, at=at, points=points, grid=grid, dtype=dtype.value, batch_size=batch_size,
-                       sink=sink)
-    finish(summary.failed)
+    request = EvalRequest(expression=expression, at=at, points=points, grid=grid, dtype=dtype.value,
+                          batch_size=batch_size)
+    sink = value_sink(output.value, one_point=request.one_point)
+    finish(request.run(sink).failed)

@@ -9,9 +9,10 @@ import typer
 from gradcli.commands.common import (METHOD_HELP, AtOption, BatchSizeOption, DType, DTypeOption, FileOption,
                                      FormatWithLatexOption, GridOption, HtmlOption, OutputFormat, PointsOption,
                                      RuleOption, ShowCodeOption, StrictOption, SvgOption, SymbolicTimeoutOption,
-                                     handle_errors, refuse_show_code_for_many, run_many, writes_latex)
+                                     handle_errors, refuse_show_code_for_many, writes_latex)
 from gradcli.commands.completion import complete_methods
 from gradcli.commands.expression_file import expressions_from
+from gradcli.library.requests import GradRequest
 from gradcli.methods.fd_schemes import Scheme
 
 
@@ -37,21 +38,21 @@ def grad(
         help="tape.watch() these --constants: the tape differentiates by them again.")] = None,
     method: Annotated[str, typer.Option(
         "--method", "-m", metavar="METHODS", help=METHOD_HELP, autocompletion=complete_methods)
-    ] = "symbolic,tape,fd",
+    ] = GradRequest.method,
     scheme: Annotated[Scheme, typer.Option(
         "--scheme", case_sensitive=False, metavar="SCHEME",
-        help="fd formula: central, forward, backward or richardson.")] = Scheme.central,
+        help="fd formula: central, forward, backward or richardson.")] = Scheme(GradRequest.scheme),
     eps: Annotated[Optional[float], typer.Option(
         "--eps", metavar="H", help="Fixed fd step (default: from dtype and scheme).")] = None,
-    dtype: DTypeOption = DType.float64,
+    dtype: DTypeOption = DType(GradRequest.dtype),
     output: FormatWithLatexOption = OutputFormat.table,
     svg: SvgOption = None,
     html: HtmlOption = None,
     show_code: ShowCodeOption = False,
-    symbolic_timeout: SymbolicTimeoutOption = 10.0,
-    batch_size: BatchSizeOption = 4096,
+    symbolic_timeout: SymbolicTimeoutOption = GradRequest.symbolic_timeout,
+    batch_size: BatchSizeOption = GradRequest.batch_size,
     rule: RuleOption = None,
-    strict: StrictOption = False,
+    strict: StrictOption = GradRequest.strict,
 ) -> None:
     """The gradient at a point: SymPy's exact value, TensorFlow's GradientTape and finite differences;
     of several expressions, the Jacobian and the sum the tape returns. --show-code: a program per column.
@@ -74,13 +75,9 @@ def grad(
         print(grad_program(expressions, at=at, wrt=wrt, dtype=dtype.value, methods=method, scheme=scheme.value,
                            eps=eps, constants=constants, watch=watch), end="")
         return
-    if constants is not None or watch is not None:
-        from gradcli.compute.request import refuse_constants_for_many
+    from gradcli.commands.library_run import run_request
 
-        refuse_constants_for_many(constants, watch, many=points is not None or grid is not None)
-    from gradcli.compute.batch.grad import GradBatch
-
-    core = GradBatch(expressions, wrt=wrt, methods=method, scheme=scheme.value, eps=eps, dtype=dtype.value,
-                     symbolic_time_limit=symbolic_timeout, constants=constants, watch=watch)
-    core.notes += checked.notes
-    run_many(core, points=points, grid=grid, at=at, output=output, batch_size=batch_size, strict=strict)
+    request = GradRequest(expressions=expressions, at=at, points=points, grid=grid, wrt=wrt, constants=constants,
+                          watch=watch, method=method, scheme=scheme.value, eps=eps, dtype=dtype.value,
+                          symbolic_timeout=symbolic_timeout, batch_size=batch_size, rule=rule, strict=strict)
+    run_request(request, output, rules=checked)

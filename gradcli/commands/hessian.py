@@ -9,9 +9,10 @@ import typer
 from gradcli.commands.common import (METHOD_HELP, AtOption, BatchSizeOption, DType, DTypeOption, FileOption,
                                      FormatWithLatexOption, GridOption, HtmlOption, OutputFormat, PointsOption,
                                      RuleOption, ShowCodeOption, StrictOption, SvgOption, SymbolicTimeoutOption,
-                                     handle_errors, refuse_show_code_for_many, run_many, writes_latex)
+                                     handle_errors, refuse_show_code_for_many, writes_latex)
 from gradcli.commands.completion import complete_methods
 from gradcli.commands.expression_file import expression_text
+from gradcli.library.requests import HessianRequest
 
 
 @handle_errors
@@ -28,19 +29,19 @@ def hessian(
         "--wrt", metavar="X,...", help="Only these variables (the others held fixed).")] = None,
     method: Annotated[str, typer.Option(
         "--method", "-m", metavar="METHODS", help=METHOD_HELP, autocompletion=complete_methods)
-    ] = "symbolic,tape,fd",
+    ] = HessianRequest.method,
     eps: Annotated[Optional[float], typer.Option(
         "--eps", metavar="H", help="Fixed fd step (default: eps^(1/4)*max(1,|x|)).")] = None,
-    dtype: DTypeOption = DType.float64,
+    dtype: DTypeOption = DType(HessianRequest.dtype),
     output: FormatWithLatexOption = OutputFormat.table,
     svg: SvgOption = None,
     html: HtmlOption = None,
-    formulas: Annotated[bool, typer.Option("--formulas", help="Show SymPy's formulas.")] = False,
+    formulas: Annotated[bool, typer.Option("--formulas", help="Show SymPy's formulas.")] = HessianRequest.formulas,
     show_code: ShowCodeOption = False,
-    symbolic_timeout: SymbolicTimeoutOption = 10.0,
-    batch_size: BatchSizeOption = 4096,
+    symbolic_timeout: SymbolicTimeoutOption = HessianRequest.symbolic_timeout,
+    batch_size: BatchSizeOption = HessianRequest.batch_size,
     rule: RuleOption = None,
-    strict: StrictOption = False,
+    strict: StrictOption = HessianRequest.strict,
 ) -> None:
     """The Hessian at a point three ways (nested GradientTapes, finite differences, SymPy), and what it
     says there: eigenvalues, definiteness, the kind of critical point, condition number, 2/lambda_max.
@@ -63,9 +64,9 @@ def hessian(
         print(program_hessian(expression, at=at, wrt=wrt, methods=method, eps=eps, dtype=dtype.value,
                               formulas=formulas), end="")
         return
-    from gradcli.compute.batch.hessian import HessianBatch
+    from gradcli.commands.library_run import run_request
 
-    core = HessianBatch(expression, wrt=wrt, methods=method, eps=eps, dtype=dtype.value, formulas=formulas,
-                        symbolic_time_limit=symbolic_timeout)
-    core.notes += checked.notes
-    run_many(core, points=points, grid=grid, at=at, output=output, batch_size=batch_size, strict=strict)
+    request = HessianRequest(expression=expression, at=at, points=points, grid=grid, wrt=wrt, method=method,
+                             eps=eps, dtype=dtype.value, formulas=formulas, symbolic_timeout=symbolic_timeout,
+                             batch_size=batch_size, rule=rule, strict=strict)
+    run_request(request, output, rules=checked)

@@ -384,8 +384,11 @@ def _given_points(variables, at, points, grid, chunk_size, cast):
         return
     from gradcli.expression.sources import grid_points, open_points
 
-    source = (open_points(points, variables=variables, chunk_size=chunk_size) if points is not None
-              else grid_points(grid, variables=variables, chunk_size=chunk_size))
+    if hasattr(points, "source"):  # columns from the Python API (gradcli.library.requests.PointColumns)
+        source = points.source(variables=variables, chunk_size=chunk_size)
+    else:
+        source = (open_points(points, variables=variables, chunk_size=chunk_size) if points is not None
+                  else grid_points(grid, variables=variables, chunk_size=chunk_size))
     for chunk in source.chunks():
         yield {v: cast(chunk.values[v]) for v in variables}, len(chunk)
 

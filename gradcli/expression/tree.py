@@ -4,9 +4,12 @@ walkers, and the printer. Stdlib only: imported on every path, ``--help`` includ
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property
+from types import MappingProxyType
 
 CONSTANTS = {"pi": math.pi, "e": math.e}
 
@@ -86,18 +89,20 @@ class RuleCall(Call):
     rule: Rule = field(default=None, kw_only=True)  # type: ignore[assignment]
 
 
-# The rules the parser reads as calls (set by the commands' --rule, for one run).
-_ACTIVE_RULES: dict[str, Rule] = {}
+# The rules the parser reads as calls, in this context: the CLI's --rule for its one run; a Python API call's
+# rule= for that call only, in its own thread's context (two threads with rules of one name each read their
+# own). A worker thread runs in a copy of its caller's context (gradcli.methods.worker.BoundedJob).
+_ACTIVE_RULES: ContextVar[Mapping[str, Rule]] = ContextVar("gradcli_active_rules", default=MappingProxyType({}))
 
 
-def active_rules() -> dict[str, Rule]:
-    return _ACTIVE_RULES
+def active_rules() -> Mapping[str, Rule]:
+    return _ACTIVE_RULES.get()
 
 
 def set_active_rules(rules) -> None:
-    """Make ``rules`` (an iterable of :class:`Rule`) the ones the parser reads; an empty one clears them."""
-    _ACTIVE_RULES.clear()
-    _ACTIVE_RULES.update((r.name, r) for r in rules)
+    """Make ``rules`` (an iterable of :class:`Rule`) the ones the parser reads in this context; an empty one
+    clears them."""
+    _ACTIVE_RULES.set(MappingProxyType({r.name: r for r in rules}))
 
 
 def map_children(node: Node, fn) -> Node:

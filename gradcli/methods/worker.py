@@ -6,6 +6,7 @@ before Typer is even imported, so that SymPy's import (most of a symbolic comman
 
 from __future__ import annotations
 
+import contextvars
 import math
 import os
 import signal
@@ -359,7 +360,9 @@ class BoundedJob:
                     continue
 
         self._thread_done = False
-        self.thread = threading.Thread(target=target, daemon=True, name="gradcli-sympy")
+        # in a copy of the caller's context: what it has in force for its call (its --rule s) holds in the job
+        context = contextvars.copy_context()
+        self.thread = threading.Thread(target=context.run, args=(target,), daemon=True, name="gradcli-sympy")
         self.thread.start()
 
     def _start_process(self, fn, args, kwargs) -> None:

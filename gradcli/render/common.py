@@ -9,9 +9,14 @@ import json
 import math
 import os
 import sys
+from contextvars import ContextVar
 from typing import Any, Callable, Iterable
 
 from rich.console import Console
+
+# The console the views draw on instead of stdout's, in this context (drawing_on: the Python API's tables,
+# drawn into a string, each call in its own thread's context).
+_drawing_console: ContextVar[Console | None] = ContextVar("gradcli_drawing_console", default=None)
 
 
 def number(x: float | None) -> str:
@@ -62,11 +67,23 @@ def stdout_console() -> Console:
     # gradcli.render.layout fit whatever width this is without cutting anything; a stdout that is not UTF-8
     # gets '+/-' for '±' (rich draws ASCII boxes itself) instead of a UnicodeEncodeError. While --svg/--html
     # record (exporting), every view prints through the export's console: stdout, and the recording.
+    if (console := _drawing_console.get()) is not None:
+        return console
     if _export is not None:
         return _export.console
     from gradcli.render.layout import encodable_file, terminal_width
 
     return Console(file=encodable_file(sys.stdout), highlight=False, width=terminal_width(sys.stdout, default=160))
+
+
+@contextlib.contextmanager
+def drawing_on(console: Console):
+    """Every view drawn in this block (in this context) draws on ``console``, not on stdout."""
+    token = _drawing_console.set(console)
+    try:
+        yield console
+    finally:
+        _drawing_console.reset(token)
 
 
 def stderr_console() -> Console:

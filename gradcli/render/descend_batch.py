@@ -115,6 +115,14 @@ class BasinsTableSink(TableSink):
         self.count = self.starts
 
     def finish(self, summary: dict, summary_text: str, warnings: list[str], notes: list[str]) -> None:
+        self.draw(summary)
+        if self.starts > TABLE_STARTS:
+            notes = [f"the table shows the first {TABLE_STARTS} of {self.starts} starts: use --format jsonl or csv "
+                     "for every start"] + notes
+        print_batch_diagnostics(summary_text, warnings, notes)
+
+    def draw(self, summary: dict) -> None:
+        """The settings, the basins per optimizer and the first starts, on stdout's console."""
         from rich.markup import escape
 
         from gradcli.render.common import stdout_console
@@ -131,10 +139,6 @@ class BasinsTableSink(TableSink):
             print_table(console, _basins_table(name, basin, h["variables"], h.get("basins_from") == "end points"))
         if self.kept:
             print_table(console, self.table())
-        if self.starts > TABLE_STARTS:
-            notes = [f"the table shows the first {TABLE_STARTS} of {self.starts} starts: use --format jsonl or csv "
-                     "for every start"] + notes
-        print_batch_diagnostics(summary_text, warnings, notes)
 
 
 def _basins_table(name: str, basin: dict, names: list[str], from_end_points: bool):

@@ -14,8 +14,11 @@ from gradcli.render.common import print_diagnostics, to_json
 
 
 def one_point_document(header: dict, record: dict, notes: list[str]) -> dict:
-    """The one-point ``-f json`` document: run-level keys, the point's record, the notes."""
-    return {**header, **record, "notes": list(notes)}
+    """The one-point ``-f json`` document: run-level keys, the point's record, the notes (built by the
+    library, which gives the Python API the same document: gradcli.library.run)."""
+    from gradcli.library.run import point_document
+
+    return point_document(header, record, notes)
 
 
 class DetailSink:

@@ -1,0 +1,245 @@
+"""Running a Request: its rules in force, its core and chunks, the batch engine writing to a sink; the Run.
+
+A :class:`Run` is what the engine tells at the end (header, summary, warnings, notes, failed) and, where the
+sink collected them (:class:`Collect`) or the request is one point, the records. From them it gives the
+command's ``-f json`` document (:meth:`Run.document`, :meth:`Run.document_text`, byte for byte the CLI's) and
+its ``-f jsonl`` records (:meth:`Run.record_lines`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Run:
+    """One computed request.
+
+    ``warnings``: what the CLI says on stderr as ``gradcli: warning: ...`` (one point: the point's own; many:
+    the first few, each with its point, then how many points had any); ``notes`` likewise; ``summary`` and
+    ``summary_text``: many points' counts (the text is the CLI's ``gradcli: summary:`` line); ``failed``:
+    the CLI's exit 1 (something undefined; with ``strict``, any warning too)."""
+
+    command: str
+    one_point: bool
+    header: dict
+    summary: dict
+    summary_text: str
+    warnings: list[str]
+    notes: list[str]
+    failed: bool
+    with_warnings: int = 0
+    records: list[dict] | None = field(default=None, repr=False)
+
+    def _records(self) -> list[dict]:
+        if self.records is None:
+            raise ValueError("this run's records were not collected (run it with gradcli.library.run.Collect)")
+        return self.records
+
+    @property
+    def record(self) -> dict:
+        """The one point's record (what ``-f jsonl`` writes at the --at point)."""
+        if not self.one_point:
+            raise ValueError("a run of many points has a record per point: see records")
+        (record,) = self._records()
+        return record
+
+    def record_lines(self) -> list[str]:
+        """The ``-f jsonl`` lines (compact strict JSON, as the CLI writes them)."""
+        from gradcli.compute.batch.engine import json_line
+
+        return [json_line(r) for r in self._records()]
+
+    def document(self) -> dict:
+        """The ``-f json`` document (the records as the CLI's JSON carries them)."""
+        return json.loads(self.document_text())
+
+    def document_text(self) -> str:
+        """What ``gradcli COMMAND ... -f json`` prints on stdout, byte for byte."""
+        if self.one_point:
+            return json_text(one_point_document(self.command, self.header, self.record, self.notes)) + "\n"
+        return batch_document_text(self.header, self.record_lines(), {"summary": self.summary}, self.warnings,
+                                   self.notes)
+
+
+def json_text(document: dict) -> str:
+    """Strict JSON, indented as every gradcli document (non-finite numbers fail loudly)."""
+    return json.dumps(document, indent=2, allow_nan=False)
+
+
+def point_document(header: dict, record: dict, notes: list[str]) -> dict:
+    """The one-point ``-f json`` document of grad, hessian and derivative: run-level keys, the point's record,
+    the notes (gradcli.render.detail writes it for the CLI)."""
+    return {**header, **record, "notes": list(notes)}
+
+
+def one_point_document(command: str, header: dict, record: dict, notes: list[str]) -> dict:
+    """``command``'s one-point document (eval's has its own keys, in its own order, without notes)."""
+    if command == "eval":
+        from gradcli.compute.batch.value import one_point_document as eval_document
+
+        return eval_document(header, record)
+    return point_document(header, record, notes)
+
+
+def batch_document_text(header: dict, lines: list[str], summary_part: dict, warnings: list[str],
+                        notes: list[str], list_key: str = "points") -> str:
+    """Many points' ``-f json`` document as gradcli.render.batch.JsonSink writes it: the header's keys, the
+    records (a compact line each) under ``list_key``, then the summary's keys, warnings and notes."""
+    head = json_text(header)
+    parts = [head[:-2] + f',\n  "{list_key}": [']
+    parts += [("\n    " if i == 0 else ",\n    ") + line for i, line in enumerate(lines)]
+    tail = json_text({**summary_part, "warnings": warnings, "notes": notes})
+    parts.append(("\n  ]," if lines else "],") + "\n" + tail[2:] + "\n")
+    return "".join(parts)
+
+
+class Collect:
+    """The sink that keeps what the engine writes: the header, every record (as dicts), and the end."""
+
+    def __init__(self):
+        self.header: dict = {}
+        self.records: list[dict] = []
+
+    def start(self, header: dict) -> None:
+        self.header = header
+
+    def write(self, batch) -> None:
+        self.records += batch if isinstance(batch, list) else batch.records()
+
+    def finish(self, summary: dict, summary_text: str, warnings: list[str], notes: list[str]) -> None:
+        pass
+
+
+class _Recorder:
+    """A sink in front of the caller's: what run_batch tells at the start and the end, and (``keep``) the
+    records, passed on."""
+
+    def __init__(self, sink, keep: bool):
+        self.sink = sink
+        self.keep = keep
+        self.header: dict = {}
+        self.records: list[dict] = []
+        self.end = None
+
+    def start(self, header: dict) -> None:
+        self.header = header
+        self.sink.start(header)
+
+    def write(self, batch) -> None:
+        if self.keep:
+            self.records += batch if isinstance(batch, list) else batch.records()
+        self.sink.write(batch)
+
+    def finish(self, summary: dict, summary_text: str, warnings: list[str], notes: list[str]) -> None:
+        self.end = (summary, summary_text, list(warnings), list(notes))
+        self.sink.finish(summary, summary_text, warnings, notes)
+
+
+@contextlib.contextmanager
+def _rules(request, rules):
+    """The request's --rule s in force for the run (``rules``: already defined by the caller, e.g. the CLI for
+    its whole process: their notes only)."""
+    if rules is not None:
+        yield rules
+        return
+    from gradcli.expression.rules import rules_in_force
+
+    with rules_in_force(request.rule, time_limit=request.symbolic_timeout) as checked:
+        yield checked
+
+
+def run_request(request, sink=None, *, rules=None, track=None) -> Run:
+    """Compute ``request`` (a gradcli.library.requests Request), writing to ``sink`` (default: a
+    :class:`Collect`; a function of no arguments: called for the sink once the points are checked, the CLI's
+    order of refusals); returns its :class:`Run`.
+
+    The request's rules are checked first and are in force for the call only (in this thread's context:
+    gradcli.expression.tree); ``rules``: a :class:`gradcli.expression.rules.Checked` the caller has already
+    put in force (the CLI defines them for its one run), whose notes the run adds. ``track``: called with the
+    chunks (gradcli.compute.batch.points.PointChunks: ``total``, ``seconds``), returns what to iterate instead
+    (the CLI's progress bar); closed at the end if it can be."""
+    from gradcli.compute.batch.engine import run_batch
+
+    with _rules(request, rules) as checked:
+        core = request.make_core()
+        core.notes += checked.notes
+        chunks = request.chunks(core)
+        recorder = _recorder_for(request, sink)
+        tracked = chunks if track is None else track(chunks)
+        try:
+            summary = run_batch(core, tracked, recorder)
+        finally:
+            if tracked is not chunks and hasattr(tracked, "close"):
+                tracked.close()  # a progress bar is gone before an error's line
+    return _run_of(request, recorder, summary, strict=getattr(request, "strict", False))
+
+
+def _recorder_for(request, sink) -> _Recorder:
+    sink = Collect() if sink is None else sink() if callable(sink) else sink
+    return _Recorder(sink, keep=request.one_point and not isinstance(sink, Collect))
+
+
+def _run_of(request, recorder: _Recorder, summary, *, strict: bool) -> Run:
+    summary_dict, summary_text, warnings, notes = recorder.end
+    sink = recorder.sink
+    records = sink.records if isinstance(sink, Collect) else (recorder.records if recorder.keep else None)
+    if request.one_point and records:
+        warnings = list(records[0]["warnings"])  # the point's own (the CLI's stderr at one point)
+    failed = summary.failed or (strict and summary.with_warnings > 0)
+    return Run(request.command, request.one_point, recorder.header, summary_dict, summary_text, warnings, notes,
+               failed, summary.with_warnings, records)
+
+
+def run_descent(request, sink=None, *, rules=None) -> Run:
+    """descend's request (gradcli.library.requests.DescendRequest) through the descent core: one start (a
+    batch of one) or many; ``sink`` and ``rules`` as for :func:`run_request`."""
+    from gradcli.compute.descend import plan_descent
+    from gradcli.compute.descend.core import run_starts
+    from gradcli.compute.descend.options import check_stationary_time_limit, refuse_for_many_starts
+    from gradcli.errors import UsageError
+
+    r = request
+    with _rules(r, rules) as checked:
+        if not r.one_point:
+            if r.points is not None and r.grid is not None:
+                raise UsageError("give --points or --grid, not both")
+            refuse_for_many_starts(start=r.start, every=r.every)
+        plan = plan_descent(r.expression, start=r.start if r.one_point else None, optimizers=r.optimizer,
+                            lr=r.lr, steps=r.steps, tol=r.tol, maximize=r.maximize, dtype=r.dtype,
+                            momentum=r.momentum, every=r.every if r.one_point else None)
+        time_limit = check_stationary_time_limit(r.stationary_timeout)
+        if r.one_point:
+            from gradcli.compute.descend import start_chunk
+
+            recorder = _recorder_for(r, sink)
+            summary = run_starts(plan, [start_chunk(plan)], recorder, every=r.every, one_start=True,
+                                 notes=checked.notes, stationary_time_limit=time_limit)
+        else:
+            if isinstance(r.points, str) or r.points is None:
+                from gradcli.compute.batch.points import start_chunks
+
+                chunks = start_chunks(points=r.points, grid=r.grid, names=plan.names, batch_size=r.batch_size,
+                                      dtype=plan.dtype)
+            else:
+                chunks = r.points.source(variables=plan.names, chunk_size=r.batch_size, fixed_option=None,
+                                         dtype=plan.dtype).chunks()
+            recorder = _recorder_for(r, sink)
+            summary = run_starts(plan, chunks, recorder, stationary_time_limit=time_limit, notes=checked.notes)
+    return _run_of(r, recorder, summary, strict=False)
+
+
+def run_check(request, *, rules=None):
+    """check's request (gradcli.library.requests.CheckRequest): its report
+    (gradcli.compute.check.CheckReport: ``to_dict()`` is the ``-f json`` document, ``failed`` the exit 1)."""
+    from gradcli.compute.check import check_derivatives
+
+    r = request
+    with _rules(r, rules) as checked:
+        report = check_derivatives(r.expression, expect=r.expect, order=r.order, at=r.at, points=r.points,
+                                   grid=r.grid, box=r.box, samples=r.samples, seed=r.seed,
+                                   symbolic_time_limit=r.symbolic_timeout, rtol=r.rtol, atol=r.atol, dtype=r.dtype)
+        report.notes += checked.notes
+    return report
