@@ -8,7 +8,7 @@ One point (``--at``): the exact formula and its value at the exactly typed point
 (:func:`value_at`). Many points: the derivatives are taken once (:func:`differentiate`) and come back as
 gradcli expression trees (picklable, no SymPy needed to use them); each batch evaluates them with NumPy in
 float64 and, where a rounding bound does not vouch for that value, at 30 digits like one point
-(:mod:`gradcli.methods.symbolic_values`), which the JSON says (:data:`EVALUATION`).
+(:mod:`gradcli.methods.symbolic_values`), which the JSON says (:data:`gradcli.methods.exact_evaluation.EVALUATION`).
 """
 
 from __future__ import annotations
@@ -22,12 +22,10 @@ from gradcli.expression import Add, Call, Const, Mul, Neg, Node, Num, Pow, Var
 from gradcli.expression.tree import RuleCall, inline_rules
 from gradcli.expression.evaluate import Backend, compile_expression, numpy_backend
 from gradcli.expression.functions import sympy_class_names, sympy_functions
-from gradcli.methods.symbolic_values import EXACT_LIMIT, EXACT_SECONDS, TRUSTED
+from gradcli.methods.exact_evaluation import EVAL_DIGITS, EVALUATION  # noqa: F401 (EVALUATION: the batch header's)
 
 # Seconds SymPy may spend on one command before its column is left out.
 DEFAULT_TIME_LIMIT = 10.0
-# Digits for evaluating exact values; float64 needs 17, the rest guards against cancellation.
-EVAL_DIGITS = 30
 
 
 def symbols_for(names) -> dict[str, Any]:
@@ -200,14 +198,6 @@ def formula_text(expr) -> str:
     from gradcli.methods.formula_text import formula_text as in_the_language
 
     return in_the_language(expr)
-
-
-# What a batch's header says of its symbolic values (how they are chosen: gradcli.methods.symbolic_values).
-EVALUATION = (f"float64 evaluation of the exact formula where its running rounding-error bound is within "
-              f"2^{math.log2(TRUSTED):.0f} (~{TRUSTED:.1e}) of the value; elsewhere (cancellation, overflow, "
-              f"underflow, not finite) the formula at {EVAL_DIGITS} digits at the point's float64 coordinates, "
-              f"rounded to float64, up to {EXACT_LIMIT} such values or {EXACT_SECONDS:g} s per run (a note "
-              "counts any left in float64)")
 
 
 @dataclass

@@ -28,14 +28,11 @@ from fractions import Fraction
 from typing import Any, Hashable, Mapping
 
 from gradcli.dtypes import MACHINE_EPSILON
+from gradcli.expression.evaluate import compile_expression
 from gradcli.expression.tree import CONSTANTS, Add, Call, Const, Mul, Neg, Node, Num, Pow, Var
+from gradcli.methods.exact_evaluation import EXACT_LIMIT, EXACT_SECONDS, TRUSTED
 from gradcli.methods.fd_bound import FIRST_ORDER_SAFETY, FUNCTION_ULPS, _sensitivity, _times
-
-# A float64 value is kept where its rounding bound is at most this fraction of it (2**-40 ~ 9.1e-13, 8192 ulp).
-TRUSTED = 2.0 ** -40
-# Exact (30-digit) evaluations per run, and seconds spent on them, before the rest are left in float64.
-EXACT_LIMIT = 10_000
-EXACT_SECONDS = 30.0
+from gradcli.methods import symbolic
 
 _U = 0.5 * MACHINE_EPSILON["float64"]
 # Functions whose value is exactly 0 at some argument other than 0 (log(1), acos(1)) or away from 0
@@ -57,10 +54,8 @@ def bounded(tree: Node, env: Mapping[str, Any]):
     operation's result fell below float64's normal range, which the bound does not cover."""
     import numpy as np
 
-    from gradcli.methods.symbolic import formula_backend
-
     with np.errstate(all="ignore"):
-        value, s, under = _walk(tree, env, formula_backend().functions, _sensitivity(np), np)
+        value, s, under = _walk(tree, env, symbolic.formula_backend().functions, _sensitivity(np), np)
         bound = FIRST_ORDER_SAFETY * _U * s
         bound = np.where(np.isfinite(bound), bound, np.inf)
     return value, bound, under
@@ -127,10 +122,7 @@ def _walk(tree: Node, env, functions, sensitivity, np):
     if isinstance(tree, Call) and (type(tree) is not Call or tree.func not in functions):
         # a call this walk has no rule for (a kind of call added to the language later): its value as the
         # evaluator computes it, and no bound, so that the point is evaluated exactly
-        from gradcli.expression.evaluate import compile_expression
-        from gradcli.methods.symbolic import formula_backend
-
-        r = compile_expression(tree, formula_backend(), fold_constants=False)(env)
+        r = compile_expression(tree, symbolic.formula_backend(), fold_constants=False)(env)
         return r, np.full(np.shape(r), np.inf), False
     if isinstance(tree, Call) and (tree.func in _COMPARISONS | _LOGIC | _SELECTING or tree.func == "where"):
         return _choosing(tree, env, functions, sensitivity, np)
@@ -183,11 +175,9 @@ def exact_value(expr, symbols: dict, point: Mapping[str, float]) -> float | None
     method starts from), at 30 digits; None where undefined or not real."""
     import sympy
 
-    from gradcli.methods.symbolic import value_at
-
     subs = {symbols[n]: sympy.Rational(*float(point[n]).as_integer_ratio())
             for n in point if symbols[n] in expr.free_symbols}
-    return value_at(expr, subs)
+    return symbolic.value_at(expr, subs)
 
 
 def differentiate_at(trees: list[Node], names: list[str], wanted: list, points: list[dict[str, float]], *,
@@ -196,19 +186,17 @@ def differentiate_at(trees: list[Node], names: list[str], wanted: list, points: 
     formula's exact value at ``points`` (one point, and its float32 rounding): {((i, key), coordinates):
     value}. A :class:`gradcli.methods.worker.BoundedJob` work function, so that a value SymPy cannot finish
     (exp(-x**x**x**x) at 10) is bounded by the symbolic time limit like the derivatives."""
-    from gradcli.methods.symbolic import differentiate, symbols_for, to_sympy
-
-    formulas = differentiate(trees, names, wanted, cancel=cancel)
+    formulas = symbolic.differentiate(trees, names, wanted, cancel=cancel)
     known = {}
     for point in points:
-        symbols = symbols_for(sorted(point))
+        symbols = symbolic.symbols_for(sorted(point))
         coordinates = tuple(sorted(point.items()))
         for i, tree in enumerate(trees):
             for key, t in [("value", tree), *formulas[i].trees.items()]:
                 if cancel is not None:
                     cancel.check()
                 try:
-                    known[((i, key), coordinates)] = exact_value(to_sympy(t, symbols), symbols, point)
+                    known[((i, key), coordinates)] = exact_value(symbolic.to_sympy(t, symbols), symbols, point)
                 except Exception:  # no exact value here: the column keeps float64, with the batch's note
                     pass
     return formulas, known
@@ -258,14 +246,12 @@ class ExactValues:
         (in order; a failure keeps its float64 value and is counted)."""
         import numpy as np
 
-        from gradcli.methods.symbolic import symbols_for, to_sympy
-
         names = sorted(env)
         cache_key = (key, tuple(names))
         if cache_key not in self._exprs:
-            symbols = symbols_for(names)
+            symbols = symbolic.symbols_for(names)
             try:
-                self._exprs[cache_key] = (to_sympy(tree, symbols), symbols)
+                self._exprs[cache_key] = (symbolic.to_sympy(tree, symbols), symbols)
             except Exception:  # no SymPy form for this formula: every such value is counted, noted
                 self._exprs[cache_key] = None
         if self._exprs[cache_key] is None:
