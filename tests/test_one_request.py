@@ -104,3 +104,23 @@ def test_a_vanishing_step_at_a_later_point_is_refused_before_any_output(runner, 
     assert code == 2 and errors == [
         "gradcli: error: --eps 0.001 vanishes next to x=5e+19 in float64 (x + h == x): use a larger step"]
     assert result.stdout == ""
+
+
+_KEYWORDS = {"-m": ("method", str), "--eps": ("eps", float), "--wrt": ("wrt", str), "--dtype": ("dtype", str),
+             "--order": ("order", int)}
+
+
+@pytest.mark.parametrize("command, expressions, point, options", REFUSED,
+                         ids=[f"{c}-{' '.join(o) or 'none'}" for c, _, _, o in REFUSED])
+def test_the_python_api_refuses_with_the_same_message(runner, tmp_path, command, expressions, point, options):
+    """The API builds the same Request as the command line: the same refusal, word for word."""
+    import gradcli
+
+    _, errors, _ = _run(runner, [command, *expressions, *_paths(tmp_path, point)["at json"], *options])
+    kwargs = {}
+    for flag, value in zip(options[::2], options[1::2]):
+        name, kind = _KEYWORDS[flag]
+        kwargs[name] = kind(value)
+    with pytest.raises(gradcli.UsageError) as refused:
+        getattr(gradcli, command)(*expressions, at=point, **kwargs)
+    assert f"gradcli: error: {refused.value.one_line()}" == errors[0]
