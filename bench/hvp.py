@@ -4,7 +4,7 @@
 
 The expression is too long for the parser's limits as one text past ~250 variables (10,000 characters, 5,000
 nodes), so it is built here from one parsed pair of terms per i: the same tree a parse would give. In process:
-TensorFlow is imported first (its 4-7 s would swamp everything); then `gradcli.compute.hvp.compute_hvp` (every
+TensorFlow is imported first (its 4-7 s would swamp everything); then the hvp batch core (`gradcli.compute.batch.hvp.HvpBatch`, through `run_batch` at one point) (every
 method, exact included, SymPy in its forked worker) and one tape gradient of the same function
 (`tape_gradients`, gradcli's grad column: the expression node by node on the tape, and the vectorised
 evaluation hvp itself differentiates).
@@ -44,7 +44,6 @@ def main() -> None:
 
     import numpy as np
 
-    from gradcli.compute.hvp import compute_hvp
     from gradcli.expression.points import parse_point
     from gradcli.methods.tape import tape_gradients
     from gradcli.methods.tape_vectorise import vectorised_function
@@ -68,9 +67,9 @@ def main() -> None:
     rows: dict[str, list[float]] = {}
     for _ in range(args.rounds):
         t0 = time.perf_counter()
-        report = compute_hvp(expr, at=point, along=[along], symbolic_time_limit=120)
+        record = hvp_at_one_point(expr, at, along)
         rows.setdefault("hvp command (all five methods)", []).append(time.perf_counter() - t0)
-        for m, s in report.seconds.items():
+        for m, s in record["seconds"].items():
             rows.setdefault(f"  {m}", []).append(s)
         t0 = time.perf_counter()
         tape_gradients([expr.tree], {k: np.array([v]) for k, v in point.values.items()}, list(expr.variables))
@@ -87,12 +86,38 @@ def main() -> None:
 
     print(f"bench/hvp.py --n {args.n} --rounds {args.rounds}: {time.strftime('%Y-%m-%d')}, "
           f"{platform.machine()}, {os.cpu_count()} CPU(s), TensorFlow {tf.__version__}\n")
-    print("max |error| against exact: " + ", ".join(f"{m} {e:.2e}" for m, e in report.error.items()) + "\n")
+    print("max |error| against symbolic: " + ", ".join(f"{m} {e:.2e}" for m, e in record["max_error"].items()) + "\n")
     print(f"| chained Rosenbrock, n = {args.n:,}, one point; then many points | median s | min s |")
     print("|---|---:|---:|")
     for name, times in rows.items():
         label = name.strip() if not name.startswith("  ") else f"&nbsp;&nbsp;{name.strip()}"
         print(f"| {label} | {statistics.median(times):.3f} | {min(times):.3f} |")
+
+
+class Collected:
+    """A sink (gradcli.compute.batch.engine.Sink) that keeps the header and the records."""
+
+    def start(self, header: dict) -> None:
+        self.header, self.records = header, []
+
+    def write(self, batch) -> None:
+        self.records += batch.records()
+
+    def finish(self, summary: dict, summary_text: str, warnings: list[str], notes: list[str]) -> None:
+        self.summary, self.notes = summary, notes
+
+
+def hvp_at_one_point(expr, at: str, along: str, *, symbolic_time_limit: float = 120.0) -> dict:
+    """The hvp record at the --at point, as the command computes it: the core, its one chunk, run_batch."""
+    from gradcli.compute.batch.engine import run_batch
+    from gradcli.compute.batch.hvp import HvpBatch
+    from gradcli.compute.batch.points import point_chunks
+
+    core = HvpBatch(expr, along_text=[along], symbolic_time_limit=symbolic_time_limit)
+    sink = Collected()
+    run_batch(core, point_chunks(core, points=None, grid=None, at=[at], batch_size=4096), sink)
+    (record,) = sink.records
+    return record
 
 
 MANY_EXPRESSION = "(x1+5)*x2**2"

@@ -4,7 +4,9 @@ new schema: ``python -m tests.record_schemas --draft [NAME...]``; the committed 
 
 A schema per shape: ``<command>.json`` the one-point ``-f json`` document, ``<command>-record.json`` one
 ``-f jsonl`` record (also each entry of ``points``/``starts`` in a many-point document), and
-``<command>-batch.json`` the many-point ``-f json`` document."""
+``<command>-batch.json`` the many-point ``-f json`` document. jvp's and hvp's are written as the code builds
+them: the record under ``$defs/record``, the run's header under the batch schema's ``$defs/header``, and the
+one-point document all of them (``allOf``) with the notes, nothing else (``unevaluatedProperties``)."""
 
 from __future__ import annotations
 
@@ -79,6 +81,25 @@ REQUESTS = [
     ("eval-batch", ["eval", "log(x)*y", "--grid", "x=-1:1:3,y=2:2:1"], "json"),
     ("eval-batch", ["eval", "x**2", "--grid", "x=0:1:2", "--dtype", "float32"], "json"),
     ("steps", ["steps", "sin(x)", "--at", "x=1"], "json"),
+    ("jvp", ["jvp", "(x1+5)*x2**2", "--at", "x1=2,x2=3", "--along", "x1=1,x2=2"], "json"),
+    ("jvp", ["jvp", "sin(x)*y", "x*y**2", "--at", "x=1,y=2", "--along", "x=1", "-m", "tape,fd"], "json"),
+    ("jvp", ["jvp", "log(x)*y", "--at", "x=-1,y=2", "--along", "x=1"], "json"),
+    ("jvp", ["jvp", "x**2 + 1e20", "--at", "x=1", "--along", "x=1", "-m", "symbolic,fd"], "json"),
+    ("jvp", ["jvp", "abs(x)*y", "--at", "x=0,y=1", "--along", "x=1,y=1", "-m", "tape,fd,complex"], "json"),
+    ("jvp-record", ["jvp", "x**2*y", "--grid", "x=-1:1:3,y=1:2:2", "--along", "x=1"], "jsonl"),
+    ("jvp-record", ["jvp", "log(x)", "--grid", "x=-1:1:3", "--along", "x=1", "-m", "tape,complex"], "jsonl"),
+    ("jvp-record", ["jvp", "(x1+5)*x2**2", "--at", "x1=2,x2=3", "--along", "x1=1,x2=2"], "jsonl"),
+    ("jvp-batch", ["jvp", "x**2*y", "--grid", "x=-1:1:3,y=1:2:2", "--along", "x=1"], "json"),
+    ("jvp-batch", ["jvp", "3*x", "x**2", "--grid", "x=-1:1:2", "--along", "x=1", "-m", "tape,fd"], "json"),
+    ("hvp", ["hvp", "(x1+5)*x2**2", "--at", "x1=2,x2=3", "--along", "x1=1,x2=2"], "json"),
+    ("hvp", ["hvp", "x**2*y + sin(x*y)", "--at", "x=1,y=2", "--along", "x=1", "-m", "for,ror"], "json"),
+    ("hvp", ["hvp", "log(x)*y", "--at", "x=-1,y=2", "--along", "x=1"], "json"),
+    ("hvp", ["hvp", "(exp(x*y) - 1)/(x*y)", "--at", "x=1e-6,y=1e-5", "--along", "x=1,y=1"], "json"),
+    ("hvp-record", ["hvp", "x**2*y", "--grid", "x=-1:1:3,y=1:2:2", "--along", "x=1"], "jsonl"),
+    ("hvp-record", ["hvp", "log(x)*y", "--grid", "x=-1:1:3,y=1:1:1", "--along", "x=1", "-m", "for,fd"], "jsonl"),
+    ("hvp-record", ["hvp", "x**3", "--at", "x=1,y=2", "--along", "x=1,y=1", "-m", "tape,fd"], "jsonl"),
+    ("hvp-batch", ["hvp", "x**2*y", "--grid", "x=-1:1:3,y=1:2:2", "--along", "x=1"], "json"),
+    ("hvp-batch", ["hvp", "x**2*y", "--grid", "x=-1:1:2,y=1:1:1", "--along", "x=1", "-m", "tape"], "json"),
 ]
 
 

@@ -6,9 +6,10 @@ from typing import Annotated, Optional
 
 import typer
 
-from gradcli.commands.common import (AtOption, DType, DTypeOption, FormatWithLatexOption, GridOption, HtmlOption,
-                                     OutputFormat, PointsOption, ShowCodeOption, SvgOption, SymbolicTimeoutOption,
-                                     handle_errors, writes_latex)
+from gradcli.commands.common import (AtOption, BatchSizeOption, DType, DTypeOption, FormatWithLatexOption, GridOption,
+                                     HtmlOption, OutputFormat, PointsOption, ShowCodeOption, StrictOption, SvgOption,
+                                     SymbolicTimeoutOption, handle_errors, refuse_show_code_for_many, run_many,
+                                     writes_latex)
 
 
 @handle_errors
@@ -32,12 +33,14 @@ def jvp(
     html: HtmlOption = None,
     show_code: ShowCodeOption = False,
     symbolic_timeout: SymbolicTimeoutOption = 10.0,
+    batch_size: BatchSizeOption = 4096,
+    strict: StrictOption = False,
 ) -> None:
     """J·v, the derivative along a direction v: ForwardAccumulator, exact, fd along v and the complex step.
 
     fd differentiates t -> f(x + t v) at t = 0 with a central stencil (and its error estimate); the complex step
     takes Im f(x + i h v)/h. Several expressions: one row each (the Jacobian times v). --points/--grid: one
-    record per point, the same v at each (at most 5,000 points).
+    record per point, the same v at each.
 
     Examples:
 
@@ -46,7 +49,6 @@ def jvp(
       gradcli jvp "sin(x)*y" "x*y**2" --at x=1,y=2 --along x=1 -f json
       gradcli jvp "x**2*y" --grid x=0:2:5 --at y=3 --along x=1 -f csv
     """
-    from gradcli.commands.common import as_batch, refuse_show_code_for_many
     from gradcli.errors import UsageError
 
     if not expressions:
@@ -57,23 +59,8 @@ def jvp(
 
         print(program_jvp(expressions, at=at, along=along, dtype=dtype.value), end="")
         return
-    if as_batch(points=points, grid=grid, output=output):
-        from gradcli.commands.common import finish
-        from gradcli.compute.along_points import jvp_many
-        from gradcli.render import jvp as render
+    from gradcli.compute.batch.jvp import JvpBatch
 
-        run = jvp_many(expressions, points=points, grid=grid, at=at, along=along, dtype=dtype.value,
-                       methods=method, symbolic_time_limit=symbolic_timeout)
-        render.write_many(run, output.value, render.jvp_csv_rows, render.jvp_table_row, render.jvp_title)
-        finish(run.failed)
-        return
-    from gradcli.commands.common import conclude, emit
-    from gradcli.compute.jvp import compute_jvp
-    from gradcli.render import jvp as render
-    from gradcli.render.latex import jvp_latex
-
-    report = compute_jvp(expressions, at=at, along=along, dtype=dtype.value, methods=method,
-                         symbolic_time_limit=symbolic_timeout)
-    emit(output, json=lambda: render.jvp_json(report), table=lambda: render.jvp_table(report),
-         latex=lambda: jvp_latex(report.to_dict()))
-    conclude(report)
+    core = JvpBatch(expressions, along_text=along, methods=method, dtype=dtype.value,
+                    symbolic_time_limit=symbolic_timeout)
+    run_many(core, points=points, grid=grid, at=at, output=output, batch_size=batch_size, strict=strict)

@@ -7,8 +7,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from gradcli.commands.common import (FileOption, FormatWithLatexOption, HtmlOption, OutputFormat, SvgOption,
-                                     SymbolicTimeoutOption, at_option, conclude, emit, handle_errors, writes_latex)
+from gradcli.commands.common import (FileOption, FormatWithLatexOption, HtmlOption, OutputFormat, StrictOption,
+                                     SvgOption, SymbolicTimeoutOption, at_option, conclude, emit, finish, handle_errors,
+                                     writes_latex)
 from gradcli.commands.completion import complete_dtypes
 from gradcli.commands.expression_file import expression_text
 from gradcli.commands.plot_file import PlotFileOption, refuse_same_file
@@ -38,6 +39,7 @@ def steps(
         "--plot", help="Also draw the errors against h, log-log (on stderr with -f json/csv).")] = False,
     plot_file: PlotFileOption = None,
     symbolic_timeout: SymbolicTimeoutOption = 10.0,
+    strict: StrictOption = False,
 ) -> None:
     """The error of every difference formula against the step h, from 1e-1 down to the dtype's eps.
 
@@ -71,3 +73,4 @@ def steps(
 
         write_plot_file(render.plot_panels(report), plot_file)
     conclude(report)
+    finish(strict and bool(report.warnings))  # --strict: a warning fails the run too

@@ -7,8 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from gradcli.commands.common import (DType, DTypeOption, HtmlOption, RuleOption, ShowCodeOption, SvgOption,
-                                     SymbolicTimeoutOption, at_option, handle_errors, writes_latex)
+from gradcli.commands.common import (DType, DTypeOption, HtmlOption, RuleOption, ShowCodeOption, StrictOption,
+                                     SvgOption, SymbolicTimeoutOption, at_option, finish, handle_errors, writes_latex)
 
 
 class TraceFormat(str, enum.Enum):
@@ -39,6 +39,7 @@ def trace(
     show_code: ShowCodeOption = False,
     symbolic_timeout: SymbolicTimeoutOption = 10.0,
     rule: RuleOption = None,
+    strict: StrictOption = False,
 ) -> None:
     """The computation as the tape records it: each node's value, its adjoint, and its tangent along a direction.
 
@@ -92,3 +93,4 @@ def trace(
         render.trace_table(report)
     sys.stdout.flush()
     conclude(report)
+    finish(strict and bool(report.warnings))  # --strict: a warning fails the run too

@@ -4,9 +4,8 @@ one tensor of shape [points, variables], so that a chunk costs the eager TensorF
 The points of a chunk are independent: the vectorised function (:func:`gradcli.methods.tape_vectorise.
 vectorised_function`) maps each row to its own value, the tapes differentiate the sum of those values, and
 row p of each gradient is point p's gradient; with the direction v on every row, row p of each H·v is point
-p's. The one-point command is a chunk of one, so each record holds the numbers the one-point
-command shows, bit for bit (tests hold it); a method's seconds are its chunk's time shared out over the
-chunk's points.
+p's. A chunk is padded to whole SIMD lanes (:data:`PAD`), so a point's numbers do not depend on where it
+sits in its chunk: the one-point command (a chunk of one) shows what --points writes for it, bit for bit.
 
 TensorFlow and NumPy are imported inside the functions only.
 """
@@ -17,7 +16,6 @@ import math
 import time
 
 from gradcli.dtypes import MACHINE_EPSILON
-from gradcli.expression import Node
 
 # A chunk's rows are padded (with copies of its last point) to a multiple of PAD: TensorFlow's CPU kernels
 # compute SIMD lanes and a scalar tail differently (exp, log, tanh differ by an ulp), and with every
@@ -122,31 +120,3 @@ def tape_hvps_batch(f, X, v, dtype: str, methods: list[str]):
         out["fd-of-gradient"] = (d1, time.perf_counter() - start)
         fd = (estimate, steps)
     return out, fd
-
-
-def numeric_hvps(text: str, tree: Node, rows: list[dict[str, float]], variables: list[str],
-                 direction: dict[str, float], dtype: str, chosen: list[str], f):
-    """One :class:`gradcli.compute.hvp.HvpReport` per point of ``rows`` (one chunk), every column but the
-    exact one, as :func:`gradcli.compute.hvp.numeric_hvp` gives it at each point."""
-    import numpy as np
-
-    from gradcli.compute.hvp import HvpReport
-    from gradcli.expression.evaluate import PYTHON_FLOAT64, compile_expression
-
-    value_of = compile_expression(tree, PYTHON_FLOAT64)
-    X = np.array([[values[k] for k in variables] for values in rows], dtype=np.float64).reshape(len(rows),
-                                                                                               len(variables))
-    padded = -(-len(rows) // PAD) * PAD
-    X = np.concatenate([X, np.repeat(X[-1:], padded - len(rows), axis=0)]) if padded > len(rows) else X
-    v = [direction[k] for k in variables]
-    results, fd = tape_hvps_batch(f, X, v, dtype, chosen)
-    reports = []
-    for p, values in enumerate(rows):
-        report = HvpReport(text, dict(values), direction, dtype, variables, list(chosen), value=value_of(values))
-        for m, (hv, seconds) in results.items():
-            report.hvp[m] = hv[p].tolist()
-            report.seconds[m] = seconds / len(rows)
-        if fd is not None:
-            report.fd_estimate, report.fd_step = fd[0][p].tolist(), float(fd[1][p])
-        reports.append(report)
-    return reports

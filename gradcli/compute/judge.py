@@ -100,12 +100,14 @@ def unsettled(*, fd_suspect: bool = False, outvoted: str | None = None, agreeing
 
 
 def disagreement(method: str, subject: str, error: float, *, dtype: str, tol: float,
-                 by_estimate: bool = True) -> str:
+                 by_estimate: bool = True, judged_as: str | None = None) -> str:
     """The warning for a method further from the exact value than its tolerance; ``subject``: what it is
     ("d(f)/dx", "derivative 3", "the Hessian's entry (x, y)"); ``by_estimate``: False where fd or the
-    complex step had no finite estimate and were held to the tape's roundings instead."""
+    complex step had no finite estimate and were held to the tape's roundings instead; ``judged_as``: the
+    kind of method whose tolerance it was held to, where its name does not say (hvp's fd-of-gradient: fd)."""
     why = {"fd": "fd's own error estimate",
-           "complex": f"its estimate and the rounding of the point to {dtype}"}.get(method, f"{dtype} explains")
+           "complex": f"its estimate and the rounding of the point to {dtype}"}.get(judged_as or method,
+                                                                                    f"{dtype} explains")
     if not by_estimate:
         why = f"{dtype} explains"
     return f"{method} and symbolic disagree on {subject}: error {error:.3g} is more than {why} (~{tol:.1g})"
@@ -308,6 +310,40 @@ def best_analysis(matrices: dict, gradients: dict, *, dtype: str, fd_estimates=N
     analysis = analyse_hessian(matrix.tolist(), gradient, dtype="float64" if source == "symbolic" else dtype,
                                gradient_tolerance=gtol, entry_errors=errors)
     return source, analysis, source == "fd"
+
+
+def judge_hvp_entries(columns: dict, exact, *, dtype: str, fd_method: str, fd_estimates=None, shift=None):
+    """hvp's H·v against the exact one, every point and entry at once ([P, n] each), by the Hessian's rule
+    (:func:`entry_tolerance`: a tape composition within its roundings at order 2 and the entry's scale, fd of
+    the gradient (``fd_method``) within its own estimate). Returns (error {method: [P, n]}, where it is past
+    the tolerance {method: [P, n]}, the tolerances {method: [P, n]}); NaN where either side is not finite."""
+    import numpy as np
+
+    errors, disagree, tolerances = {}, {}, {}
+    ref = np.asarray(exact, dtype=np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        for m, c in columns.items():
+            if m == "symbolic":
+                continue
+            by_estimate = m == fd_method and fd_estimates is not None
+            tol = entry_tolerance("fd" if by_estimate else "tape", ref, dtype=dtype,
+                                  estimates=fd_estimates if by_estimate else None, shift=shift)
+            err = np.abs(np.asarray(c, dtype=np.float64) - ref)
+            errors[m], disagree[m], tolerances[m] = err, err > tol, tol
+    return errors, disagree, tolerances
+
+
+def cross_check_hvp(tape, fd, estimates, *, dtype: str):
+    """Without the exact H·v: a tape composition against fd of the gradient, entry by entry ([P, n]), within
+    fd's estimate plus the tape's roundings (:func:`cross_check_hessian`'s rule). Returns (|tape - fd|, where
+    it is more, that tolerance)."""
+    import numpy as np
+
+    t, f, e = (np.asarray(a, dtype=np.float64) for a in (tape, fd, estimates))
+    with np.errstate(invalid="ignore", over="ignore"):
+        gap = np.abs(t - f)
+        tol = e + entry_tolerance("tape", t, dtype=dtype)
+        return gap, gap > tol, tol
 
 
 # ---------------------------------------------------------------------------------------------

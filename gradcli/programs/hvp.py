@@ -11,7 +11,7 @@ _OWN = ("acc", "v", "z", "xs", "zero", "hvp", "gv", "jvp", "gradient", "shifted"
 
 
 def program_hvp(expression: str, *, at, along, dtype: str = "float64") -> str:
-    expr, point, variables, direction, _, dtype, _ = plan_hvp(expression, at=at, along=along, dtype=dtype)
+    expr, point, variables, direction, dtype = plan_hvp(expression, at=at, along=along, dtype=dtype)
     names = code_names(list(point.values), taken=_OWN)
     body = target_code(expr.tree, names)
     xs = ", ".join(names[k] for k in variables)

@@ -10,7 +10,7 @@ _OWN = ("acc", "v", "z", "f_along", "jvp", "t")
 
 
 def program_jvp(expressions, *, at, along, dtype: str = "float64") -> str:
-    exprs, point, direction, _, dtype, _ = plan_jvp(expressions, at=at, along=along, dtype=dtype)
+    exprs, point, direction, dtype = plan_jvp(expressions, at=at, along=along, dtype=dtype)
     names = code_names(list(point.values), taken=_OWN)
     used = list(point.names)
     lines = program_preamble("J·v of `gradcli jvp`: forward mode (ForwardAccumulator), then fd along v.",

@@ -392,6 +392,19 @@ _KINDS = {
 }
 
 
+def _kind(command: str):
+    """(CSV rows, table row, title) of ``command``'s records."""
+    if command == "jvp":
+        from gradcli.render import jvp
+
+        return jvp.jvp_csv_rows, jvp.jvp_table_row, jvp.jvp_title
+    if command == "hvp":
+        from gradcli.render import hvp
+
+        return hvp.hvp_csv_rows, hvp.hvp_table_row, hvp.hvp_title
+    return _KINDS[command]
+
+
 def sink_for(command: str, output: str, *, one_point: bool = False):
     """The writer for ``command`` in format ``output`` (table, json, jsonl, csv); ``one_point``: the --at
     point alone, whose json and table are its document (gradcli.render.detail). descend's many starts have
@@ -400,13 +413,12 @@ def sink_for(command: str, output: str, *, one_point: bool = False):
         from gradcli.render.descend_batch import descend_sink
 
         return descend_sink(output, variables=[])
-    csv_rows, table_row, title = _KINDS[command]
+    csv_rows, table_row, title = _kind(command)
     if output == "latex":
         refuse_latex_for_many(many=not one_point)
         from gradcli.render.detail import DetailSink
-        from gradcli.render.latex import latex_view
 
-        return DetailSink(latex_view(command))
+        return DetailSink(_latex_view(command))
     if one_point and output in ("json", "table"):
         from gradcli.render.detail import DetailSink
 
@@ -440,4 +452,22 @@ def detail_view(command: str):
         from gradcli.render.hessian import hessian_detail
 
         return hessian_detail
+    if command == "jvp":
+        from gradcli.render.jvp import jvp_detail
+
+        return jvp_detail
+    if command == "hvp":
+        from gradcli.render.hvp import hvp_detail
+
+        return hvp_detail
     raise ValueError(f"no one-point view for {command}")
+
+
+def _latex_view(command: str):
+    """The one-point ``-f latex`` writer of ``command``: prints the tabulars of its document."""
+    from gradcli.render import latex
+
+    views = {"jvp": latex.jvp_latex, "hvp": lambda doc: latex.hvp_latex({**doc, "variables": doc["wrt"]})}
+    if command not in views:
+        return latex.latex_view(command)
+    return lambda doc: print(views[command](doc), end="")
