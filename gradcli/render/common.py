@@ -14,26 +14,12 @@ from typing import Any, Callable, Iterable
 
 from rich.console import Console
 
+from gradcli.render.layout import encodable_file, terminal_width
+from gradcli.render.numbers import error, number  # noqa: F401 (the views' number formats, read from here too)
+
 # The console the views draw on instead of stdout's, in this context (drawing_on: the Python API's tables,
 # drawn into a string, each call in its own thread's context).
 _drawing_console: ContextVar[Console | None] = ContextVar("gradcli_drawing_console", default=None)
-
-
-def number(x: float | None) -> str:
-    """A value with every digit float64 needs to round-trip, so FD's error is visible (7.999999999999119)."""
-    if x is None:
-        return "undefined"
-    if isinstance(x, float) and not math.isfinite(x):
-        return "undefined"
-    return repr(float(x))
-
-
-def error(x: float | None) -> str:
-    if x is None:
-        return "-"
-    if x == 0:
-        return "0"
-    return f"{x:.2e}"
 
 
 def to_json(doc: dict) -> str:
@@ -71,8 +57,6 @@ def stdout_console() -> Console:
         return console
     if _export is not None:
         return _export.console
-    from gradcli.render.layout import encodable_file, terminal_width
-
     return Console(file=encodable_file(sys.stdout), highlight=False, width=terminal_width(sys.stdout, default=160))
 
 
@@ -87,8 +71,6 @@ def drawing_on(console: Console):
 
 
 def stderr_console() -> Console:
-    from gradcli.render.layout import terminal_width
-
     return Console(file=sys.stderr, highlight=False, width=terminal_width(sys.stderr, default=160))
 
 
@@ -123,8 +105,6 @@ class Export:
     diagnostics that go to stderr, styled apart. The export is what the terminal shows, at its width."""
 
     def __init__(self, svg: str | None, html: str | None, title: str):
-        from gradcli.render.layout import encodable_file, terminal_width
-
         self.svg, self.html, self.title = svg, html, title
         self.stdout = sys.stdout
         self.console = Console(file=encodable_file(self.stdout), record=True, highlight=False,

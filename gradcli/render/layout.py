@@ -27,7 +27,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from gradcli.render.common import error
+from gradcli.render.numbers import error
 
 VALUE, FORMULA, SECONDARY = "value", "formula", "secondary"
 # Record layout: a value that does not fit beside its name goes on the next line, indented this much.
