@@ -100,6 +100,12 @@ REQUESTS = [
     ("hvp-record", ["hvp", "x**3", "--at", "x=1,y=2", "--along", "x=1,y=1", "-m", "tape,fd"], "jsonl"),
     ("hvp-batch", ["hvp", "x**2*y", "--grid", "x=-1:1:3,y=1:2:2", "--along", "x=1"], "json"),
     ("hvp-batch", ["hvp", "x**2*y", "--grid", "x=-1:1:2,y=1:1:1", "--along", "x=1", "-m", "tape"], "json"),
+    ("trace", ["trace", "(x1+5)*x2**2", "--at", "x1=2,x2=3"], "json"),
+    ("trace", ["trace", "3*x", "x**2", "--at", "x=5"], "json"),
+    ("trace", ["trace", "(x1+5)*x2**2", "--at", "x1=2,x2=3", "--along", "x1=1,x2=2"], "json"),
+    ("trace", ["trace", "log(1+exp(x))", "--at", "x=100", "--dtype", "float32", "--along", "x=1"], "json"),
+    ("trace", ["trace", "stop_gradient(x**2)*x + x", "--at", "x=3"], "json"),
+    ("trace", ["trace", "where(x > 0, log(x), 0)", "--at", "x=0"], "json"),
 ]
 
 
