@@ -9,7 +9,8 @@ Backends:
 - ``PYTHON_FLOAT64``: plain Python floats with IEEE results (inf/nan, never an exception). Used by
   the float64 finite-difference path so that it needs neither NumPy nor TensorFlow imported.
 - :func:`numpy_backend` (float32/float64, scalars or arrays): the float32 path and vectorised stencils.
-- ``gradcli.methods.tf_runtime.tf_backend``: TensorFlow ops, for ``GradientTape``.
+- ``gradcli.methods.tf_runtime.tf_backend``: TensorFlow ops, for ``GradientTape`` (a custom rule's call
+  through ``tf.custom_gradient``: ``Backend.rule_call``).
 
 Each backend's functions come from the one function table, :mod:`gradcli.expression.functions`.
 """
@@ -37,6 +38,11 @@ class Backend:
     # x**n for a constant integer n in [0, MAX_INT_POWER], when the backend has a better way than pow
     # (TensorFlow: by multiplication, whose derivatives have no 0 * x**-1 = NaN at x = 0).
     int_pow: Callable[[Any, int], Any] | None = None
+    # A custom rule's call, where the backend differentiates through it by the rule's own derivatives
+    # (TensorFlow's tape): rule_call(params, body, derivatives, args) -> Compiled, each of body and the
+    # derivatives (one per parameter) compiled over the parameters, args over the caller's variables.
+    # Without it a rule's call is its body's value.
+    rule_call: Callable[[tuple, Compiled, list, list], Compiled] | None = None
 
 
 MAX_INT_POWER = 16
@@ -113,32 +119,15 @@ def compile_expression(tree: Node, backend: Backend, *, fold_constants: bool = T
 
 
 def _rule_call(tree: RuleCall, backend: Backend, args: list[Compiled], fold_constants: bool) -> Compiled:
-    """A custom rule: its body's value on every backend; on the tape, with the rule's own derivative
-    (``tf.custom_gradient``), whose formulas the tape differentiates in turn for higher orders."""
+    """A custom rule: its body's value on every backend; where the backend has a ``rule_call`` (the tape),
+    with the rule's own derivatives, whose formulas the tape differentiates in turn for higher orders."""
     rule = tree.rule
     body = compile_expression(rule.body, backend, fold_constants=fold_constants)
     params = rule.params
-    if not backend.name.startswith("tensorflow"):
+    if backend.rule_call is None:
         return lambda env: body(dict(zip(params, (a(env) for a in args))))
-    from gradcli.methods.tf_runtime import load_tensorflow
-
-    tf = load_tensorflow()
     derivatives = [compile_expression(d, backend, fold_constants=fold_constants) for d in rule.derivatives]
-
-    def unbroadcast(g, x):
-        # a scalar argument of a batch's [P] call: its gradient is the sum over the points
-        return tf.reduce_sum(g) if x.shape.rank == 0 and g.shape.rank else g
-
-    @tf.custom_gradient
-    def call(*xs):
-        inner = dict(zip(params, xs))
-
-        def gradient(upstream):
-            return [unbroadcast(upstream * d(inner), x) for d, x in zip(derivatives, xs)]
-        return body(inner), gradient
-
-    # tensors, not tf.Variables, go in: the rule's derivative is then the only way through the call
-    return lambda env: call(*(tf.convert_to_tensor(a(env)) for a in args))
+    return backend.rule_call(params, body, derivatives, args)
 
 
 def evaluate(tree: Node, env: dict, backend: Backend):

@@ -72,6 +72,25 @@ def _import_tensorflow():
 _TF_BACKENDS: dict[str, Backend] = {}
 
 
+def _custom_gradient_call(tf, params: tuple, body, derivatives: list, args: list):
+    """A custom rule's call on the tape: the body's value, and the rule's own derivatives as its gradient
+    (``tf.custom_gradient``); see :attr:`gradcli.expression.evaluate.Backend.rule_call`."""
+    def unbroadcast(g, x):
+        # a scalar argument of a batch's [P] call: its gradient is the sum over the points
+        return tf.reduce_sum(g) if x.shape.rank == 0 and g.shape.rank else g
+
+    @tf.custom_gradient
+    def call(*xs):
+        inner = dict(zip(params, xs))
+
+        def gradient(upstream):
+            return [unbroadcast(upstream * d(inner), x) for d, x in zip(derivatives, xs)]
+        return body(inner), gradient
+
+    # tensors, not tf.Variables, go in: the rule's derivative is then the only way through the call
+    return lambda env: call(*(tf.convert_to_tensor(a(env)) for a in args))
+
+
 def tf_backend(dtype: str) -> Backend:
     """TensorFlow ops in ``dtype``; constants are float tensors (an int32 constant has no gradient)."""
     if dtype in _TF_BACKENDS:
@@ -99,6 +118,8 @@ def tf_backend(dtype: str) -> Backend:
         div=tf.math.divide,
         int_pow=int_pow,
         functions=tf_functions(tf, const),
+        rule_call=lambda params, body, derivatives, args: _custom_gradient_call(tf, params, body, derivatives,
+                                                                                args),
     )
     _TF_BACKENDS[dtype] = backend
     return backend
