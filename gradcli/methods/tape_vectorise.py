@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from gradcli.expression.evaluate import PYTHON_FLOAT64, compile_expression, evaluate
 from gradcli.expression import Add, Call, Mul, Neg, Node, Pow, Var, is_constant
+from gradcli.expression.tree import map_children
 
 # Terms of a sum are vectorised (one gathered term) when at least this many share their form.
 MIN_GROUP = 3
@@ -78,21 +79,7 @@ def _signature(node: Node, slots: dict[str, int]):
 def _rename(node: Node, names: dict[str, str]) -> Node:
     if isinstance(node, Var):
         return Var(names[node.name])
-    return _map_children(node, lambda child: _rename(child, names))
-
-
-def _map_children(node: Node, fn) -> Node:
-    if isinstance(node, Neg):
-        return replace(node, operand=fn(node.operand))
-    if isinstance(node, Add):
-        return replace(node, terms=tuple((s, fn(t)) for s, t in node.terms))
-    if isinstance(node, Mul):
-        return replace(node, factors=tuple((d, fn(f)) for d, f in node.factors))
-    if isinstance(node, Pow):
-        return replace(node, base=fn(node.base), exponent=fn(node.exponent))
-    if isinstance(node, Call):
-        return replace(node, args=tuple(fn(a) for a in node.args))
-    return node
+    return map_children(node, lambda child: _rename(child, names))
 
 
 def _group_terms(node: Node, groups: list[tuple[Node, list[list[str]]]]) -> Node:
@@ -101,7 +88,7 @@ def _group_terms(node: Node, groups: list[tuple[Node, list[list[str]]]]) -> Node
     if is_constant(node) or isinstance(node, Var):
         return node
     if not isinstance(node, Add):
-        return _map_children(node, lambda child: _group_terms(child, groups))
+        return map_children(node, lambda child: _group_terms(child, groups))
     keyed = []
     members: dict[Any, list[int]] = {}
     for i, (sign, term) in enumerate(node.terms):

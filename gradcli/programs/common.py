@@ -51,23 +51,21 @@ def renamed_comment(names: dict[str, str]) -> list[str]:
     return [f"# renamed, to keep clear of the program's own names: {', '.join(moved)}"] if moved else []
 
 
-def tf_code(tree: Node, names: dict[str, str] | None = None) -> str:
-    """Python source computing ``tree`` with TensorFlow ops on variables named like gradcli's
-    (or as ``names`` maps them: see :func:`code_names`).
-
-    Constant sub-expressions are written as their float64 value, so every TF op gets a tensor.
-    """
-    names = names or {}
+def infix_source(tree: Node, names: dict[str, str], own, *, bare_power_after_minus: bool) -> str:
+    """Python source for ``tree`` as every generated program writes it: variables (renamed by ``names``),
+    negations, sums and products left to right, as gradcli evaluates them. ``own(node, code, operand)``
+    writes what each program writes its own way (constants, powers, calls, a rule's call) as (source,
+    atomic), or None for the shared kinds; ``code`` and ``operand`` write a child. Atomic text never needs
+    parentheses as an operand; a power does not after ``-`` where ``bare_power_after_minus``."""
 
     def code(node: Node) -> tuple[str, bool]:
-        """Return (source, atomic): atomic text never needs parentheses as an operand."""
-        if is_constant(node):
-            value = evaluate(node, {}, PYTHON_FLOAT64)
-            return repr(value), value >= 0
+        written = own(node, code, operand)
+        if written is not None:
+            return written
         if isinstance(node, Var):
             return names.get(node.name, node.name), True
         if isinstance(node, Neg):
-            return f"-{operand(node.operand, allow_pow=True)}", False
+            return f"-{operand(node.operand, allow_pow=bare_power_after_minus)}", False
         if isinstance(node, Add):
             parts = []
             for k, (sign, term) in enumerate(node.terms):
@@ -82,6 +80,31 @@ def tf_code(tree: Node, names: dict[str, str] | None = None) -> str:
                 text = operand(factor, allow_pow=True)
                 parts.append(text if k == 0 else (" / " if divide else " * ") + text)
             return "".join(parts), False
+        raise TypeError(node)
+
+    def operand(node: Node, allow_pow: bool = False) -> str:
+        text, atomic = code(node)
+        return text if atomic or (allow_pow and isinstance(node, Pow)) else f"({text})"
+
+    return code(tree)[0]
+
+
+def tf_code(tree: Node, names: dict[str, str] | None = None) -> str:
+    """Python source computing ``tree`` with TensorFlow ops on variables named like gradcli's
+    (or as ``names`` maps them: see :func:`code_names`).
+
+    Constant sub-expressions are written as their float64 value, so every TF op gets a tensor.
+    """
+
+    def tensor(node: Node, code) -> str:
+        # A function of constants only needs a tensor argument of the right dtype.
+        text = code(node)[0]
+        return f"tf.constant({text}, dtype=DTYPE)" if is_constant(node) else text
+
+    def own(node: Node, code, operand) -> tuple[str, bool] | None:
+        if is_constant(node):
+            value = evaluate(node, {}, PYTHON_FLOAT64)
+            return repr(value), value >= 0
         if isinstance(node, Pow):
             base = operand(node.base)
             if isinstance(node.base, Var) and is_constant(node.exponent):
@@ -94,29 +117,20 @@ def tf_code(tree: Node, names: dict[str, str] | None = None) -> str:
                     return "(" + " * ".join([base] * int(n)) + ")", True
             return f"{base} ** {operand(node.exponent)}", False
         if isinstance(node, RuleCall):  # tensors, not tf.Variables, go in, as on gradcli's tape
-            args = ", ".join(f"tf.convert_to_tensor({tensor(a)})" for a in node.args)
+            args = ", ".join(f"tf.convert_to_tensor({tensor(a, code)})" for a in node.args)
             return f"{rule_function(node.rule)}({args})", True
         if isinstance(node, Call):
             if node.func == "log" and len(node.args) == 2:
                 x, b = node.args
-                return f"tf.math.log({tensor(x)}) / tf.math.log({tensor(b)})", False
+                return f"tf.math.log({tensor(x, code)}) / tf.math.log({tensor(b, code)})", False
             if node.func == "atan2":
                 y, x = node.args
-                return f"tf.math.atan2({tensor(y)}, {tensor(x)})", True
+                return f"tf.math.atan2({tensor(y, code)}, {tensor(x, code)})", True
             text = _TF_FUNCTION_CODE[node.func].format(*(code(a)[0] for a in node.args))
             return text, "/" not in text
-        raise TypeError(node)
+        return None
 
-    def operand(node: Node, allow_pow: bool = False) -> str:
-        text, atomic = code(node)
-        return text if atomic or (allow_pow and isinstance(node, Pow)) else f"({text})"
-
-    def tensor(node: Node) -> str:
-        # A function of constants only needs a tensor argument of the right dtype.
-        text = code(node)[0]
-        return f"tf.constant({text}, dtype=DTYPE)" if is_constant(node) else text
-
-    return code(tree)[0]
+    return infix_source(tree, names or {}, own, bare_power_after_minus=True)
 
 
 def target_code(tree: Node, names: dict[str, str]) -> str:

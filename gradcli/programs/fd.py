@@ -11,7 +11,7 @@ from __future__ import annotations
 from gradcli.expression import Add, Call, Mul, Neg, Node, Pow, Var, is_constant
 from gradcli.expression.evaluate import PYTHON_FLOAT64, evaluate
 from gradcli.expression.tree import RuleCall
-from gradcli.programs.common import code_names, renamed_comment
+from gradcli.programs.common import code_names, infix_source, renamed_comment
 
 # NumPy source for each function, as numpy_backend computes it ({0}, {1}: the arguments' sources).
 _NP_CODE = {
@@ -50,29 +50,11 @@ def np_code(tree: Node, names: dict[str, str], dtype: str) -> str:
             return f"DTYPE({value!r})", True
         return repr(value), value >= 0 and repr(value) not in ("inf", "nan")
 
-    def code(node: Node) -> tuple[str, bool]:
+    def own(node: Node, code, operand) -> tuple[str, bool] | None:
         if isinstance(node, RuleCall):
             raise NoProgram(f"{node.func}() is a rule from the expression file")
         if is_constant(node):
             return constant(node)
-        if isinstance(node, Var):
-            return names.get(node.name, node.name), True
-        if isinstance(node, Neg):
-            return f"-{operand(node.operand)}", False
-        if isinstance(node, Add):
-            parts = []
-            for k, (sign, term) in enumerate(node.terms):
-                text, _ = code(term)
-                if k > 0 and isinstance(term, (Add, Neg)):
-                    text = f"({text})"
-                parts.append(text if k == 0 else (" + " if sign > 0 else " - ") + text)
-            return "".join(parts), False
-        if isinstance(node, Mul):
-            parts = []
-            for k, (divide, factor) in enumerate(node.factors):
-                text = operand(factor, allow_pow=True)
-                parts.append(text if k == 0 else (" / " if divide else " * ") + text)
-            return "".join(parts), False
         if isinstance(node, Pow):
             return f"{operand(node.base)} ** {operand(node.exponent)}", False
         if isinstance(node, Call):
@@ -87,13 +69,11 @@ def np_code(tree: Node, names: dict[str, str], dtype: str) -> str:
             if node.func not in _NP_CODE:
                 raise NoProgram(f"{node.func}() has no NumPy form here")
             return _NP_CODE[node.func].format(*args), True
-        raise NoProgram(f"no NumPy form for {type(node).__name__}")
+        if not isinstance(node, (Var, Neg, Add, Mul)):
+            raise NoProgram(f"no NumPy form for {type(node).__name__}")
+        return None
 
-    def operand(node: Node, allow_pow: bool = False) -> str:
-        text, atomic = code(node)
-        return text if atomic or (allow_pow and isinstance(node, Pow)) else f"({text})"
-
-    return code(tree)[0]
+    return infix_source(tree, names, own, bare_power_after_minus=False)
 
 
 def _formula(scheme: str) -> list[str]:
