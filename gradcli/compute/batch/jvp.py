@@ -15,6 +15,7 @@ from gradcli.compute.judge import (cross_check, cross_disagreement, disagreement
 from gradcli.compute.nan_origin import origin_note
 from gradcli.compute.request import parse_expressions
 from gradcli.errors import UsageError
+from gradcli.methods.complex_step import sensitive_pieces
 from gradcli.methods.fd import fd_gradients
 from gradcli.methods.fd_error import cannot_resolve
 from gradcli.methods.fd_notes import fd_line_notes
@@ -178,8 +179,6 @@ class JvpBatch(engine.BatchCore):
 
     def _warn(self, warnings, point, k, values, columns, judged, fd, cc) -> bool:
         """One point's warnings, grad's rules for J·v; True when a value or a J·v is undefined."""
-        from gradcli.methods.complex_step import sensitive_pieces
-
         errors, disagree, tols, cross, cross_complex, unresolved = judged
         undefined = False
         for i, text in enumerate(e.text for e in self.exprs):
@@ -209,11 +208,12 @@ class JvpBatch(engine.BatchCore):
                                                  tol=float(tols[m][index])))
                     if m == "tape":
                         origin_note(self, i, point=point)
-            if not bad:
-                if cross is not None and cross[1][index] and not kink:
+            if not bad:  # the methods against each other, where all are finite (at a kink fd's warning says why)
+                checked = cross is not None and not kink
+                if checked and cross[1][index]:
                     warnings.append(cross_disagreement(subject, float(cross[0][index]), float(cross[2][index]),
                                                        bool(cross[3][index]), dtype=self.dtype))
-                elif cross is not None and unresolved[index]:
+                elif checked and unresolved[index]:
                     warnings.append(unchecked_tape(subject, float(columns["tape"][index]),
                                                    float(fd.estimates[index])))
                 warnings += complex_cross_warnings(cross_complex, index, subject, dtype=self.dtype)
