@@ -248,3 +248,15 @@ def test_a_rule_is_one_op_on_the_tape_its_adjoint_the_rules():
     assert "x value 100.0 adjoint 2.0" in run_generated(code.stdout).splitlines()
     wrong = run("trace", "g(x)", "--at", "x=1", "--rule", "g(u) = u**3; d/du = 3*u")
     assert wrong.exit_code == 1 and "rule g is wrong" in wrong.output
+
+
+def test_trace_runs_on_the_engine_as_a_batch_of_one():
+    """trace is a core on run_batch: its -f json document is the run's header, the point's record (with its
+    status) and the notes."""
+    result = runner.invoke(app, ["trace", "log(1+exp(x))", "--at", "x=100", "--dtype", "float32", "-f", "json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert list(doc)[:5] == ["command", "expressions", "dtype", "along", "point"]
+    assert doc["status"] == "warning" and doc["where_it_went_wrong"] and doc["warnings"]
+    ok = json.loads(runner.invoke(app, ["trace", "(x1+5)*x2**2", "--at", "x1=2,x2=3", "-f", "json"]).stdout)
+    assert ok["status"] == "ok" and ok["warnings"] == [] and ok["nodes"][-1]["value"] == 63.0

@@ -73,24 +73,20 @@ def trace(
 
         print(program_trace(expressions, at=at, dtype=dtype.value, along=along), end="")
         return
-    from gradcli.commands.common import conclude
-    from gradcli.compute.trace import compute_trace
+    from gradcli.compute.batch.engine import run_batch
+    from gradcli.compute.batch.points import point_chunks
+    from gradcli.compute.trace_batch import TraceCore
     from gradcli.render import trace as render
+    from gradcli.render.detail import DetailSink
 
-    report = compute_trace(expressions, at=at, dtype=dtype.value, along=along, symbolic_time_limit=symbolic_timeout)
-    report.notes[:0] = checked.notes
-    import sys
-
-    if output is TraceFormat.json:
-        print(render.trace_json(report))
-    elif output is TraceFormat.dot:
-        print(render.trace_dot(report), end="")
-    elif output is TraceFormat.latex:
+    core = TraceCore(expressions, along=along, dtype=dtype.value, symbolic_time_limit=symbolic_timeout)
+    core.notes += checked.notes
+    views = {TraceFormat.json: None, TraceFormat.table: lambda doc: render.trace_table(core.report),
+             TraceFormat.dot: lambda doc: print(render.trace_dot(core.report), end="")}
+    if output is TraceFormat.latex:
         from gradcli.render.latex import trace_latex
 
-        print(trace_latex(report.to_dict()), end="")
-    else:
-        render.trace_table(report)
-    sys.stdout.flush()
-    conclude(report)
-    finish(strict and bool(report.warnings))  # --strict: a warning fails the run too
+        views[TraceFormat.latex] = lambda doc: print(trace_latex(doc), end="")
+    summary = run_batch(core, point_chunks(core, points=None, grid=None, at=at, batch_size=1),
+                        DetailSink(views[output]))
+    finish(core.failed or (strict and summary.with_warnings > 0))  # --strict: a warning fails the run too

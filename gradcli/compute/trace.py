@@ -141,17 +141,30 @@ def plan_trace(expressions, *, at, dtype: str, along=None):
 def compute_trace(expressions, *, at, dtype: str = "float64", along=None,
                   symbolic_time_limit: float = 10.0) -> TraceReport:
     """The trace of ``expressions`` (texts, parsed Expressions or trees) at ``at`` (see :func:`as_point`)."""
-    from gradcli.compute.nan_origin import origins
+    report, job = start_trace(expressions, at=at, dtype=dtype, along=along, symbolic_time_limit=symbolic_time_limit)
+    return finish_trace(report, job)
+
+
+def start_trace(expressions, *, at, dtype: str = "float64", along=None, symbolic_time_limit: float = 10.0):
+    """The report with its nodes, and SymPy's exact sweeps started in the background, before anything imports
+    TensorFlow (a forked worker; see gradcli.methods.worker): (report, job) for :func:`finish_trace`."""
     from gradcli.compute.trace_exact import exact_sweeps, node_specs
-    from gradcli.compute.trace_tape import check_against_tf, tape_sweeps, zero_adjoint_notes
-    from gradcli.methods.worker import BoundedJob, SymbolicTimeout
+    from gradcli.methods.worker import BoundedJob
 
     exprs, point, variables, dtype, direction, nodes = plan_trace(expressions, at=at, dtype=dtype, along=along)
-    # SymPy first, before anything imports TensorFlow (a forked worker; see gradcli.methods.worker)
     job = BoundedJob(exact_sweeps, (node_specs(nodes), dict(point.exact), variables, direction),
                      symbolic_time_limit, parallel=True)
-    report = TraceReport([e.text for e in exprs], dict(point.values), dtype, nodes, direction)
-    tape_sweeps(nodes, point.values, dtype, direction)
+    return TraceReport([e.text for e in exprs], dict(point.values), dtype, nodes, direction), job
+
+
+def finish_trace(report: TraceReport, job) -> TraceReport:
+    """TensorFlow's sweeps node by node, the exact ones from ``job``, every check, and where it went wrong."""
+    from gradcli.compute.nan_origin import origins
+    from gradcli.compute.trace_tape import check_against_tf, tape_sweeps, zero_adjoint_notes
+    from gradcli.methods.worker import SymbolicTimeout
+
+    nodes = report.nodes
+    tape_sweeps(nodes, report.point, report.dtype, report.along)
     try:
         values, adjoints, tangents = job.result()
     except SymbolicTimeout as exc:
@@ -161,7 +174,7 @@ def compute_trace(expressions, *, at, dtype: str = "float64", along=None,
         for n, v, a, t in zip(nodes, values, adjoints, tangents):
             n.exact, n.exact_adjoint, n.exact_tangent = v, a, t
     check_against_tf(report)
-    report.notes.extend(zero_adjoint_notes(nodes, dtype))
+    report.notes.extend(zero_adjoint_notes(nodes, report.dtype))
     report.origins = origins(report)
     report.warnings.extend(o.message for o in report.origins)
     return report
