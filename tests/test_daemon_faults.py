@@ -208,3 +208,30 @@ def test_an_idle_daemon_exits_by_itself_and_starts_over_a_stale_socket(xdg):
     assert not (xdg / "gradcli" / "daemon.sock").exists()
     assert daemon_pid(xdg) is None
     assert wait_for(lambda: not any(alive(p) for p in helpers), HANG_S), [p for p in helpers if alive(p)]
+
+
+def _stopped(pids: set[int]) -> set[int]:
+    return {p for p in pids if (_stat_fields(p) or ["?"])[0] == "T"}
+
+
+def test_ctrl_z_stops_the_warm_call_with_its_caller_and_fg_continues_both(xdg):
+    pid = daemon_pid(xdg) or start(xdg)
+    # a process group of its own in this session (a job, as a shell makes one): not an orphaned group,
+    # where the kernel discards SIGTSTP
+    caller = subprocess.Popen(LONG_CALL, env=_env(xdg, True), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              process_group=0)
+    try:
+        if not wait_for(lambda: status(xdg).get("running now") == "1", 30):
+            pytest.skip("the daemon stopped for a source edit; the call ran cold")
+        os.kill(caller.pid, signal.SIGTSTP)  # what the terminal sends the job on Ctrl-Z
+        _, how = os.waitpid(caller.pid, os.WUNTRACED)
+        assert os.WIFSTOPPED(how), how
+        assert wait_for(lambda: _stopped(descendants(pid)), 60), "the daemon's child was not stopped"
+        os.kill(caller.pid, signal.SIGCONT)  # fg
+        assert wait_for(lambda: not _stopped(descendants(pid)), HANG_S), "the daemon's child was not continued"
+        assert caller.poll() is None
+    finally:
+        caller.send_signal(signal.SIGCONT)
+        caller.terminate()
+        _, err = caller.communicate(timeout=HANG_S)
+    assert caller.returncode == 143 and err.decode() == "gradcli: terminated\n", (caller.returncode, err)
