@@ -131,7 +131,9 @@ def tape_gradients(trees: list[Node], points: Mapping[str, np.ndarray], wrt: lis
                 gradients[t, :, j] = np.asarray(g.numpy(), dtype=np.float64)
         unconnected.append([name for name, g in zip(wrt, grads) if g is None and name not in unwatched])
     summed = np.zeros((size, n))
-    if targets and variables:
+    if len(targets) == 1:  # the sum of one target is its gradient (zeros where unconnected, as ZERO gives)
+        summed = gradients[0].copy()
+    elif targets and variables:
         summed_grads = tape.gradient(targets, variables, unconnected_gradients=tf.UnconnectedGradients.ZERO)
         for j, g in enumerate(summed_grads):
             summed[:, j] = np.asarray(g.numpy(), dtype=np.float64)
