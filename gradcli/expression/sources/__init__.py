@@ -35,6 +35,7 @@ from gradcli.expression.sources.grid import MAX_GRID_POINTS, grid_points
 from gradcli.expression.sources.lines import MAX_LINE_LENGTH, Lines
 from gradcli.expression.sources.messages import SHOW_CHARS, Where, escape  # noqa: F401 (SHOW_CHARS: re-exported)
 from gradcli.expression.sources.numbers import parse_number  # noqa: F401 (re-exported)
+from gradcli.expression.sources.parquet import ParquetSource, is_parquet
 from gradcli.expression.sources.shapes import Needs, PointChunk, PointSource
 from gradcli.errors import UsageError
 from gradcli.streams import stdin_refusal
@@ -51,7 +52,8 @@ __all__ = ["MAX_GRID_POINTS", "PointChunk", "PointSource", "grid_points", "open_
 def open_points(spec: str, *, variables: list[str], fixed: "Point | None" = None,
                 chunk_size: int = 4096, stdin: TextIO | None = None, option: str = "--points",
                 fixed_option: str | None = "--at", dtype: str = "float64") -> PointSource:
-    """The points of a CSV or JSON Lines file, or of stdin for ``-``.
+    """The points of a CSV or JSON Lines file, of Parquet (a file, a folder of them, a glob), or of stdin for
+    ``-``.
 
     A regular file is validated completely here (so ``total`` is known and any bad row is a
     UsageError now); stdin and pipes are validated as ``chunks()`` reads them. ``fixed_option``: the
@@ -69,6 +71,8 @@ def open_points(spec: str, *, variables: list[str], fixed: "Point | None" = None
     if not spec.strip():
         raise UsageError(f"{option} is empty: give a CSV or JSON Lines file, or - for stdin")
     where = Where(option, escape(spec))
+    if is_parquet(spec):
+        return ParquetSource(spec, where, needs, chunk_size)
     try:
         f = open(spec, "rb")
     except OSError as exc:
