@@ -437,3 +437,16 @@ def test_a_shell_reading_endless_zeros_stops_with_one_line():
 
     with pytest.raises(UsageError, match="not a file of command lines"):
         run_shell(io.TextIOWrapper(io.BufferedReader(Zeros())), interactive=False)
+
+
+def test_json_too_deep_or_too_long_is_said_in_gradcli_s_words(tmp_path, invoke):
+    deep = tmp_path / "deep.jsonl"
+    deep.write_text('{"x": ' + "[" * 5000 + "]" * 5000 + "}\n")
+    long = tmp_path / "long.jsonl"
+    long.write_text('{"x": ' + "1" * 5000 + "}\n")
+    for path, words in [(deep, "deep.jsonl:1: invalid JSON: nested too deeply"),
+                        (long, "long.jsonl:1: invalid JSON: an integer with more than 4300 digits")]:
+        result = invoke("eval", "x", "--points", str(path))
+        assert result.exit_code == 2 and words in result.stderr, result.stderr
+        for python in ("recursion", "sys.set_int_max_str_digits", "unicode string"):
+            assert python not in result.stderr

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from typing import Iterator
 
 from gradcli.expression.sources.lines import Lines
@@ -59,6 +60,15 @@ _JSON_MESSAGES = (
     ("Invalid \\escape", "a string has an unknown backslash escape"),
     ("Extra data", "there is more text after the object (one object per line)"),
 )
+
+
+def _value_message(exc: ValueError) -> str:
+    """A JSON number Python will not convert, in gradcli's words (not Python's advice on sys settings)."""
+    text = str(exc)
+    if "integer string conversion" in text:
+        return (f"an integer with more than {sys.get_int_max_str_digits()} digits, far beyond what float64 holds "
+                "(1.8e308)")
+    return short_detail(text or type(exc).__name__)
 
 
 def _json_message(msg: str) -> str:
@@ -148,8 +158,11 @@ class JsonlReader:
                 raise where.at(line, f"invalid JSON: {_json_message(exc.msg)} ({at})") from None
             except _DuplicateKey as exc:
                 raise where.at(line, f"invalid JSON: {exc}") from None
-            except (ValueError, RecursionError) as exc:
-                raise where.at(line, f"invalid JSON: {short_detail(str(exc) or type(exc).__name__)}") from None
+            except RecursionError:
+                raise where.at(line, "invalid JSON: nested too deeply (arrays or objects within each other "
+                                     "hundreds of levels deep)") from None
+            except ValueError as exc:
+                raise where.at(line, f"invalid JSON: {_value_message(exc)}") from None
             if not isinstance(obj, dict):
                 raise where.at(line, f"expected a JSON object {{...}} on each line, got {_json_kind(obj)}")
             if self._non_finite:
