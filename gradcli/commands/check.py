@@ -69,12 +69,10 @@ def check(
 
     checked = define_rules(rule, time_limit=symbolic_timeout)  # a wrong rule: exit 1, with a counterexample
     expression = expression_text(expression, file)
-    from gradcli.compute.check import check_derivatives
-
-    report = check_derivatives(expression, expect=expect or [], order=order, at=at, points=points, grid=grid,
-                               box=box, samples=samples, seed=seed, symbolic_time_limit=symbolic_timeout,
-                               rtol=rtol, atol=atol, dtype=dtype.value)
-    report.notes += checked.notes
+    request = CheckRequest(expression=expression, expect=expect, order=order, at=at, points=points, grid=grid,
+                           box=box, samples=samples, seed=seed, symbolic_timeout=symbolic_timeout, rtol=rtol,
+                           atol=atol, dtype=dtype.value, rule=rule)
+    report = request.run(rules=checked)
     if output is CheckFormat.json:
         from gradcli.render.common import to_json
 
