@@ -99,7 +99,6 @@ def descend(
     many = points is not None or grid is not None
     if show_code and many:
         refuse_show_code_for_many(points, grid, "--from")
-    from gradcli.compute.descend import plan_descent
     from gradcli.compute.descend.options import check_stationary_time_limit, refuse_for_many_starts
 
     if many:
@@ -108,28 +107,26 @@ def descend(
             from gradcli.render.batch import refuse_latex_for_many
 
             refuse_latex_for_many(many=True, point="start", option="--from")
-    plan = plan_descent(expression, start=None if many else start, optimizers=optimizer, lr=lr, steps=steps,
-                        tol=tol, maximize=maximize, dtype=dtype.value, momentum=momentum, every=every)
-    stationary_timeout = check_stationary_time_limit(stationary_timeout)
+    request = DescendRequest(expression=expression, start=start, points=points, grid=grid, optimizer=optimizer,
+                             lr=lr, steps=steps, tol=tol, maximize=maximize, momentum=momentum, every=every,
+                             dtype=dtype.value, stationary_timeout=stationary_timeout, batch_size=batch_size,
+                             rule=rule)
+    plan = request.plan()
+    check_stationary_time_limit(stationary_timeout)
     if show_code:
         from gradcli.programs.descend import show_code_descend
 
         print(show_code_descend(plan), end="")
         return
     if many:
-        _descend_many(plan, points=points, grid=grid, plot=plot, picture=plot_file, output=output,
-                      stationary_timeout=stationary_timeout, batch_size=batch_size, notes=checked.notes)
+        _descend_many(request, plan, plot=plot, picture=plot_file, output=output, rules=checked)
     else:
-        _descend_one(plan, plot=plot, picture=plot_file, output=output, stationary_timeout=stationary_timeout,
-                     notes=checked.notes)
+        _descend_one(request, plan, plot=plot, picture=plot_file, output=output, rules=checked)
 
 
-def _descend_one(plan, *, plot: bool, picture: str | None, output: OutputFormat, stationary_timeout: float,
-                 notes: list[str]) -> None:
+def _descend_one(request, plan, *, plot: bool, picture: str | None, output: OutputFormat, rules) -> None:
     """--from (or every variable at 0): one start, a batch of one; its document and views (render.descend);
     ``picture``: --plot-file's path, drawn after the views (also when a run diverged: exit 1 after it)."""
-    from gradcli.compute.descend import start_chunk
-    from gradcli.compute.descend.core import run_starts
     from gradcli.render.descend import start_sink
 
     record_every = plan.every
@@ -139,18 +136,16 @@ def _descend_one(plan, *, plot: bool, picture: str | None, output: OutputFormat,
     plot_to = (sys.stdout if output is OutputFormat.table else sys.stderr) if plot else None
     sink = start_sink(output.value, plan, plot=plot_to)
     with _progress(plan.steps) as progress_factory:
-        summary = run_starts(plan, [start_chunk(plan)], sink, stationary_time_limit=stationary_timeout,
-                             every=record_every, progress_factory=progress_factory, notes=notes, one_start=True)
+        run = request.run(sink, rules=rules, plan=plan, every=record_every, progress_factory=progress_factory)
     if picture:
         from gradcli.render.descend_pictures import descend_panels
         from gradcli.render.plot_file import write_plot_file
 
         write_plot_file(descend_panels(sink.document), picture)
-    finish(summary.failed)
+    finish(run.failed)
 
 
-def _descend_many(plan, *, points, grid, plot: bool, picture: str | None, output: OutputFormat,
-                  stationary_timeout: float, batch_size: int, notes: list[str]) -> None:
+def _descend_many(request, plan, *, plot: bool, picture: str | None, output: OutputFormat, rules) -> None:
     """--points/--grid: every start in batches (gradcli.compute.descend.core), records written per batch."""
     from gradcli.errors import UsageError
 
@@ -162,18 +157,20 @@ def _descend_many(plan, *, points, grid, plot: bool, picture: str | None, output
         raise UsageError(f"--plot-file with --points/--grid draws the starts' basins: it needs a function of one "
                          f"or two variables, and {plan.expression.text} has {len(names)}"
                          + (f" ({', '.join(names)})" if names else ""))
-    from gradcli.compute.batch.points import start_chunks
-    from gradcli.compute.descend.core import run_starts
     from gradcli.render.descend_batch import descend_sink
 
-    chunks = start_chunks(points=points, grid=grid, names=names, batch_size=batch_size, dtype=plan.dtype)
-    sink = descend_sink(output.value, variables=names, plot=plot, picture=picture is not None)
-    summary = run_starts(plan, chunks, sink, stationary_time_limit=stationary_timeout, notes=notes)
+    made = []  # the writer, made once the starts are read (a bad --points file is refused first)
+
+    def sink():
+        made.append(descend_sink(output.value, variables=names, plot=plot, picture=picture is not None))
+        return made[0]
+
+    run = request.run(sink, rules=rules, plan=plan)
     if picture:
         from gradcli.render.plot_file import write_plot_file
 
-        write_plot_file(sink.picture_panels(), picture)
-    finish(summary.failed)
+        write_plot_file(made[0].picture_panels(), picture)
+    finish(run.failed)
 
 
 @contextlib.contextmanager

@@ -379,8 +379,8 @@ class DescendRequest:
         self.momentum = check_number("--momentum", self.momentum, float, optional=True)
         self.every = check_number("--every", self.every, int, optional=True)
         self.dtype = check_text("--dtype", self.dtype, optional=False).lower()
-        self.stationary_timeout = check_number("--stationary-timeout", self.stationary_timeout, float,
-                                               (0.0, math.inf))
+        # its range is descend's own check (gradcli.compute.descend.options.check_stationary_time_limit)
+        self.stationary_timeout = check_number("--stationary-timeout", self.stationary_timeout, float)
         self.batch_size = check_number("--batch-size", self.batch_size, int, STARTS_BATCH_SIZES)
         self.rule = check_texts("--rule", self.rule)
 
@@ -389,11 +389,18 @@ class DescendRequest:
         """One start (--from, or every variable at 0): a batch of one."""
         return self.points is None and self.grid is None
 
-    def run(self, sink=None, *, rules=None):
-        """Every start through the descent core into ``sink`` (default: a Collect); returns the Run."""
+    def plan(self):
+        """The checked plan (gradcli.compute.descend.DescentPlan): what --show-code prints, what run() runs."""
+        from gradcli.library.run import descent_plan
+
+        return descent_plan(self)
+
+    def run(self, sink=None, *, rules=None, plan=None, every=None, progress_factory=None):
+        """Every start through the descent core into ``sink`` (default: a Collect); returns the Run (see
+        :func:`gradcli.library.run.run_descent`)."""
         from gradcli.library.run import run_descent
 
-        return run_descent(self, sink, rules=rules)
+        return run_descent(self, sink, rules=rules, plan=plan, every=every, progress_factory=progress_factory)
 
 
 @dataclass(kw_only=True)

@@ -193,30 +193,39 @@ def _run_of(request, recorder: _Recorder, summary, *, strict: bool) -> Run:
                failed, summary.with_warnings, records)
 
 
-def run_descent(request, sink=None, *, rules=None) -> Run:
-    """descend's request (gradcli.library.requests.DescendRequest) through the descent core: one start (a
-    batch of one) or many; ``sink`` and ``rules`` as for :func:`run_request`."""
+def descent_plan(request):
+    """descend's checked plan (gradcli.compute.descend.DescentPlan) for ``request``: every option refused
+    before anything is computed (with the rules in force: the expression may call one)."""
     from gradcli.compute.descend import plan_descent
+    from gradcli.compute.descend.options import refuse_for_many_starts
+
+    r = request
+    if not r.one_point:
+        refuse_for_many_starts(start=r.start, every=r.every)
+    return plan_descent(r.expression, start=r.start if r.one_point else None, optimizers=r.optimizer, lr=r.lr,
+                        steps=r.steps, tol=r.tol, maximize=r.maximize, dtype=r.dtype, momentum=r.momentum,
+                        every=r.every if r.one_point else None)
+
+
+def run_descent(request, sink=None, *, rules=None, plan=None, every=None, progress_factory=None) -> Run:
+    """descend's request (gradcli.library.requests.DescendRequest) through the descent core: one start (a
+    batch of one) or many; ``sink`` and ``rules`` as for :func:`run_request`. ``plan``: the request's
+    :func:`descent_plan`, made already; ``every``: keep every k-th step of one start (default: the request's
+    --every; the CLI's --plot keeps some without it); ``progress_factory``: the CLI's progress bars."""
     from gradcli.compute.descend.core import run_starts
-    from gradcli.compute.descend.options import check_stationary_time_limit, refuse_for_many_starts
-    from gradcli.errors import UsageError
+    from gradcli.compute.descend.options import check_stationary_time_limit
 
     r = request
     with _rules(r, rules) as checked:
-        if not r.one_point:
-            if r.points is not None and r.grid is not None:
-                raise UsageError("give --points or --grid, not both")
-            refuse_for_many_starts(start=r.start, every=r.every)
-        plan = plan_descent(r.expression, start=r.start if r.one_point else None, optimizers=r.optimizer,
-                            lr=r.lr, steps=r.steps, tol=r.tol, maximize=r.maximize, dtype=r.dtype,
-                            momentum=r.momentum, every=r.every if r.one_point else None)
+        plan = descent_plan(r) if plan is None else plan
         time_limit = check_stationary_time_limit(r.stationary_timeout)
         if r.one_point:
             from gradcli.compute.descend import start_chunk
 
             recorder = _recorder_for(r, sink)
-            summary = run_starts(plan, [start_chunk(plan)], recorder, every=r.every, one_start=True,
-                                 notes=checked.notes, stationary_time_limit=time_limit)
+            summary = run_starts(plan, [start_chunk(plan)], recorder, every=r.every if every is None else every,
+                                 one_start=True, notes=checked.notes, stationary_time_limit=time_limit,
+                                 progress_factory=progress_factory)
         else:
             if isinstance(r.points, str) or r.points is None:
                 from gradcli.compute.batch.points import start_chunks
@@ -224,6 +233,10 @@ def run_descent(request, sink=None, *, rules=None) -> Run:
                 chunks = start_chunks(points=r.points, grid=r.grid, names=plan.names, batch_size=r.batch_size,
                                       dtype=plan.dtype)
             else:
+                if r.grid is not None:
+                    from gradcli.errors import UsageError
+
+                    raise UsageError("give --points or --grid, not both")
                 chunks = r.points.source(variables=plan.names, chunk_size=r.batch_size, fixed_option=None,
                                          dtype=plan.dtype).chunks()
             recorder = _recorder_for(r, sink)
