@@ -250,3 +250,23 @@ def test_collect_keeps_every_record():
     sink = Collect()
     run = GradRequest(expressions=["x*y"], grid="x=0:1:3,y=1:1:1", method="symbolic").run(sink)
     assert run.records is sink.records and [r["point"]["x"] for r in sink.records] == [0.0, 0.5, 1.0]
+
+
+def test_the_library_and_the_api_load_no_command_line_module():
+    import subprocess
+
+    code = ("import sys\n"
+            "from gradcli.library.requests import GradRequest, EvalRequest, CheckRequest\n"
+            "GradRequest(expressions=['x*y'], grid='x=0:1:2,y=1:1:1', method='symbolic,fd').run().document_text()\n"
+            "EvalRequest(expression='x', points={'x': [1, 2]}).run()\n"
+            "CheckRequest(expression='x**2', expect=['x=2*x']).run()\n"
+            "library = sorted(m for m in sys.modules if m.startswith(('gradcli.render', 'gradcli.commands', "
+            "'gradcli.cli', 'typer', 'click', 'rich')))\n"
+            "import gradcli\n"
+            "r = gradcli.grad('abs(x)', at='x=0', method='symbolic,fd'); repr(r); r._repr_html_(); r.columns()\n"
+            "repr(gradcli.descend('x**2', grid='x=0:1:2', steps=5)); repr(gradcli.check('x**2', expect='x=2*x'))\n"
+            "api = sorted(m for m in sys.modules if m.startswith(('gradcli.commands', 'gradcli.cli', 'typer', "
+            "'click')))\n"
+            "print(library, api)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[] []"
