@@ -92,7 +92,7 @@ def _complete_bash(words: str) -> list[str]:
 def test_installed_command_completes_commands_options_and_choices():
     assert _complete_bash("gradcli gr") == ["grad"]
     assert _complete_bash("gradcli grad x --dt") == ["--dtype"]
-    assert _complete_bash("gradcli grad x --format ") == ["table", "json", "jsonl", "csv", "latex"]
+    assert _complete_bash("gradcli grad x --format ") == ["table", "json", "jsonl", "csv", "latex", "parquet"]
     assert _complete_bash("gradcli steps x --fi") == ["--file"]
     assert _complete_bash("gradcli steps x --dtype float64,") == ["float64,float32"]
     assert _complete_bash("gradcli descend x -o sgd,ada") == [

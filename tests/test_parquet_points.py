@@ -83,3 +83,67 @@ def test_parquet_points_come_in_chunks_and_total_is_known(tmp_path):
     assert max(len(c) for c in chunks) <= 4 and sum(len(c) for c in chunks) == 10
     assert [float(v) for c in chunks for v in c.values["x"]] == [float(i) for i in range(10)]
     assert all(float(v) == 2.0 for c in chunks for v in c.values["y"])
+
+
+# ---- -f parquet --output, and --output for the text formats ------------------------------------------------
+
+def _csv_columns(text: str) -> dict[str, list[str]]:
+    import csv
+    import io
+
+    rows = list(csv.reader(io.StringIO(text)))
+    return {name: [r[i] for r in rows[1:]] for i, name in enumerate(rows[0])}
+
+
+@pytest.mark.parametrize("command", [["grad", "sin(x)*y**2", "log(x)", "-m", "symbolic,fd"],
+                                     ["hessian", "x**3*y", "-m", "symbolic,fd"],
+                                     ["derivative", "exp(x)/x", "-n", "2", "-m", "symbolic,fd"],
+                                     ["eval", "log(x) + y"]])
+def test_parquet_output_is_the_csv_typed(data, invoke, command, monkeypatch):
+    monkeypatch.chdir(data)
+    grid = ["--grid", "x=-1:2:4"] + (["--at", "y=2"] if command[0] != "derivative" else [])  # one variable
+    csv_result = invoke(*command, *grid, "-f", "csv")
+    parquet_result = invoke(*command, *grid, "-f", "parquet", "--output", "out.parquet")
+    assert parquet_result.exit_code == csv_result.exit_code, parquet_result.stderr
+    assert parquet_result.stdout == "" and parquet_result.stderr == csv_result.stderr
+    table = pq.read_table(data / "out.parquet")
+    expected = _csv_columns(csv_result.stdout)
+    assert table.column_names == list(expected)
+    for name, cells in expected.items():
+        column = table.column(name)
+        values = column.to_pylist()
+        if pa.types.is_floating(column.type):
+            assert [repr(v) if v is not None else "" for v in values] == cells, name
+        elif pa.types.is_integer(column.type):
+            assert [str(v) for v in values] == cells, name
+        else:
+            assert pa.types.is_string(column.type), (name, column.type)
+            assert [v or "" for v in values] == cells, name
+    assert "status" not in expected or table.schema.field("status").type == pa.string()
+
+
+def test_parquet_needs_output_and_only_some_commands_write_it(data, invoke, monkeypatch):
+    monkeypatch.chdir(data)
+    result = invoke("grad", "x**2", "--at", "x=1", "-f", "parquet")
+    assert result.exit_code == 2 and "-f parquet writes a file: give --output FILE.parquet" in result.stderr
+    result = invoke("steps", "sin(x)", "--at", "x=1", "-f", "parquet", "--output", "s.parquet")
+    assert result.exit_code == 2
+    result = invoke("grad", "x", "-m", "fd", "--points", "ds", "-f", "parquet", "--output", "ds/new.parquet")
+    assert result.exit_code == 2 and "is among the run's input (ds)" in result.stderr
+    assert not (data / "ds" / "new.parquet").exists()
+
+
+def test_output_writes_text_formats_whole_and_leaves_nothing_on_failure(data, invoke, monkeypatch):
+    monkeypatch.chdir(data)
+    result = invoke("grad", "x**2*y", "--points", "p.parquet", "-m", "fd", "-f", "jsonl", "--output", "out.jsonl")
+    assert result.exit_code == 0 and result.stdout == ""
+    assert len((data / "out.jsonl").read_text().splitlines()) == 5
+    (data / "old.csv").write_text("kept\n")
+    result = invoke("grad", "x**2*y", "--points", "p.parquet", "--at", "y=1", "-m", "fd", "-f", "csv",
+                    "--output", "old.csv")  # refused before anything is written: y given twice
+    assert result.exit_code == 2
+    assert (data / "old.csv").read_text() == "kept\n"
+    assert sorted(p.name for p in data.iterdir() if p.name.startswith(".")) == []  # no temporary left
+    result = invoke("grad", "log(x)", "--grid", "x=-1:1:3", "-m", "fd", "-f", "csv", "--output", "u.csv")
+    assert result.exit_code == 1  # undefined points: the output is complete all the same, and kept
+    assert len((data / "u.csv").read_text().splitlines()) == 4

@@ -23,6 +23,7 @@ class OutputFormat(str, enum.Enum):
     jsonl = "jsonl"
     csv = "csv"
     latex = "latex"
+    parquet = "parquet"
 
 
 class DType(str, enum.Enum):
@@ -48,6 +49,9 @@ FormatOption = Annotated[OutputFormat, typer.Option(
 FormatWithLatexOption = Annotated[OutputFormat, typer.Option(
     "--format", "-f", case_sensitive=False, metavar="FORMAT",
     help="table, json, jsonl (per point), csv or latex (a tabular).")]
+FormatWithParquetOption = Annotated[OutputFormat, typer.Option(
+    "--format", "-f", case_sensitive=False, metavar="FORMAT",
+    help="table, json, jsonl (per point), csv, parquet (with --output) or latex.")]
 
 
 def export_path(value: str | None) -> str | None:
@@ -70,8 +74,11 @@ SvgOption = Annotated[Optional[str], typer.Option(
 HtmlOption = Annotated[Optional[str], typer.Option(
     "--html", metavar="FILE", callback=export_path, show_default=False,
     help="Also save what is shown as an HTML page.")]
+OutputPathOption = Annotated[Optional[str], typer.Option(
+    "--output", metavar="FILE", callback=export_path, show_default=False,
+    help="Write to FILE (whole or not at all), not stdout.")]
 PointsOption = Annotated[Optional[str], typer.Option(
-    "--points", metavar="FILE|-", help="Many points: CSV (header: variable names) or JSON Lines; "
+    "--points", metavar="FILE|-", help="Many points: CSV (header: variable names), JSON Lines or Parquet; "
     "'-': stdin.", show_default=False)]
 GridOption = Annotated[Optional[str], typer.Option(
     "--grid", metavar="X=A:B:N,...", help="Many points: every combination, e.g. x=-2:2:41,y=-1:3:41.",
@@ -143,6 +150,7 @@ def handle_errors(fn: Callable) -> Callable:
     def wrapper(*args, **kwargs):
         try:
             refuse_latex(fn, kwargs)
+            refuse_parquet(fn, kwargs)
             with export_of(fn, kwargs):
                 return fn(*args, **kwargs)
         except GradcliError as exc:
@@ -177,6 +185,46 @@ def writes_latex(command: Callable) -> Callable:
     return command
 
 
+def writes_parquet(command: Callable) -> Callable:
+    """Mark a command whose ``-f parquet`` is written (gradcli.render.parquet, with ``--output``); every other
+    refuses it. Put it below ``@handle_errors``, which reads the mark."""
+    command.writes_parquet = True
+    return command
+
+
+def refuse_parquet(command: Callable, options: dict) -> None:
+    if getattr(options.get("output"), "value", None) == "parquet" and not getattr(command, "writes_parquet", False):
+        from gradcli.errors import UsageError
+
+        name = command.__name__.split("_")[0]
+        raise UsageError(f"-f parquet is not available for {name}: use -f csv (or -f jsonl)")
+
+
+@contextlib.contextmanager
+def output_to(path: str | None, output):
+    """``--output FILE``: stdout's text written to FILE instead (-f parquet: the binary file, yielded for its
+    writer), through a temporary name renamed when the run ends with its output complete (exit 0, or exit 1
+    after writing what could be computed); nothing is left of a run that failed or was interrupted. Without
+    it, stdout (None is yielded); -f parquet then is refused: it is no text for a terminal or a pipe."""
+    parquet = getattr(output, "value", output) == "parquet"
+    if path is None:
+        if parquet:
+            from gradcli.errors import UsageError
+
+            raise UsageError("-f parquet writes a file: give --output FILE.parquet")
+        yield None
+        return
+    from gradcli.output_files import writing_whole
+
+    with writing_whole(path, binary=parquet,
+                       complete=lambda exc: isinstance(exc, typer.Exit) and exc.exit_code in (0, 1)) as file:
+        if parquet:
+            yield file
+        else:
+            with contextlib.redirect_stdout(file):
+                yield file
+
+
 def refuse_latex(command: Callable, options: dict) -> None:
     if getattr(options.get("output"), "value", None) == "latex" and not getattr(command, "writes_latex", False):
         from gradcli.errors import UsageError
@@ -189,10 +237,10 @@ def export_of(command: Callable, options: dict):
     """A command with ``svg``/``html`` parameters (SvgOption, HtmlOption) records what it shows and saves it
     there (gradcli.render.common.exporting); its ``output`` says whether that is a table (or text) at all."""
     svg, html, plot_file = options.get("svg"), options.get("html"), options.get("plot_file")
-    if plot_file is not None or svg is not None or html is not None:
+    if plot_file is not None or svg is not None or html is not None or options.get("output_path") is not None:
         from gradcli.output_files import refuse_inputs
 
-        refuse_inputs({"--plot-file": plot_file, "--svg": svg, "--html": html},
+        refuse_inputs({"--plot-file": plot_file, "--svg": svg, "--html": html, "--output": options.get("output_path")},
                       [options.get("points"), options.get("file")])
     if svg is None and html is None:
         return contextlib.nullcontext()

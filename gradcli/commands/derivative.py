@@ -7,9 +7,10 @@ from typing import Annotated, Optional
 import typer
 
 from gradcli.commands.common import (METHOD_HELP, AtOption, BatchSizeOption, DType, DTypeOption, FileOption,
-                                     FormatWithLatexOption, GridOption, HtmlOption, OutputFormat, PointsOption,
-                                     RuleOption, ShowCodeOption, StrictOption, SvgOption, SymbolicTimeoutOption,
-                                     handle_errors, refuse_show_code_for_many, writes_latex)
+                                     FormatWithParquetOption, GridOption, HtmlOption, OutputFormat, OutputPathOption,
+                                     PointsOption, RuleOption, ShowCodeOption, StrictOption, SvgOption,
+                                     SymbolicTimeoutOption, handle_errors, refuse_show_code_for_many, writes_latex,
+                                     writes_parquet)
 from gradcli.commands.completion import complete_methods
 from gradcli.commands.expression_file import expression_text
 from gradcli.library.requests import DerivativeRequest
@@ -17,6 +18,7 @@ from gradcli.library.requests import DerivativeRequest
 
 @handle_errors
 @writes_latex
+@writes_parquet
 def derivative(
     expression: Annotated[Optional[str], typer.Argument(
         metavar="EXPR", help="The expression, e.g. \"sin(x)\".", show_default=False)] = None,
@@ -36,7 +38,8 @@ def derivative(
     accuracy: Annotated[int, typer.Option(
         "--accuracy", metavar="P", help="fd stencil order: 2, 4, 6 or 8 (error ~ h^P).")] = DerivativeRequest.accuracy,
     dtype: DTypeOption = DType(DerivativeRequest.dtype),
-    output: FormatWithLatexOption = OutputFormat.table,
+    output: FormatWithParquetOption = OutputFormat.table,
+    output_path: OutputPathOption = None,
     svg: SvgOption = None,
     html: HtmlOption = None,
     formulas: Annotated[bool, typer.Option("--formulas", help="Show SymPy's formula for each order.")] = DerivativeRequest.formulas,
@@ -71,4 +74,4 @@ def derivative(
         return
     from gradcli.commands.library_run import run_request
 
-    run_request(request, output, rules=checked)
+    run_request(request, output, rules=checked, output_path=output_path)

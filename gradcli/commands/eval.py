@@ -8,8 +8,8 @@ from typing import Annotated, Optional
 import typer
 
 from gradcli.commands.common import (BatchSizeOption, DType, DTypeOption, FileOption, GridOption,
-                                     HtmlOption, PointsOption, SvgOption, at_option, finish, handle_errors,
-                                     writes_latex)
+                                     HtmlOption, OutputPathOption, PointsOption, SvgOption, at_option, finish,
+                                     handle_errors, output_to, writes_latex, writes_parquet)
 from gradcli.commands.expression_file import expression_text
 from gradcli.library.requests import EvalRequest
 
@@ -21,10 +21,12 @@ class ValueFormat(str, enum.Enum):
     csv = "csv"
     table = "table"
     latex = "latex"
+    parquet = "parquet"
 
 
 @handle_errors
 @writes_latex
+@writes_parquet
 def eval_value(
     expression: Annotated[Optional[str], typer.Argument(
         metavar="EXPR", help="The expression, e.g. \"x**2 + sin(y)\".", show_default=False)] = None,
@@ -37,8 +39,9 @@ def eval_value(
     output: Annotated[ValueFormat, typer.Option(
         "--format", "-f", case_sensitive=False, metavar="FORMAT",
         help="plain: the number alone (many points: one a line, empty where undefined); json, jsonl (per "
-             "point), csv, table, or latex (one point: a tabular).")
+             "point), csv, parquet (with --output), table, or latex (one point: a tabular).")
     ] = ValueFormat.plain,
+    output_path: OutputPathOption = None,
     svg: SvgOption = None,
     html: HtmlOption = None,
     batch_size: BatchSizeOption = EvalRequest.batch_size,
@@ -57,5 +60,6 @@ def eval_value(
 
     request = EvalRequest(expression=expression, at=at, points=points, grid=grid, dtype=dtype.value,
                           batch_size=batch_size)
-    sink = value_sink(output.value, one_point=request.one_point)
-    finish(request.run(sink).failed)
+    with output_to(output_path, output) as target:
+        sink = value_sink(output.value, one_point=request.one_point, file=target)
+        finish(request.run(sink).failed)

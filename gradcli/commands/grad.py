@@ -7,9 +7,10 @@ from typing import Annotated, Optional
 import typer
 
 from gradcli.commands.common import (METHOD_HELP, AtOption, BatchSizeOption, DType, DTypeOption, FileOption,
-                                     FormatWithLatexOption, GridOption, HtmlOption, OutputFormat, PointsOption,
-                                     RuleOption, ShowCodeOption, StrictOption, SvgOption, SymbolicTimeoutOption,
-                                     handle_errors, refuse_show_code_for_many, writes_latex)
+                                     FormatWithParquetOption, GridOption, HtmlOption, OutputFormat, OutputPathOption,
+                                     PointsOption, RuleOption, ShowCodeOption, StrictOption, SvgOption,
+                                     SymbolicTimeoutOption, handle_errors, refuse_show_code_for_many, writes_latex,
+                                     writes_parquet)
 from gradcli.commands.completion import complete_methods
 from gradcli.commands.expression_file import expressions_from
 from gradcli.library.requests import GradRequest
@@ -18,6 +19,7 @@ from gradcli.methods.fd_schemes import Scheme
 
 @handle_errors
 @writes_latex
+@writes_parquet
 def grad(
     expressions: Annotated[Optional[list[str]], typer.Argument(
         metavar="EXPR...", help="One or more expressions, e.g. \"(x1+5)*x2**2\".", show_default=False)] = None,
@@ -30,8 +32,7 @@ def grad(
         "--wrt", metavar="X,...", help="Only these variables (the rest are constants).")] = None,
     constants: Annotated[Optional[str], typer.Option(
         "--constants", metavar="X,...",
-        help="Give these to the tape as tf.constant: its column says None (not watched), the guide's "
-             "lesson (one point only).")
+        help="As tf.constant on the tape: None, the guide's lesson (one point only).")
     ] = None,
     watch: Annotated[Optional[str], typer.Option(
         "--watch", metavar="X,...",
@@ -45,7 +46,8 @@ def grad(
     eps: Annotated[Optional[float], typer.Option(
         "--eps", metavar="H", help="Fixed fd step (default: from dtype and scheme).")] = None,
     dtype: DTypeOption = DType(GradRequest.dtype),
-    output: FormatWithLatexOption = OutputFormat.table,
+    output: FormatWithParquetOption = OutputFormat.table,
+    output_path: OutputPathOption = None,
     svg: SvgOption = None,
     html: HtmlOption = None,
     show_code: ShowCodeOption = False,
@@ -80,4 +82,4 @@ def grad(
     request = GradRequest(expressions=expressions, at=at, points=points, grid=grid, wrt=wrt, constants=constants,
                           watch=watch, method=method, scheme=scheme.value, eps=eps, dtype=dtype.value,
                           symbolic_timeout=symbolic_timeout, batch_size=batch_size, rule=rule, strict=strict)
-    run_request(request, output, rules=checked)
+    run_request(request, output, rules=checked, output_path=output_path)

@@ -7,9 +7,10 @@ from typing import Annotated, Optional
 import typer
 
 from gradcli.commands.common import (METHOD_HELP, AtOption, BatchSizeOption, DType, DTypeOption, FileOption,
-                                     FormatWithLatexOption, GridOption, HtmlOption, OutputFormat, PointsOption,
-                                     RuleOption, ShowCodeOption, StrictOption, SvgOption, SymbolicTimeoutOption,
-                                     handle_errors, refuse_show_code_for_many, writes_latex)
+                                     FormatWithParquetOption, GridOption, HtmlOption, OutputFormat, OutputPathOption,
+                                     PointsOption, RuleOption, ShowCodeOption, StrictOption, SvgOption,
+                                     SymbolicTimeoutOption, handle_errors, refuse_show_code_for_many, writes_latex,
+                                     writes_parquet)
 from gradcli.commands.completion import complete_methods
 from gradcli.commands.expression_file import expression_text
 from gradcli.library.requests import HessianRequest
@@ -17,6 +18,7 @@ from gradcli.library.requests import HessianRequest
 
 @handle_errors
 @writes_latex
+@writes_parquet
 def hessian(
     expression: Annotated[Optional[str], typer.Argument(
         metavar="EXPR", help="The expression, e.g. \"(x1+5)*x2**2\".", show_default=False)] = None,
@@ -33,7 +35,8 @@ def hessian(
     eps: Annotated[Optional[float], typer.Option(
         "--eps", metavar="H", help="Fixed fd step (default: eps^(1/4)*max(1,|x|)).")] = None,
     dtype: DTypeOption = DType(HessianRequest.dtype),
-    output: FormatWithLatexOption = OutputFormat.table,
+    output: FormatWithParquetOption = OutputFormat.table,
+    output_path: OutputPathOption = None,
     svg: SvgOption = None,
     html: HtmlOption = None,
     formulas: Annotated[bool, typer.Option("--formulas", help="Show SymPy's formulas.")] = HessianRequest.formulas,
@@ -69,4 +72,4 @@ def hessian(
     request = HessianRequest(expression=expression, at=at, points=points, grid=grid, wrt=wrt, method=method,
                              eps=eps, dtype=dtype.value, formulas=formulas, symbolic_timeout=symbolic_timeout,
                              batch_size=batch_size, rule=rule, strict=strict)
-    run_request(request, output, rules=checked)
+    run_request(request, output, rules=checked, output_path=output_path)

@@ -3,13 +3,19 @@ chosen format (and a progress bar for a long run on a terminal), then the exit c
 
 from __future__ import annotations
 
-from gradcli.commands.common import OutputFormat, finish, shows_progress, with_progress
+from gradcli.commands.common import OutputFormat, finish, output_to, shows_progress, with_progress
 
 
-def run_request(request, output: OutputFormat, *, rules) -> None:
+def run_request(request, output: OutputFormat, *, rules, output_path: str | None = None) -> None:
     """Compute ``request`` (gradcli.library.requests) writing ``output``: the --at point's document or table
     (gradcli.render.detail), or each chunk's records as it finishes; exit 1 when something is undefined
-    (with --strict: when any point has a warning). ``rules``: the --rule s the command put in force."""
+    (with --strict: when any point has a warning). ``rules``: the --rule s the command put in force;
+    ``output_path``: --output (gradcli.commands.common.output_to)."""
+    with output_to(output_path, output) as file:
+        _run(request, output, rules, file)
+
+
+def _run(request, output: OutputFormat, rules, file) -> None:
     from gradcli.render.batch import sink_for
 
     def track(chunks):
@@ -17,6 +23,7 @@ def run_request(request, output: OutputFormat, *, rules) -> None:
             return with_progress(chunks, chunks.total)
         return chunks
 
-    run = request.run(lambda: sink_for(request.command, output.value, one_point=request.one_point), rules=rules,
+    run = request.run(lambda: sink_for(request.command, output.value, one_point=request.one_point, file=file),
+                      rules=rules,
                       track=track)
     finish(run.failed)

@@ -405,10 +405,11 @@ def _kind(command: str):
     return _KINDS[command]
 
 
-def sink_for(command: str, output: str, *, one_point: bool = False):
-    """The writer for ``command`` in format ``output`` (table, json, jsonl, csv); ``one_point``: the --at
-    point alone, whose json and table are its document (gradcli.render.detail). descend's many starts have
-    their own rows and tables (gradcli.render.descend_batch)."""
+def sink_for(command: str, output: str, *, one_point: bool = False, file=None):
+    """The writer for ``command`` in format ``output`` (table, json, jsonl, csv, parquet); ``one_point``: the
+    --at point alone, whose json and table are its document (gradcli.render.detail); ``file``: where parquet
+    writes (a binary file). descend's many starts have their own rows and tables
+    (gradcli.render.descend_batch)."""
     if command == "descend":
         from gradcli.render.descend_batch import descend_sink
 
@@ -429,6 +430,10 @@ def sink_for(command: str, output: str, *, one_point: bool = False):
         return JsonSink()
     if output == "csv":
         return CsvSink(csv_rows)
+    if output == "parquet":
+        from gradcli.render.parquet import ParquetSink
+
+        return ParquetSink(csv_rows, file)
     return TableSink(table_row, title)
 
 

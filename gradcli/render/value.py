@@ -53,13 +53,14 @@ class OnePointSink:
         print_diagnostics(record["warnings"], notes)
 
 
-def value_sink(output: str, *, one_point: bool):
-    """eval's writer for ``output`` (plain, json, jsonl, csv, table, latex); ``one_point``: the --at point
-    alone, whose plain, json and latex are its own document (jsonl, csv and table: the batch's, of one)."""
+def value_sink(output: str, *, one_point: bool, file=None):
+    """eval's writer for ``output`` (plain, json, jsonl, csv, parquet into ``file``, table, latex);
+    ``one_point``: the --at point alone, whose plain, json and latex are its own document (jsonl, csv,
+    parquet and table: the batch's, of one)."""
     if one_point and output in ("plain", "json", "latex"):
         return OnePointSink(output)
     if output == "latex":
         refuse_latex_for_many(many=True)
     if output == "plain":
         return PlainSink()
-    return sink_for("eval", output)
+    return sink_for("eval", output, file=file)
