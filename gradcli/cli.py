@@ -84,3 +84,35 @@ app.add_typer(daemon_app, name="daemon", short_help="A warm gradcli for GRADCLI_
 from gradcli.commands.numbers import read_ascii_numbers  # noqa: E402
 
 read_ascii_numbers(app)
+
+
+class _TypedExpressions:
+    """Mixed into a command's class: an expression typed as an argument is at most
+    COMMAND_LINE_EXPRESSION_MAX_CHARS characters (the parser takes the longer ones --file reads)."""
+
+    def parse_args(self, ctx, args):
+        rest = super().parse_args(ctx, args)
+        from gradcli.limits import COMMAND_LINE_EXPRESSION_MAX_CHARS as limit
+
+        for param in self.params:
+            if not type(param).__name__.endswith("Argument"):
+                continue
+            given = ctx.params.get(param.name)
+            for text in given if isinstance(given, (list, tuple)) else [given]:
+                if isinstance(text, str) and len(text) > limit:
+                    usage_error = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
+                    instead = ("; a longer one goes in --file PATH" if any("--file" in p.opts for p in self.params)
+                               else "")
+                    raise usage_error(f"expression of {len(text):,} characters: the command line takes at most "
+                                      f"{limit:,}{instead}", ctx)
+        return rest
+
+
+def _read_typed_expressions(typer_app: typer.Typer) -> None:
+    for command in typer_app.registered_commands:
+        base = command.cls or typer.core.TyperCommand
+        if not issubclass(base, _TypedExpressions):
+            command.cls = type(f"TypedExpressions{base.__name__}", (_TypedExpressions, base), {})
+
+
+_read_typed_expressions(app)

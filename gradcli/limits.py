@@ -5,10 +5,17 @@ them)."""
 # thinned evenly, so memory does not grow with --steps.
 TRAJECTORY_MAX_ROWS = 100_000
 
-# The longest line `gradcli shell` reads (bytes). An expression is at most 10,000 characters (the parser's
-# limit) and options add a few hundred more; 100 kB leaves room for long --at lists while a runaway input
-# (a binary file, endless zeros) costs 100 kB of memory per line, not all of it. Larger expressions go
-# in --file.
+# The longest expression (characters): what the parser takes, and what --file reads (comments and line breaks
+# included). 1,000,000 characters are about 500,000 terms and operators: parsed in ~3 s and ~160 MB.
+EXPRESSION_MAX_CHARS = 1_000_000
+# The longest expression typed as an argument (each EXPR of a command, also on a `gradcli shell` line): what
+# a person types; a generated one goes in --file.
+COMMAND_LINE_EXPRESSION_MAX_CHARS = 10_000
+
+# The longest line `gradcli shell` reads (bytes). An expression on a line is at most 10,000 characters
+# (COMMAND_LINE_EXPRESSION_MAX_CHARS) and options add a few hundred more; 100 kB leaves room for long --at
+# lists while a runaway input (a binary file, endless zeros) costs 100 kB of memory per line, not all of it.
+# Larger expressions go in --file.
 SHELL_MAX_LINE_BYTES = 100_000
 # An over-long shell line is read past (and refused) up to this many bytes; past that the input has no
 # lines at all (/dev/zero, /dev/full, a binary file) and the shell ends with a usage error.

@@ -8,7 +8,7 @@ import pytest
 
 from gradcli.errors import ParseError
 from gradcli.expression.evaluate import PYTHON_FLOAT64, evaluate
-from gradcli.expression import MAX_DEPTH, Var, parse
+from gradcli.expression import MAX_DEPTH, MAX_LENGTH, MAX_NODES, Var, parse
 
 
 def value(text: str, **env: float) -> float:
@@ -145,9 +145,9 @@ def test_limits_on_size_and_depth():
     with pytest.raises(ParseError, match="nested too deeply"):
         parse("(" * (MAX_DEPTH + 5) + "x" + ")" * (MAX_DEPTH + 5))
     with pytest.raises(ParseError, match="too large"):
-        parse("+".join(["x"] * 3000))
+        parse("+".join(["x"] * (MAX_NODES // 2 + 1)))
     with pytest.raises(ParseError, match="longer than"):
-        parse("x" + " " * 20000)
+        parse("x" + " " * MAX_LENGTH)
     with pytest.raises(ParseError, match="number too long"):
         parse("1" * 5000)
     # A long flat sum within the limits is fine: sums are flat, so no recursion trouble.

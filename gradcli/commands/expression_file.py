@@ -12,10 +12,11 @@ import sys
 from dataclasses import dataclass, field
 
 from gradcli.errors import GradcliError, UsageError, display_width, printable
+from gradcli.limits import EXPRESSION_MAX_CHARS
 from gradcli.streams import stdin_refusal
 
-# Larger files are refused: an expression is typed by people (the parser has its own, smaller, limits).
-MAX_FILE_CHARS = 1_000_000
+# Larger files are refused, comments included: the parser's limit on the expression itself.
+MAX_FILE_CHARS = EXPRESSION_MAX_CHARS
 
 
 @dataclass

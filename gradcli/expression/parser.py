@@ -37,14 +37,18 @@ from gradcli.expression.hints import unknown_function
 from gradcli.expression.tokens import COMPARISONS, Token, tokenize, written_depth  # noqa: F401 (Token: re-exported)
 from gradcli.expression.tree import (CONSTANTS, Add, Call, Const, Expression, Mul, Neg, Node, Num, Pow, RuleCall, Var,
                                      active_rules, walk)
+from gradcli.limits import EXPRESSION_MAX_CHARS
 
-# Limits on hostile input; generous for anything a person types.
-MAX_LENGTH = 10_000
+# Limits on hostile input; generous for anything a person types, and for a generated expression in --file
+# (the command line takes 10,000 characters: gradcli.limits.COMMAND_LINE_EXPRESSION_MAX_CHARS).
+MAX_LENGTH = EXPRESSION_MAX_CHARS
 # Nesting as written: each parenthesis group, function call, sign and exponent inside another counts one
 # level (``sin((x))`` is 2, ``-(-x)`` is 3, ``x^-y`` is 2). A level costs the parser about 5 Python frames and
 # later layers (SymPy, the tape) a few more, well inside Python's recursion limit at 60.
 MAX_DEPTH = 60
-MAX_NODES = 5_000
+# Terms and operators: the most MAX_LENGTH characters hold (each costs ~7 us and ~350 bytes to parse). The
+# work after parsing is bounded by each command's own estimate (gradcli.compute.work), not here.
+MAX_NODES = 500_000
 MAX_NUMBER_CHARS = 40
 MAX_DECIMAL_EXPONENT = 308
 MAX_NAME_LENGTH = 64
@@ -96,7 +100,7 @@ class _Parser:
     def count(self) -> None:
         self.nodes += 1
         if self.nodes > MAX_NODES:
-            raise self.error(f"expression too large (more than {MAX_NODES} terms and operators)")
+            raise self.error(f"expression too large (more than {MAX_NODES:,} terms and operators)")
 
     def enter(self) -> None:
         # parse() has measured the nesting already (written_depth); this is the guard against recursion
@@ -387,7 +391,7 @@ def check_variable_name(name: str, *, source: str | None = None, position: int |
 def parse(text: str) -> Expression:
     """Parse ``text`` into an :class:`Expression`, or raise :class:`ParseError` saying what and where."""
     if len(text) > MAX_LENGTH:
-        raise ParseError(f"expression longer than {MAX_LENGTH} characters")
+        raise ParseError(f"expression longer than {MAX_LENGTH:,} characters")
     tree = _Parser(text).parse()
     check_constants(tree, text)
     variables = _variables(tree)
