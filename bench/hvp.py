@@ -113,7 +113,7 @@ def hvp_at_one_point(expr, at: str, along: str, *, symbolic_time_limit: float = 
     from gradcli.compute.batch.hvp import HvpBatch
     from gradcli.compute.batch.points import point_chunks
 
-    core = HvpBatch(expr, along_text=[along], symbolic_time_limit=symbolic_time_limit)
+    core = HvpBatch(expr, along=[along], symbolic_time_limit=symbolic_time_limit)
     sink = Collected()
     run_batch(core, point_chunks(core, points=None, grid=None, at=[at], batch_size=4096), sink)
     (record,) = sink.records

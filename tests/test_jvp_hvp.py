@@ -281,7 +281,8 @@ def test_hvp_warns_every_method_the_exact_column_contradicts():
         assert any(w.startswith(f"{m} and symbolic disagree on H·v's entry") for w in doc["warnings"]), m
     alone = json.loads(invoke("hvp", "(exp(x*y) - 1)/(x*y)", "--at", "x=1e-6,y=1e-5", "--along", "x=1,y=1",
                               "-m", "tape,fd", "-f", "json").stdout)
-    assert alone["status"] == "warning"  # fd of the gradient cannot resolve it: nothing checks the tapes
+    assert alone["status"] == "warning"  # the tapes against fd, and fd cannot resolve it
+    assert any("the tape first goes wrong at exp(x*y) - 1" in w for w in alone["warnings"])  # the tapes named
 
 
 def test_jvp_and_hvp_at_one_point_are_a_batch_of_one():

@@ -10,6 +10,7 @@ from gradcli.commands.common import (AtOption, BatchSizeOption, DType, DTypeOpti
                                      GridOption, HtmlOption, OutputFormat, PointsOption, ShowCodeOption, StrictOption,
                                      SvgOption, SymbolicTimeoutOption, handle_errors, refuse_show_code_for_many,
                                      run_many, writes_latex)
+from gradcli.commands.common import DigitsOption
 
 
 @handle_errors
@@ -31,6 +32,7 @@ def hvp(
              "three: tape), fd-of-gradient (fd), symbolic; default all.")] = None,
     dtype: DTypeOption = DType.float64,
     output: FormatWithLatexOption = OutputFormat.table,
+    digits: DigitsOption = None,
     svg: SvgOption = None,
     html: HtmlOption = None,
     show_code: ShowCodeOption = False,
@@ -60,5 +62,5 @@ def hvp(
         return
     from gradcli.compute.batch.hvp import HvpBatch
 
-    core = HvpBatch(text, along_text=along, methods=method, dtype=dtype.value, symbolic_time_limit=symbolic_timeout)
+    core = HvpBatch(text, along=along, methods=method, dtype=dtype.value, symbolic_time_limit=symbolic_timeout)
     run_many(core, points=points, grid=grid, at=at, output=output, batch_size=batch_size, strict=strict)

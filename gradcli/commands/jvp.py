@@ -10,6 +10,7 @@ from gradcli.commands.common import (AtOption, BatchSizeOption, DType, DTypeOpti
                                      HtmlOption, OutputFormat, PointsOption, ShowCodeOption, StrictOption, SvgOption,
                                      SymbolicTimeoutOption, handle_errors, refuse_show_code_for_many, run_many,
                                      writes_latex)
+from gradcli.commands.common import DigitsOption
 
 
 @handle_errors
@@ -29,6 +30,7 @@ def jvp(
     ] = "symbolic,tape,fd,complex",
     dtype: DTypeOption = DType.float64,
     output: FormatWithLatexOption = OutputFormat.table,
+    digits: DigitsOption = None,
     svg: SvgOption = None,
     html: HtmlOption = None,
     show_code: ShowCodeOption = False,
@@ -61,6 +63,6 @@ def jvp(
         return
     from gradcli.compute.batch.jvp import JvpBatch
 
-    core = JvpBatch(expressions, along_text=along, methods=method, dtype=dtype.value,
+    core = JvpBatch(expressions, along=along, methods=method, dtype=dtype.value,
                     symbolic_time_limit=symbolic_timeout)
     run_many(core, points=points, grid=grid, at=at, output=output, batch_size=batch_size, strict=strict)

@@ -50,7 +50,8 @@ def parse_hvp_methods(text: str | None) -> list[str]:
 
 
 def plan_hvp(expression: str, *, at, along, dtype: str = "float64"):
-    """What ``hvp --show-code`` needs: (expression, the point, its variables in the expression, the direction, dtype)."""
+    """What ``hvp --show-code`` needs: (expression, the point, its variables in the expression, the direction,
+    dtype)."""
     expr = parse(expression)
     point = parse_point(at)
     check_covers(point, list(expr.variables))

@@ -134,12 +134,14 @@ class WorkEstimate:
             kind, size, fewer = "node-point", f"{self.nodes:,} nodes, one direction", ""
         else:
             kind = "node-variable-point"
-            size = f"{self.nodes:,} nodes x {self.variables:,} variables{' squared' if self.command == 'hessian' else ''}"
+            squared = " squared" if self.command == "hessian" else ""
+            size = f"{self.nodes:,} nodes x {self.variables:,} variables{squared}"
             fewer = "" if self.command == "hvp" else " use fewer --wrt variables, or"
         raise UsageError(
             f"{which} about {self.evaluations_per_point * points:,} {kind} evaluations ({size} x {points:,} "
             f"points, ~{duration_text(seconds)} on a typical machine): more than the limit of "
-            f"~{duration_text(WORK_MAX_SECONDS)}; split the points (--points in parts),{fewer or ' or'} fewer methods (-m ...)")
+            f"~{duration_text(WORK_MAX_SECONDS)}; split the points (--points in parts),{fewer or ' or'} fewer methods "
+            "(-m ...)")
 
 
 def estimate(computation) -> WorkEstimate | None:

@@ -13,6 +13,7 @@ from gradcli.compute.batch import engine
 from gradcli.compute.hvp import FD_METHOD, HVP_METHODS, TAPE_METHODS, hvp_formulas, hvp_formulas_at, \
     parse_hvp_methods
 from gradcli.compute.jvp import parse_direction
+from gradcli.compute.nan_origin import origin_note
 from gradcli.compute.judge import (cross_check_hvp, cross_disagreement, disagreement, judge_hvp_entries,
                                    unchecked_tape)
 from gradcli.errors import UsageError
@@ -29,19 +30,22 @@ class HvpBatch(engine.BatchCore):
     command = "hvp"
     allowed_methods = HVP_METHODS
 
-    def __init__(self, expression: str | Expression, *, along_text, methods: str | None = None, dtype: str = "float64",
+    def __init__(self, expression: str | Expression, *, along, methods: str | None = None, dtype: str = "float64",
                  symbolic_time_limit: float = 10.0):
         super().__init__(methods=",".join(parse_hvp_methods(methods)), dtype=dtype, eps=None,
                          symbolic_time_limit=symbolic_time_limit)
         self.expr = expression if isinstance(expression, Expression) else parse(expression)
         self.trees = [self.expr.tree]
+        self.exprs = [self.expr]  # what gradcli.compute.nan_origin.origin_note reads of a core
+        self.origins: dict = {}  # the tape's first wrong node (None: none), traced once a run
         self.variables = list(self.expr.variables)
         if not self.variables:
             raise UsageError(f"{self.expr.text} has no variable: its Hessian is empty")
-        self.along_text = along_text
+        self.along_option = along  # --along as given, read again at one point
         self._refused = None  # a direction --at may still make sense of (at_one_point), else refused in check()
         try:
-            self.direction = parse_direction(along_text, self.variables, dtype=self.dtype, unknown_why="which the expression does not use")
+            self.direction = parse_direction(along, self.variables, dtype=self.dtype,
+                                             unknown_why="which the expression does not use")
         except UsageError as exc:
             self.direction, self._refused = {v: 0.0 for v in self.variables}, exc
         self.wrt = list(self.variables)  # the H·v entries, in this order
@@ -54,7 +58,7 @@ class HvpBatch(engine.BatchCore):
         super().at_one_point(point)
         used = list(self.expr.variables)
         self.variables = list(point.names) + [v for v in used if v not in point.values]
-        self.direction = parse_direction(self.along_text, self.variables, dtype=self.dtype,
+        self.direction = parse_direction(self.along_option, self.variables, dtype=self.dtype,
                                          unknown_why="which --at does not give a value")
         self._refused = None
         self.wrt = [v for v in self.variables if v in used]
@@ -122,7 +126,7 @@ class HvpBatch(engine.BatchCore):
         points = engine.point_dicts(chunk, self.variables)
         for k in range(size):
             warnings: list[str] = []
-            bad = self._warn(warnings, k, float(values[k]), columns, judged, estimates, steps)
+            bad = self._warn(warnings, k, points[k], float(values[k]), columns, judged, estimates, steps)
             record = engine.base_record(chunk, k, points[k])
             record.update({
                 "value": float(values[k]), "hvp": {m: c[k].tolist() for m, c in columns.items()},
@@ -149,7 +153,7 @@ class HvpBatch(engine.BatchCore):
         unresolved = None if estimates is None else cannot_resolve(columns[FD_METHOD], estimates, self.dtype)
         return errors, disagree, tols, cross, unresolved
 
-    def _warn(self, warnings, k: int, value: float, columns, judged, estimates, steps) -> bool:
+    def _warn(self, warnings, k: int, point: dict, value: float, columns, judged, estimates, steps) -> bool:
         """One point's warnings: an undefined value or entry; each method past its tolerance of the exact
         entries (the entry furthest past it named); without them, a composition against fd; fd's own."""
         import numpy as np
@@ -172,6 +176,8 @@ class HvpBatch(engine.BatchCore):
             warnings.append(disagreement(m, f"H·v's entry for {self.wrt[j]}", float(errors[m][k, j]),
                                          dtype=self.dtype, tol=float(tols[m][k, j]),
                                          judged_as="fd" if m == FD_METHOD else "tape"))
+            if m in TAPE_METHODS:  # where the tape's own computation went wrong, as a note
+                origin_note(self, 0, point=point)
         apart = [m for m, (_, a, _) in cross.items() if m not in bad and FD_METHOD not in bad and a[k].any()]
         if apart:  # one warning: the compositions are tapes alike
             gap, a, tol = cross[apart[0]]
@@ -192,6 +198,9 @@ class HvpBatch(engine.BatchCore):
                 if said:
                     warnings += said
                     break  # the first such entry: the others say the same of the same step
+        if warnings and "symbolic" not in columns and any(m in columns for m in TAPE_METHODS):
+            # no exact column to judge the tapes by: where their own computation went wrong is the evidence
+            origin_note(self, 0, into=warnings, point=point)
         return undefined
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from gradcli.compute import jvp as along
+from gradcli.compute import jvp as directional
 from gradcli.compute.batch import engine
 from gradcli.compute.complex_column import complex_columns, complex_cross_warnings, cross_check_complex
 from gradcli.compute.judge import (cross_check, cross_disagreement, disagreement, judge_gradients,
@@ -27,32 +27,33 @@ class JvpBatch(engine.BatchCore):
     command = "jvp"
     allowed_methods = FIRST_ORDER_METHODS
 
-    def __init__(self, expressions: list[str], *, along_text, methods: str | None = "symbolic,tape,fd,complex",
+    def __init__(self, expressions: list[str], *, along, methods: str | None = "symbolic,tape,fd,complex",
                  dtype: str = "float64", symbolic_time_limit: float = 10.0):
         super().__init__(methods=methods, dtype=dtype, eps=None, symbolic_time_limit=symbolic_time_limit)
         self.exprs = parse_expressions(expressions)
         self.trees = [e.tree for e in self.exprs]
         self.variables = list(dict.fromkeys(v for e in self.exprs for v in e.variables))
-        self.along_text = along_text
+        self.along_option = along  # --along as given, read again at one point
         self._refused = None  # a direction --at may still make sense of (at_one_point), else refused in check()
         try:
-            self.direction = along.parse_direction(along_text, self.variables, dtype=self.dtype, unknown_why="which the expressions do not use")
+            self.direction = directional.parse_direction(along, self.variables, dtype=self.dtype,
+                                                         unknown_why="which the expressions do not use")
         except UsageError as exc:
             self.direction, self._refused = {v: 0.0 for v in self.variables}, exc
         self.origins: dict = {}  # expression -> the tape's first wrong node (None: none), traced once a run
         self._line_trees()
 
     def _line_trees(self) -> None:
-        self.t = along.free_name("t", self.variables)
-        self.s = along.free_name("s", [*self.variables, self.t])
-        self.lines = [along.line_tree(tree, self.direction, self.t, self.s) for tree in self.trees]
+        self.t = directional.free_name("t", self.variables)
+        self.s = directional.free_name("s", [*self.variables, self.t])
+        self.lines = [directional.line_tree(tree, self.direction, self.t, self.s) for tree in self.trees]
 
     def at_one_point(self, point) -> None:
         """At the --at point alone the variables are the point's, in the order typed (--along may name any)."""
         super().at_one_point(point)
         used = [v for e in self.exprs for v in e.variables]
         self.variables = list(point.names) + [v for v in dict.fromkeys(used) if v not in point.values]
-        self.direction = along.parse_direction(self.along_text, self.variables, dtype=self.dtype,
+        self.direction = directional.parse_direction(self.along_option, self.variables, dtype=self.dtype,
                                                unknown_why="which --at does not give a value")
         self._refused = None
         self._line_trees()
@@ -65,10 +66,11 @@ class JvpBatch(engine.BatchCore):
     def start(self) -> None:
         names = list(self.variables)
         if self.at_point is not False:
-            self._job = engine.start_symbolic(along.jvp_formulas_at, self.time_limit, self.trees, names,
+            self._job = engine.start_symbolic(directional.jvp_formulas_at, self.time_limit, self.trees, names,
                                               self.direction, self.exact_points(), "symbolic" in self.methods)
         elif "symbolic" in self.methods:
-            self._job = engine.start_symbolic(along.jvp_formulas, self.time_limit, self.trees, names, self.direction)
+            self._job = engine.start_symbolic(directional.jvp_formulas, self.time_limit, self.trees, names,
+                                              self.direction)
 
     def describe(self) -> dict:
         return {"expressions": [e.text for e in self.exprs], "along": dict(self.direction)}
@@ -82,9 +84,10 @@ class JvpBatch(engine.BatchCore):
         columns: dict[str, np.ndarray] = {}  # method -> [T, P, 1]
         fd = cc = None
         if "tape" in self.methods:
-            columns["tape"] = along.tape_jvps(self.trees, pts, self.variables, self.direction, self.dtype)[..., None]
+            tape = directional.tape_jvps(self.trees, pts, self.variables, self.direction, self.dtype)
+            columns["tape"] = tape[..., None]
         if "fd" in self.methods:
-            s = along.fd_scales(pts, self.direction)
+            s = directional.fd_scales(pts, self.direction)
             fd = _Fd([fd_gradients(t, {**pts, self.t: np.zeros(size), self.s: s}, [self.t], scheme="central",
                                    dtype=self.dtype) for t in self.lines], s)
             columns["fd"] = fd.values
@@ -93,7 +96,7 @@ class JvpBatch(engine.BatchCore):
             cc = self._complex(pts, size)
             columns["complex"] = cc.values
         if self._formulas is not None:
-            columns["symbolic"] = np.stack([self.exact_column(i, along.JV, pts, size)
+            columns["symbolic"] = np.stack([self.exact_column(i, directional.JV, pts, size)
                                             for i in range(len(self.trees))])[..., None]
         columns = {m: columns[m] for m in self.methods if m in columns}
         undefined = ~np.isfinite(values)
@@ -118,7 +121,7 @@ class JvpBatch(engine.BatchCore):
     def _complex(self, pts, size: int):
         """The complex step along v, [T, P, 1], in J·v's units. Along one coordinate it is grad's complex step
         by that variable times v_k (the point's real parts are then the typed ones, no addition rounds them);
-        else on the line tree, v scaled to about unit length (along.complex_scales)."""
+        else on the line tree, v scaled to about unit length (directional.complex_scales)."""
         import numpy as np
 
         moved = [k for k, v in self.direction.items() if v != 0]
@@ -127,7 +130,7 @@ class JvpBatch(engine.BatchCore):
             cc = complex_columns(self.trees, pts, moved, self.dtype)
             cc.values, cc.estimates, cc.steps = cc.values * v, cc.estimates * abs(v), cc.steps / abs(v)
             return cc
-        s = along.complex_scales(size, self.direction)
+        s = directional.complex_scales(size, self.direction)
         cc = complex_columns(self.lines, {**pts, self.t: np.zeros(size), self.s: s}, [self.t], self.dtype)
         cc.values, cc.estimates, cc.steps = cc.values / s[:, None], cc.estimates / s[:, None], cc.steps * s[:, None]
         return cc
@@ -172,7 +175,8 @@ class JvpBatch(engine.BatchCore):
             rounded = {k: np.asarray(v, dtype=np.float64).astype(self.dtype).astype(np.float64)
                        for k, v in pts.items()}
         size = len(next(iter(pts.values()))) if pts else 1
-        there = np.stack([self.exact_column(i, along.JV, rounded, size) for i in range(len(self.trees))])[..., None]
+        there = np.stack([self.exact_column(i, directional.JV, rounded, size)
+                          for i in range(len(self.trees))])[..., None]
         with np.errstate(invalid="ignore"):
             shift = np.abs(there - columns["symbolic"])
         return np.where(np.isnan(shift), np.inf, shift)
