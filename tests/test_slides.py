@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from gradcli.cli import app
 from gradcli.launcher import run_command
+from gradcli.render.latex import MAX_COLUMNS
 
 # JSON fields the tables leave out on purpose (as tests/test_render_widths.py lists them): settings, full
 # digits of the steps, timings. -f latex has these too; the SVG and HTML have what the terminal shows.
@@ -212,23 +213,72 @@ def test_latex_where_it_is_not_written_is_refused(argv, capsys):
 # -f latex
 # ---------------------------------------------------------------------------------------------
 def latex_forms(x) -> set[str]:
-    return {json.dumps(x)}
+    """How -f latex writes a number, as the table does: a value with every digit, an error or an estimate in
+    three significant digits (.2e), a step in three (.3g), a count whole, what the user gave exactly."""
+    if isinstance(x, int):
+        return {str(x)}
+    return {repr(x), json.dumps(x), f"{x:.2e}", f"{x:.3g}", "0" if x == 0 else repr(x)}
 
 
 @pytest.mark.parametrize("name", list(COMMANDS))
-def test_latex_has_every_number_exactly_as_the_json(exported, name):
+def test_latex_has_every_number_as_the_table_writes_it(exported, name):
     doc = exported[name, 120][0]
     result = run(*COMMANDS[name], "-f", "latex")
     assert result.exit_code == 0, result.stderr
     text = result.stdout
     # the trace's node indices are no numbers to show; hvp's timings differ from run to run
     assert not missing(text, doc, latex_forms, skip={"outputs", "seconds"}), name
+    assert "graphicx" in text.split("\n")[0]  # the package it needs, said first
     tabulars = re.findall(r"\\begin\{tabular\}\{([lr]+)\}\n(.*?)\\end\{tabular\}", text, re.DOTALL)
     assert len(tabulars) == text.count(r"\begin{tabular}") == text.count(r"\end{tabular}") >= 1
     for align, body in tabulars:  # every row has its tabular's number of cells
         rows = [row for row in body.splitlines() if row.endswith(r" \\")]
         assert rows and all(len(re.findall(r"(?<!\\)&", row)) == len(align) - 1 for row in rows), (align, rows)
+        assert len(align) <= MAX_COLUMNS
     assert text.count("{") == text.count("}") + text.count(r"\}") - text.count(r"\{")  # balanced groups
+    # each tabular is measured in a box and scaled to the line only where it is wider
+    assert text.count(r"\sbox{\gradclibox}") == len(tabulars) == text.count(r"\ifdim\wd\gradclibox>\linewidth")
+
+
+def test_latex_digits_rounds_the_values_not_the_errors():
+    args = ["derivative", "sin(x)", "--at", "x=0.3", "-m", "symbolic,fd"]
+    doc = json.loads(run(*args, "-f", "json").stdout)
+    every = run(*args, "-f", "latex").stdout
+    four = run(*args, "-f", "latex", "--digits", "4")
+    assert four.exit_code == 0, four.stderr
+    exact, fd = doc["derivatives"]["symbolic"][0], doc["derivatives"]["fd"][0]
+    assert appears_whole(every, repr(exact)) and appears_whole(every, repr(fd))
+    assert appears_whole(four.stdout, f"{exact:.4g}") and not appears_whole(four.stdout, repr(exact))
+    error = f"{doc['fd_error_estimate'][0]:.2e}"  # an error estimate keeps its three digits
+    assert appears_whole(every, error) and appears_whole(four.stdout, error)
+    assert "$x$ = 0.3" in four.stdout  # the point as given
+
+
+@pytest.mark.parametrize("argv", [["eval", "x", "--at", "x=1", "--digits", "3"],
+                                  ["grad", "x**2", "--at", "x=1", "-f", "json", "--digits", "3"],
+                                  ["eval", "x", "--at", "x=1", "-f", "latex", "--digits", "0"],
+                                  ["eval", "x", "--at", "x=1", "-f", "latex", "--digits", "18"]])
+def test_latex_digits_outside_latex_or_its_range_is_refused(argv, capsys):
+    assert "--digits" in one_line_error(argv, capsys)
+
+
+def test_latex_keeps_the_hessians_structural_zero_mark():
+    text = run("hessian", "x**2*y + z", "--at", "x=1,y=2,z=3", "-m", "symbolic,tape", "-f", "latex").stdout
+    tape = text.split("tape (TF)", 1)[1].split(r"\end{tabular}", 1)[0]
+    exact = text.split("exact (SymPy)", 1)[1].split(r"\end{tabular}", 1)[0]
+    assert r"$z$ & 0.0$^{*}$ & 0.0$^{*}$ & 0.0$^{*}$ \\" in tape and "$^{*}$" not in exact
+    assert r"$x$ & 4.0 & 2.0 & 0.0$^{*}$ \\" in tape  # d2f/dx2 is no structural zero
+    assert r"$^{*}$ structural zero: the tape returned None" in text
+
+
+def test_a_wide_latex_table_is_split_repeating_its_key_column():
+    text = run("steps", "sin(x)", "--at", "x=1", "-f", "latex").stdout  # a step and 8 formulas: 9 columns
+    sweep = text.split("float64: $|$error$|$", 1)[1].split("marked steps", 1)[0]
+    tabulars = re.findall(r"\\begin\{tabular\}\{(r+)\}\n\\hline\n(.*?) \\\\", sweep)
+    headers = [header.split(" & ") for _, header in tabulars]
+    assert len(headers) == 2 and all(h[0] == "$h$" and len(h) <= MAX_COLUMNS for h in headers)
+    assert [f for h in headers for f in h[1:]] == ["forward", "backward", "central", "stencil4", "stencil6",
+                                                   "stencil8", "richardson", "complex"]
 
 
 def test_latex_formulas_go_through_sympy(exported):

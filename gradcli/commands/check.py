@@ -10,6 +10,7 @@ import typer
 from gradcli.commands.common import (DType, DTypeOption, FileOption, GridOption, HtmlOption, PointsOption,
                                      RuleOption, SvgOption, SymbolicTimeoutOption, at_option, handle_errors,
                                      writes_latex)
+from gradcli.commands.common import DigitsOption
 from gradcli.commands.expression_file import expression_text
 from gradcli.library.requests import SAMPLES_RANGE, CheckRequest
 
@@ -42,6 +43,7 @@ def check(
     output: Annotated[CheckFormat, typer.Option(
         "--format", "-f", case_sensitive=False, metavar="FORMAT",
         help="text, json for scripts, or latex (tabulars).")] = CheckFormat.text,
+    digits: DigitsOption = None,
     svg: SvgOption = None,
     html: HtmlOption = None,
     rtol: Annotated[Optional[float], typer.Option(

@@ -99,6 +99,9 @@ def in_range(low: float, high: float):
 
 BatchSizeOption = Annotated[int, typer.Option(
     "--batch-size", callback=in_range(*BATCH_SIZES), metavar="N", help="Points per batch (1 to 10^6).")]
+DigitsOption = Annotated[Optional[int], typer.Option(
+    "--digits", metavar="N", callback=in_range(1, 17), show_default=False,
+    help="-f latex: values to N significant digits (1 to 17; default: every digit, as the table).")]
 DTypeOption = Annotated[DType, typer.Option(
     "--dtype", case_sensitive=False, metavar="DTYPE", help="float64 or float32.")]
 ShowCodeOption = Annotated[
@@ -151,7 +154,7 @@ def handle_errors(fn: Callable) -> Callable:
         try:
             refuse_latex(fn, kwargs)
             refuse_parquet(fn, kwargs)
-            with export_of(fn, kwargs):
+            with export_of(fn, kwargs), latex_digits(kwargs):
                 return fn(*args, **kwargs)
         except GradcliError as exc:
             report_error(exc)
@@ -231,6 +234,22 @@ def refuse_latex(command: Callable, options: dict) -> None:
 
         name = command.__name__.split("_")[0]  # eval's function is eval_value: eval is a builtin
         raise UsageError(f"-f latex is not available for {name} yet: use table, json, jsonl or csv")
+
+
+def latex_digits(options: dict):
+    """A command's ``--digits`` (DigitsOption): the significant digits of the values its ``-f latex`` writes
+    (gradcli.render.latex), refused with any other format, which has digits of its own."""
+    digits = options.get("digits")
+    if digits is None:
+        return contextlib.nullcontext()
+    if getattr(options.get("output"), "value", None) != "latex":
+        from gradcli.errors import UsageError
+
+        raise UsageError("--digits sets the digits of -f latex: add -f latex (the table shows every digit, "
+                         "json and csv write them all)")
+    from gradcli.render.latex import value_digits
+
+    return value_digits(digits)
 
 
 def export_of(command: Callable, options: dict):

@@ -11,6 +11,7 @@ from gradcli.commands.common import (METHOD_HELP, AtOption, BatchSizeOption, DTy
                                      PointsOption, RuleOption, ShowCodeOption, StrictOption, SvgOption,
                                      SymbolicTimeoutOption, handle_errors, refuse_show_code_for_many, writes_latex,
                                      writes_parquet)
+from gradcli.commands.common import DigitsOption
 from gradcli.commands.completion import complete_methods
 from gradcli.commands.expression_file import expression_text
 from gradcli.library.requests import DerivativeRequest
@@ -40,6 +41,7 @@ def derivative(
     dtype: DTypeOption = DType(DerivativeRequest.dtype),
     output: FormatWithParquetOption = OutputFormat.table,
     output_path: OutputPathOption = None,
+    digits: DigitsOption = None,
     svg: SvgOption = None,
     html: HtmlOption = None,
     formulas: Annotated[bool, typer.Option("--formulas", help="Show SymPy's formula for each order.")] = DerivativeRequest.formulas,

@@ -12,6 +12,7 @@ import typer
 from gradcli.commands.common import (DType, DTypeOption, FileOption, HtmlOption, OutputFormat, RuleOption,
                                      SvgOption, finish, handle_errors, in_range, refuse_show_code_for_many,
                                      writes_latex)
+from gradcli.commands.common import DigitsOption
 from gradcli.commands.completion import complete_optimizers
 from gradcli.commands.expression_file import expression_text
 from gradcli.commands.plot_file import plot_file_path, refuse_same_file
@@ -73,6 +74,7 @@ def descend(
     maximize: MaximizeOption = DescendRequest.maximize, momentum: MomentumOption = None, every: EveryOption = None,
     plot: PlotOption = False, plot_file: DescendPlotFileOption = None,
     dtype: DTypeOption = DType(DescendRequest.dtype), output: DescendFormatOption = OutputFormat.table,
+    digits: DigitsOption = None,
     svg: SvgOption = None, html: HtmlOption = None, show_code: ShowProgramOption = False,
     stationary_timeout: StationaryTimeoutOption = DescendRequest.stationary_timeout,
     batch_size: StartsBatchSizeOption = DescendRequest.batch_size, rule: RuleOption = None,

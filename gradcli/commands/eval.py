@@ -10,6 +10,7 @@ import typer
 from gradcli.commands.common import (BatchSizeOption, DType, DTypeOption, FileOption, GridOption,
                                      HtmlOption, OutputPathOption, PointsOption, SvgOption, at_option, finish,
                                      handle_errors, output_to, writes_latex, writes_parquet)
+from gradcli.commands.common import DigitsOption
 from gradcli.commands.expression_file import expression_text
 from gradcli.library.requests import EvalRequest
 
@@ -42,6 +43,7 @@ def eval_value(
              "point), csv, parquet (with --output), table, or latex (one point: a tabular).")
     ] = ValueFormat.plain,
     output_path: OutputPathOption = None,
+    digits: DigitsOption = None,
     svg: SvgOption = None,
     html: HtmlOption = None,
     batch_size: BatchSizeOption = EvalRequest.batch_size,

@@ -11,6 +11,7 @@ from gradcli.commands.common import (METHOD_HELP, AtOption, BatchSizeOption, DTy
                                      PointsOption, RuleOption, ShowCodeOption, StrictOption, SvgOption,
                                      SymbolicTimeoutOption, handle_errors, refuse_show_code_for_many, writes_latex,
                                      writes_parquet)
+from gradcli.commands.common import DigitsOption
 from gradcli.commands.completion import complete_methods
 from gradcli.commands.expression_file import expressions_from
 from gradcli.library.requests import GradRequest
@@ -48,6 +49,7 @@ def grad(
     dtype: DTypeOption = DType(GradRequest.dtype),
     output: FormatWithParquetOption = OutputFormat.table,
     output_path: OutputPathOption = None,
+    digits: DigitsOption = None,
     svg: SvgOption = None,
     html: HtmlOption = None,
     show_code: ShowCodeOption = False,

@@ -11,6 +11,7 @@ from gradcli.commands.common import (METHOD_HELP, AtOption, BatchSizeOption, DTy
                                      PointsOption, RuleOption, ShowCodeOption, StrictOption, SvgOption,
                                      SymbolicTimeoutOption, handle_errors, refuse_show_code_for_many, writes_latex,
                                      writes_parquet)
+from gradcli.commands.common import DigitsOption
 from gradcli.commands.completion import complete_methods
 from gradcli.commands.expression_file import expression_text
 from gradcli.library.requests import HessianRequest
@@ -37,6 +38,7 @@ def hessian(
     dtype: DTypeOption = DType(HessianRequest.dtype),
     output: FormatWithParquetOption = OutputFormat.table,
     output_path: OutputPathOption = None,
+    digits: DigitsOption = None,
     svg: SvgOption = None,
     html: HtmlOption = None,
     formulas: Annotated[bool, typer.Option("--formulas", help="Show SymPy's formulas.")] = HessianRequest.formulas,

@@ -10,6 +10,7 @@ import typer
 from gradcli.commands.common import (FileOption, FormatWithLatexOption, HtmlOption, OutputFormat, StrictOption,
                                      SvgOption, SymbolicTimeoutOption, at_option, conclude, emit, finish, handle_errors,
                                      writes_latex)
+from gradcli.commands.common import DigitsOption
 from gradcli.commands.completion import complete_dtypes
 from gradcli.commands.expression_file import expression_text
 from gradcli.commands.plot_file import PlotFileOption, refuse_same_file
@@ -33,6 +34,7 @@ def steps(
         "--formulas", metavar="NAMES", help="Only these, in this order, e.g. "
         "central,forward,complex (default: all those named above).", show_default=False)] = None,
     output: FormatWithLatexOption = OutputFormat.table,
+    digits: DigitsOption = None,
     svg: SvgOption = None,
     html: HtmlOption = None,
     plot: Annotated[bool, typer.Option(

@@ -9,6 +9,7 @@ import typer
 
 from gradcli.commands.common import (DType, DTypeOption, HtmlOption, RuleOption, ShowCodeOption, StrictOption,
                                      SvgOption, SymbolicTimeoutOption, at_option, finish, handle_errors, writes_latex)
+from gradcli.commands.common import DigitsOption
 
 
 class TraceFormat(str, enum.Enum):
@@ -34,6 +35,7 @@ def trace(
     output: Annotated[TraceFormat, typer.Option(
         "--format", "-f", case_sensitive=False, metavar="FORMAT",
         help="table, json, latex or dot (Graphviz: values and adjoints on the nodes).")] = TraceFormat.table,
+    digits: DigitsOption = None,
     svg: SvgOption = None,
     html: HtmlOption = None,
     show_code: ShowCodeOption = False,

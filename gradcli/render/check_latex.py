@@ -1,11 +1,11 @@
 """``check -f latex``: the verdict, each expected derivative against SymPy's and the counterexample as LaTeX
-tabulars, from the ``-f json`` document, every number exactly as that document writes it (gradcli.render.latex's
-helpers: plain LaTeX, no package to load). The document is one verdict however many points were checked, so
+tabulars, from the ``-f json`` document, numbers as the text view writes them (values with every digit) (gradcli.render.latex's helpers:
+plain LaTeX and graphicx, each tabular scaled down to the line only where it is wider). The document is one verdict however many points were checked, so
 --points and --grid have this view too."""
 
 from __future__ import annotations
 
-from gradcli.render.latex import MISSING, assignments, document, escape, formula, line, number, tabular, variable
+from gradcli.render.latex import MISSING, assignments, document, escape, formula, line, number, tabular, value, variable
 
 _PROOF = {"equal": "expected $-$ exact is 0", "different": "expected $-$ exact is a nonzero constant",
           "unknown": "not decided"}
@@ -30,10 +30,10 @@ def check_latex(doc: dict) -> str:
     c = doc.get("counterexample")
     if c is not None:
         exact = next((e["exact"] for e in doc["expectations"] if e["variable"] == c["variable"]), None)
-        rows = [["expected", formula(c["expected_formula"]), number(c["expected"])],
-                ["exact (SymPy)", formula(exact) or MISSING, number(c["exact"])],
-                [r"$|\mathrm{expected} - \mathrm{exact}|$", "", number(c["difference"])],
-                ["allowed (atol + rtol $\\times |\\mathrm{exact}|$)", "", number(c["allowed"])]]
+        rows = [["expected", formula(c["expected_formula"]), value(c["expected"])],
+                ["exact (SymPy)", formula(exact) or MISSING, value(c["exact"])],
+                [r"$|\mathrm{expected} - \mathrm{exact}|$", "", value(c["difference"])],
+                ["allowed (atol + rtol $\\times |\\mathrm{exact}|$)", "", value(c["allowed"])]]
         parts.append(tabular(f"counterexample: the derivative of order {number(c['order'])} by "
                              f"{variable(c['variable'])} at {assignments(c['point'])}", ["", "formula", "value"],
                              rows, "llr"))

@@ -1,19 +1,28 @@
 """``-f latex``: a command's tables as LaTeX tabulars, for slides and papers.
 
-Each view takes the command's ``-f json`` document, so the two cannot disagree: every number is written
-exactly as the document writes it (every digit, ``1e-05`` as ``1e-05``), formulas, expressions and variable
-names go through SymPy's ``latex``, and other text is escaped. Warnings and notes follow the tables, since a
-slide needs them. The output uses plain LaTeX only (``tabular``, ``\\hline``, and for SymPy's amsmath commands
-the kernel's: ``\\mathrm``, ``\\mbox``, a case distinction as an ``array``): no package to load. check's and
+Each view takes the command's ``-f json`` document, so the two cannot disagree, and writes its numbers as the
+terminal's table does: a value with every digit (``--digits N``: N significant digits), an error or an error
+estimate in three significant digits, a step in three; what the user gave (the point, a tolerance) exactly.
+Formulas, expressions and variable names go through SymPy's ``latex``, and other text is escaped. Warnings and
+notes follow the tables, since a slide needs them.
+
+The output fits a 16:9 beamer frame and an A4 page: each tabular is measured in a box and scaled down to
+``\\linewidth`` only when it is wider (graphicx's ``\\resizebox``, the one package to load), and a table of
+more than :data:`MAX_COLUMNS` columns is split into tabulars of fewer, each repeating the key column, since one
+scaled to the line would be too small to read. Otherwise plain LaTeX (``tabular``, ``\\hline``, and for SymPy's
+amsmath commands the kernel's: ``\\mathrm``, ``\\mbox``, a case distinction as an ``array``). check's and
 steps' views are in gradcli.render.check_latex and gradcli.render.steps_latex, descend's in
 gradcli.render.descend_latex.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
+import math
 import re
+from contextvars import ContextVar
 
 _SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
             "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "<": r"\textless{}",
@@ -26,11 +35,53 @@ def escape(text: str) -> str:
     return "".join(_SPECIAL.get(ch, ch) for ch in str(text))
 
 
+# the --digits of the command writing LaTeX (None: every digit, as the table)
+_value_digits: ContextVar[int | None] = ContextVar("gradcli_latex_digits", default=None)
+DIGITS = (1, 17)  # 17 significant digits round-trip every float64
+
+
+@contextlib.contextmanager
+def value_digits(digits: int | None):
+    """Values written in this block (this context) carry ``digits`` significant digits (None: all)."""
+    token = _value_digits.set(digits)
+    try:
+        yield
+    finally:
+        _value_digits.reset(token)
+
+
 def number(x) -> str:
-    """A number exactly as the JSON document has it; ``--`` for its null."""
+    """A number exactly as the JSON document has it (what the user gave, a count); ``--`` for its null."""
     if x is None:
         return MISSING
     return json.dumps(x, allow_nan=False)
+
+
+def value(x) -> str:
+    """A computed value as the table writes it: every digit float64 needs (``repr``), or ``--digits``
+    significant ones; an integer whole; ``--`` for a null."""
+    if x is None or isinstance(x, bool) or not isinstance(x, (int, float)):
+        return number(x)
+    if isinstance(x, int):
+        return str(x)
+    digits = _value_digits.get()
+    if digits is None or not math.isfinite(x):
+        return repr(x)
+    return f"{x:.{digits}g}"
+
+
+def error_of(x) -> str:
+    """An error or an error estimate as the table writes it: three significant digits (0 as 0)."""
+    if x is None:
+        return MISSING
+    return "0" if x == 0 else f"{x:.2e}"
+
+
+def step(x) -> str:
+    """A step size as the table writes it: three significant digits."""
+    if x is None:
+        return MISSING
+    return f"{x:.3g}"
 
 
 def formula(text: str | None) -> str:
@@ -103,14 +154,34 @@ def assignments(values: dict) -> str:
     return ", ".join(f"{variable(k)} = {number(v)}" for k, v in values.items())
 
 
-def tabular(title: str, header: list[str], rows: list[list[str]], align: str | None = None) -> str:
-    """A titled tabular: the first column left-aligned, the others right (numbers), unless ``align``."""
+MAX_COLUMNS = 8  # more, and a tabular scaled to a slide's line is too small to read: it is split
+
+
+def tabular(title: str, header: list[str], rows: list[list[str]], align: str | None = None, *,
+            keys: int = 1) -> str:
+    """A titled tabular: the first column left-aligned, the others right (numbers), unless ``align``. More
+    than :data:`MAX_COLUMNS` columns: tabulars of the ``keys`` first columns and a share of the others each.
+    Each is set in a box and scaled down to the line where it is wider (:func:`fitted`)."""
     align = align or "l" + "r" * (len(header) - 1)
-    lines = [rf"\noindent {title}\par", rf"\noindent\begin{{tabular}}{{{align}}}", r"\hline",
-             " & ".join(header) + r" \\", r"\hline"]
-    lines += [" & ".join(row) + r" \\" for row in rows]
-    lines += [r"\hline", r"\end{tabular}"]
-    return "\n".join(lines)
+    rest = len(header) - keys
+    pieces = max(1, math.ceil(rest / (MAX_COLUMNS - keys)))
+    size = math.ceil(rest / pieces)
+    blocks = []
+    for start in range(keys, len(header), size):
+        columns = [*range(keys), *range(start, min(start + size, len(header)))]
+        lines = [rf"\begin{{tabular}}{{{''.join(align[c] for c in columns)}}}", r"\hline",
+                 " & ".join(header[c] for c in columns) + r" \\", r"\hline"]
+        lines += [" & ".join(row[c] for c in columns) + r" \\" for row in rows]
+        lines += [r"\hline", r"\end{tabular}"]
+        blocks.append(fitted("\n".join(lines)))
+    return "\n".join([rf"\noindent {title}\par", "\n\\smallskip\n".join(blocks)])
+
+
+def fitted(box: str) -> str:
+    """``box`` (a tabular) as it is, or scaled down to ``\\linewidth`` when it is wider."""
+    return "\n".join([r"\noindent\sbox{\gradclibox}{%", box + "}%",
+                       r"\ifdim\wd\gradclibox>\linewidth\resizebox{\linewidth}{!}{\usebox{\gradclibox}}%",
+                       r"\else\usebox{\gradclibox}\fi\par"])
 
 
 def line(text: str) -> str:
@@ -121,8 +192,10 @@ def document(command: str, parts: list[str], doc: dict) -> str:
     """The parts one after another (a blank line apart), then the warnings and notes."""
     diagnostics = [line(rf"\textbf{{warning:}} {escape(w)}") for w in doc.get("warnings", [])]
     diagnostics += [line(rf"\textit{{note:}} {escape(n)}") for n in doc.get("notes", [])]
-    head = f"% gradcli {command} -f latex: numbers exactly as -f json writes them"
-    return "\n\n".join([head, *parts, *diagnostics]) + "\n"
+    head = (f"% gradcli {command} -f latex: needs \\usepackage{{graphicx}} (a table wider than the line is "
+            "scaled to it); numbers as the table writes them")
+    box = r"\ifdefined\gradclibox\else\newsavebox{\gradclibox}\fi"  # pasted twice: defined once
+    return "\n\n".join([head + "\n" + box, *parts, *diagnostics]) + "\n"
 
 
 _METHOD = {"symbolic": "exact (SymPy)", "tape": "tape (TF)", "fd": "fd", "complex": "complex step"}
@@ -146,10 +219,15 @@ def _method_cells(methods: list[str], value, error, estimate) -> list[str]:
     for m in methods:
         cells.append(value(m))
         if m != "symbolic" and "symbolic" in methods:
-            cells.append(number(error(m)))
+            cells.append(error_of(error(m)))
         if m in ("fd", "complex"):
-            cells.append(number(estimate(m)))
+            cells.append(error_of(estimate(m)))
     return cells
+
+
+def _seconds(x) -> str:
+    """A timing as the table writes it: to the millisecond."""
+    return MISSING if x is None else f"{x:.3f}"
 
 
 def _setting_line(doc: dict) -> str:
@@ -165,13 +243,13 @@ def grad_latex(doc: dict) -> str:
     parts = [_setting_line(doc)]
     if doc.get("fd_step"):
         parts.append(line(f"fd: {escape(doc['fd']['scheme'])} differences, step "
-                          + ", ".join(f"$h$({variable(k)}) = {number(v)}" for k, v in doc["fd_step"].items())))
+                          + ", ".join(f"$h$({variable(k)}) = {step(v)}" for k, v in doc["fd_step"].items())))
     formulas = doc.get("formulas") or [{} for _ in doc["results"]]
 
     def gradient_cell(values: dict, m: str, v: str, unconnected: list[str]) -> str:
         if m == "tape" and v in unwatched:
             return "None (not watched)"
-        cell = number(values.get(m, {}).get(v))
+        cell = value(values.get(m, {}).get(v))
         return cell + (" (unconnected)" if m == "tape" and v in unconnected else "")
 
     for r, formula_of in zip(doc["results"], formulas):
@@ -185,11 +263,11 @@ def grad_latex(doc: dict) -> str:
                                  lambda m: r["error"].get(m, {}).get(v),
                                  lambda m: (r.get(f"{m}_error_estimate") or {}).get(v))
             if "complex" in methods:
-                row.append(number((r.get("complex_step") or {}).get(v)))
+                row.append(step((r.get("complex_step") or {}).get(v)))
             rows.append(row)
         align = "ll" + "r" * (len(header) - 2) if "symbolic" in methods else None
-        parts.append(tabular(f"gradient of {formula(r['expression'])} (value {number(r['value'])})", header, rows,
-                             align))
+        parts.append(tabular(f"gradient of {formula(r['expression'])} (value {value(r['value'])})", header, rows,
+                             align, keys=1))
     if doc.get("sum"):
         rows = [[variable(v)] + [gradient_cell(doc["sum"], m, v, []) for m in methods] for v in doc["wrt"]]
         parts.append(tabular("sum of all expressions (what tape.gradient([z1, z2, ...], x) returns)",
@@ -213,14 +291,14 @@ def derivative_latex(doc: dict) -> str:
     rows = []
     for k in range(doc["order"]):
         row = [str(k + 1)] + ([formula(at(formulas, k))] if formulas is not None else [])
-        row += _method_cells(methods, lambda m: number(at(doc["derivatives"].get(m), k)),
+        row += _method_cells(methods, lambda m: value(at(doc["derivatives"].get(m), k)),
                              lambda m: at(doc.get("error", {}).get(m), k),
                              lambda m: at(doc.get(f"{m}_error_estimate"), k))
         if "fd" in methods:
-            row += [number(at(doc.get("fd_step"), k)), number(at(doc.get("fd_points"), k))]
+            row += [step(at(doc.get("fd_step"), k)), number(at(doc.get("fd_points"), k))]
         rows.append(row)
     title = (f"derivatives of {formula(doc['expression'])} by {variable(doc['variable'])} "
-             f"(value {number(doc['value'])})")
+             f"(value {value(doc['value'])})")
     parts = [_setting_line(doc)]
     if "fd" in methods:
         parts.append(line(f"fd: {escape(doc['fd']['scheme'])}"))
@@ -228,21 +306,32 @@ def derivative_latex(doc: dict) -> str:
     return document("derivative", parts, doc)
 
 
-def _matrix(title: str, names: list[str], matrix) -> str:
-    rows = [[variable(a)] + [number(x) for x in row] for a, row in zip(names, matrix)]
+def _matrix(title: str, names: list[str], matrix, cell=None, marked=frozenset()) -> str:
+    """A matrix, each entry through ``cell`` (a value's form unless told); the ``marked`` (row, column)
+    names get the structural-zero mark."""
+    cell = cell or value
+    rows = [[variable(a)] + [cell(x) + (r"$^{*}$" if (a, b) in marked else "") for b, x in zip(names, row)]
+            for a, row in zip(names, matrix)]
     return tabular(title, [""] + [variable(b) for b in names], rows)
+
+
+STRUCTURAL_ZERO = ("$^{*}$ structural zero: the tape returned None (the gradient entry does not depend on that "
+                   "variable); shown as 0")
 
 
 def hessian_latex(doc: dict) -> str:
     names = doc["wrt"]
-    parts = [line(f"Hessian of {formula(doc['expression'])} (value {number(doc['value'])})"), _setting_line(doc)]
+    parts = [line(f"Hessian of {formula(doc['expression'])} (value {value(doc['value'])})"), _setting_line(doc)]
     if doc.get("fd_step"):
         parts.append(line(f"fd: {escape(doc['fd']['scheme'])}, step "
-                          + ", ".join(f"$h$({variable(k)}) = {number(v)}" for k, v in doc["fd_step"].items())))
+                          + ", ".join(f"$h$({variable(k)}) = {step(v)}" for k, v in doc["fd_step"].items())))
+    structural = {tuple(p) for p in doc.get("structural_zeros", [])}
     for m, matrix in doc["hessian"].items():
-        parts.append(_matrix(_METHOD[m], names, matrix))
+        parts.append(_matrix(_METHOD[m], names, matrix, marked=structural if m == "tape" else frozenset()))
+    if structural and "tape" in doc["hessian"]:
+        parts.append(line(STRUCTURAL_ZERO))
     if doc.get("fd_error_estimate") is not None:
-        parts.append(_matrix(r"fd $\pm$ estimate, entry by entry", names, doc["fd_error_estimate"]))
+        parts.append(_matrix(r"fd $\pm$ estimate, entry by entry", names, doc["fd_error_estimate"], error_of))
     if doc.get("formulas"):
         rows = [[rf"$\partial^2/\partial {variable(names[i])[1:-1]}\,\partial {variable(names[j])[1:-1]}$",
                  formula(doc["formulas"][i][j])] for i in range(len(names)) for j in range(i, len(names))]
@@ -251,19 +340,19 @@ def hessian_latex(doc: dict) -> str:
     if gradient:
         header = ["variable"] + [_METHOD[m] for m in gradient] + (
             [r"fd $\pm$ estimate"] if doc.get("fd_gradient_error_estimate") else [])
-        rows = [[variable(v)] + [number(gradient[m].get(v)) for m in gradient]
-                + ([number(doc["fd_gradient_error_estimate"].get(v))] if doc.get("fd_gradient_error_estimate")
+        rows = [[variable(v)] + [value(gradient[m].get(v)) for m in gradient]
+                + ([error_of(doc["fd_gradient_error_estimate"].get(v))] if doc.get("fd_gradient_error_estimate")
                    else []) for v in names]
         parts.append(tabular("gradient (is it zero: a critical point?)", header, rows))
-    rows = [[_METHOD[m], MISSING if m == "symbolic" else number(doc["error"].get(m)),
-             number(doc["symmetry"].get(m))] for m in doc["hessian"]]
+    rows = [[_METHOD[m], MISSING if m == "symbolic" else error_of(doc["error"].get(m)),
+             error_of(doc["symmetry"].get(m))] for m in doc["hessian"]]
     parts.append(tabular("each method", ["method", r"max $|H - H_{\mathrm{exact}}|$", r"max $|H - H^T|$"], rows))
     if doc.get("eigenvalues") is not None:
-        rows = [["eigenvalues", ", ".join(number(x) for x in doc["eigenvalues"])],
+        rows = [["eigenvalues", ", ".join(value(x) for x in doc["eigenvalues"])],
                 ["definiteness", escape(doc["definiteness"])],
                 ["critical point", escape(doc.get("critical_point") or "no (the gradient is not zero here)")],
-                ["condition number", number(doc.get("condition_number"))],
-                [r"max stable learning rate ($2/\lambda_{\max}$)", number(doc.get("max_stable_learning_rate"))]]
+                ["condition number", value(doc.get("condition_number"))],
+                [r"max stable learning rate ($2/\lambda_{\max}$)", value(doc.get("max_stable_learning_rate"))]]
         parts.append(tabular(f"analysis (of the {escape(doc['analysis_source'])} matrix)", ["", ""], rows, "ll"))
     return document("hessian", parts, doc)
 
@@ -276,15 +365,15 @@ def jvp_latex(doc: dict) -> str:
     parts = [_setting_line(doc), line(f"along $v$: {assignments(doc['along'])}")]
     steps = []
     if doc.get("fd_step") is not None:
-        steps.append(f"fd step along $v$ {number(doc['fd_step'])}")
+        steps.append(f"fd step along $v$ {step(doc['fd_step'])}")
     if doc.get("complex_step") is not None:
-        steps.append(f"complex step $h$ = {number(doc['complex_step'])}")
+        steps.append(f"complex step $h$ = {step(doc['complex_step'])}")
     if steps:
         parts.append(line("; ".join(steps)))
     rows = []
     for r in doc["results"]:
-        rows.append([formula(r["expression"]), number(r["value"])]
-                    + _method_cells(methods, lambda m: number(r["jvp"].get(m)), lambda m: r["error"].get(m),
+        rows.append([formula(r["expression"]), value(r["value"])]
+                    + _method_cells(methods, lambda m: value(r["jvp"].get(m)), lambda m: r["error"].get(m),
                                     lambda m: r["error_estimate"].get(m)))
     parts.append(tabular(r"$J v$: the derivative along $v$", ["expression", "value"] + _method_header(methods, _JVP),
                          rows))
@@ -297,19 +386,19 @@ def hvp_latex(doc: dict) -> str:
     methods = [m for m in doc["methods"] if m in doc["hvp"]]
     parts = [_setting_line(doc), line(f"along $v$: {assignments(doc['along'])}")]
     if doc.get("fd_step") is not None:
-        parts.append(line(f"fd: central differences of the tape gradient along $v$, $h$ = {number(doc['fd_step'])}"))
-    rows = [[escape(LABELS[m]), number(doc["seconds"].get(m)),
-             MISSING if m == "exact" else number(doc["max_error"].get(m))] for m in methods]
-    parts.append(tabular(f"$H v$ of {formula(doc['expression'])} (value {number(doc['value'])})",
+        parts.append(line(f"fd: central differences of the tape gradient along $v$, $h$ = {step(doc['fd_step'])}"))
+    rows = [[escape(LABELS[m]), _seconds(doc["seconds"].get(m)),
+             MISSING if m == "exact" else error_of(doc["max_error"].get(m))] for m in methods]
+    parts.append(tabular(f"$H v$ of {formula(doc['expression'])} (value {value(doc['value'])})",
                          ["method", "seconds", "max error"], rows))
     estimates = doc.get("fd_error_estimate")
     header = ["variable"] + [escape(LABELS[m]) for m in methods] + (
         [r"fd $\pm$ estimate"] if estimates and "fd-of-gradient" in methods else [])
     rows = []
     for i, v in enumerate(doc["variables"]):
-        row = [variable(v)] + [number(doc["hvp"][m][i]) for m in methods]
+        row = [variable(v)] + [value(doc["hvp"][m][i]) for m in methods]
         if estimates and "fd-of-gradient" in methods:
-            row.append(number(estimates[i]))
+            row.append(error_of(estimates[i]))
         rows.append(row)
     parts.append(tabular("$H v$, entry by entry", header, rows))
     return document("hvp", parts, doc)
@@ -325,21 +414,21 @@ def trace_latex(doc: dict) -> str:
         name = f"z_{{{k + 1}}}" if len(doc["expressions"]) > 1 else "z"
         parts.append(line(f"${name}$ = {formula(text)} = {escape(doc['outputs'][k])}"))
     header = ["node", "operation", "value"] + (["exact (SymPy)", "error"] if exact else []) + ["expression"]
-    rows = [[escape(n["name"]), "input" if n["kind"] == "input" else escape(n["text"]), number(n["value"])]
-            + ([number(n.get("exact")), number(n.get("error"))] if exact else []) + [formula(n["expression"])]
+    rows = [[escape(n["name"]), "input" if n["kind"] == "input" else escape(n["text"]), value(n["value"])]
+            + ([value(n.get("exact")), error_of(n.get("error"))] if exact else []) + [formula(n["expression"])]
             for n in nodes]
     parts.append(tabular("forward: each node's value, as the tape records it", header, rows,
                          "ll" + "r" * (len(header) - 3) + "l"))
     header = ["node", "adjoint", "sum over its users", "tape.gradient"] + (["exact (SymPy)", "error"] if exact else [])
     rows = []
     for n in reversed(nodes):
-        terms = [f"{number(t['term'])} ({escape(t['from'])}: {number(t['adjoint_of_user'])} $\\times$ "
-                 f"{number(t['partial'])})" for t in n["adjoint_terms"]]
+        terms = [f"{value(t['term'])} ({escape(t['from'])}: {value(t['adjoint_of_user'])} $\\times$ "
+                 f"{value(t['partial'])})" for t in n["adjoint_terms"]]
         if n.get("seed"):
-            terms.insert(0, f"{number(n['seed'])} (seed)")
-        rows.append([escape(n["name"]), number(n["adjoint"]), " + ".join(terms) or "0 (no recorded user)",
-                     number(n["tf_adjoint"]) if n["recorded"] else "not recorded"]
-                    + ([number(n.get("exact_adjoint")), number(n.get("adjoint_error"))] if exact else []))
+            terms.insert(0, f"{value(n['seed'])} (seed)")
+        rows.append([escape(n["name"]), value(n["adjoint"]), " + ".join(terms) or "0 (no recorded user)",
+                     value(n["tf_adjoint"]) if n["recorded"] else "not recorded"]
+                    + ([value(n.get("exact_adjoint")), error_of(n.get("adjoint_error"))] if exact else []))
     parts.append(tabular("reverse: each node's adjoint, users before inputs", header, rows,
                          "lrlr" + "r" * (len(header) - 4)))
     if doc.get("along") is not None:
@@ -347,22 +436,22 @@ def trace_latex(doc: dict) -> str:
             ["exact (SymPy)", "error"] if exact else [])
         rows = []
         for n in nodes:
-            terms = [f"{number(t['term'])} ({escape(t['input'])}: {number(t['partial'])} $\\times$ "
-                     f"{number(t['tangent_of_input'])})" for t in n["tangent_terms"]]
-            rows.append([escape(n["name"]), number(n["tangent"]), " + ".join(terms) or "(the direction)",
-                         number(n["tf_tangent"])]
-                        + ([number(n.get("exact_tangent")), number(n.get("tangent_error"))] if exact else []))
+            terms = [f"{value(t['term'])} ({escape(t['input'])}: {value(t['partial'])} $\\times$ "
+                     f"{value(t['tangent_of_input'])})" for t in n["tangent_terms"]]
+            rows.append([escape(n["name"]), value(n["tangent"]), " + ".join(terms) or "(the direction)",
+                         value(n["tf_tangent"])]
+                        + ([value(n.get("exact_tangent")), error_of(n.get("tangent_error"))] if exact else []))
         parts.append(tabular("forward along the direction: each node's tangent, inputs before users", header, rows,
                              "lrlr" + "r" * (len(header) - 4)))
     for o in doc.get("where_it_went_wrong", []):  # its message is in the warnings too; the values whole here
         parts.append(line(rf"\textbf{{where it went wrong}} ({escape(o['sweep'])}): node {escape(o['node'])}, "
-                          f"value {number(o['value'])}, exact {number(o['exact'])}: {escape(o['why'])}"))
+                          f"value {value(o['value'])}, exact {value(o['exact'])}: {escape(o['why'])}"))
     return document("trace", parts, doc)
 
 
 def eval_latex(doc: dict) -> str:
     at = f" at {assignments(doc['point'])}" if doc["point"] else ""  # a constant has no point
-    rows = [[formula(doc["expression"]), number(doc["value"])]]
+    rows = [[formula(doc["expression"]), value(doc["value"])]]
     return document("eval", [tabular(f"the value{at} ({escape(doc['dtype'])})", ["expression", "value"], rows)],
                     doc)
 
