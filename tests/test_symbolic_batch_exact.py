@@ -155,17 +155,28 @@ def test_literals_float64_rounds_are_not_trusted_blindly():
     assert close(got[0], mpmath.mpf(1 / 3) - mpmath.mpf(1) / 3)
 
 
-def test_past_the_limit_one_note_counts_the_values_left_in_float64(runner, monkeypatch):
+def test_past_a_points_bound_one_note_counts_the_values_left_in_float64(runner, monkeypatch):
     import gradcli.methods.symbolic_values as symbolic_values
 
-    monkeypatch.setattr(symbolic_values, "EXACT_LIMIT", 1)
+    monkeypatch.setattr(symbolic_values, "EXACT_POINT_SECONDS", 1e-9)  # every evaluation is cut at once
     result = run(runner, "grad", "(exp(x) - 1)/x", "--grid", "x=1e-20:3e-20:3", "-f", "json", "-m", "symbolic,fd",
                  "--batch-size", "1")
     doc = json.loads(result.stdout)
     left = [n for n in doc["notes"] if n.startswith("symbolic:")]
-    assert len(left) == 1 and left[0].startswith("symbolic: 2 values could not be made exact")
+    assert len(left) == 1 and left[0].startswith("symbolic: 3 values could not be made exact (past 1e-09 s at a point)")
     symbolic = [p["results"][0]["gradient"]["symbolic"]["x"] for p in doc["points"]]
-    assert symbolic[0] == 0.5 and symbolic[1] > 1e19  # the first exact, the others float64 as noted
+    assert all(v > 1e19 for v in symbolic)  # the float64 evaluations, as noted
+
+
+def test_a_points_exact_value_does_not_depend_on_the_other_points(runner):
+    # every point needs its 30 digits (the formula cancels near 0): alone, in chunks of one, or all together,
+    # each gets them, so a point's digits never depend on how the points were split into runs or chunks
+    grid = ["--grid", "x=1e-20:1e-19:40"]
+    together = records(run(runner, "grad", "(exp(x) - 1)/x", *grid, "-m", "symbolic", "-f", "jsonl"))
+    one_by_one = records(run(runner, "grad", "(exp(x) - 1)/x", *grid, "-m", "symbolic", "-f", "jsonl",
+                             "--batch-size", "1"))
+    assert together == one_by_one
+    assert all(r["results"][0]["gradient"]["symbolic"]["x"] == 0.5 for r in together)
 
 
 def test_header_says_how_values_are_evaluated(runner):

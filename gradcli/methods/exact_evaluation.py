@@ -11,13 +11,15 @@ import math
 EVAL_DIGITS = 30
 # A float64 value is kept where its rounding bound is at most this fraction of it (2**-40 ~ 9.1e-13, 8192 ulp).
 TRUSTED = 2.0 ** -40
-# Exact (30-digit) evaluations per run, and seconds spent on them, before the rest are left in float64.
-EXACT_LIMIT = 10_000
-EXACT_SECONDS = 30.0
+# An exact (30-digit) evaluation is a point's own affair: every point whose float64 value is not vouched for
+# gets one, and one that runs past this bound is cut, its value left in float64 (counted in a note). No
+# budget is shared between points: a point's digits must not depend on what else its run (or an engine's
+# partition) held.
+EXACT_POINT_SECONDS = 1.0
 
 # What a batch's header says of its symbolic values.
 EVALUATION = (f"float64 evaluation of the exact formula where its running rounding-error bound is within "
               f"2^{math.log2(TRUSTED):.0f} (~{TRUSTED:.1e}) of the value; elsewhere (cancellation, overflow, "
               f"underflow, not finite) the formula at {EVAL_DIGITS} digits at the point's float64 coordinates, "
-              f"rounded to float64, up to {EXACT_LIMIT} such values or {EXACT_SECONDS:g} s per run (a note "
+              f"rounded to float64, within {EXACT_POINT_SECONDS:g} s per point (a note "
               "counts any left in float64)")

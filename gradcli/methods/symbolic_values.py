@@ -15,22 +15,27 @@ formulas over a grid it was at least 4x, typically 30x, the measured error, so a
 2e-13 of the exact one, relatively, at worst and 3e-14 typically, the order of the tape's tolerance (1e3 eps
 of its scale, which is at least the exact value). A tighter threshold sends far more points to SymPy for
 little: 2^-44 flags 0.5-1.6% of a grid on such formulas, against 0.03-0.1% at 2^-40 (measured by
-bench/symbolic_exact.py), where a million points stay within :data:`EXACT_LIMIT`.
+bench/symbolic_exact.py).
 
-Exact evaluations cost ~1 ms each; :class:`ExactValues` spends at most :data:`EXACT_LIMIT` of them and
-:data:`EXACT_SECONDS` per run, and counts the values it had to leave in float64 for the batch's note.
+Whether a point gets its exact evaluation is the point's own rule: its float64 value is not vouched for (above),
+and the evaluation ends within :data:`EXACT_POINT_SECONDS` (one that runs longer is cut and its value left in
+float64). Nothing is shared between points: no count or time budget per run, which would give a point
+different digits depending on what else its run held (on an engine, its partition: gradcli.dask). Exact
+evaluations cost ~1 ms each, so a run's exact work is ~1 ms per point that needs it (0.03-0.1% of a smooth
+grid's points); :class:`ExactValues` counts the values it had to leave in float64 for the batch's note.
 """
 
 from __future__ import annotations
 
-import time
+import ctypes
+import threading
 from fractions import Fraction
 from typing import Any, Hashable, Mapping
 
 from gradcli.dtypes import MACHINE_EPSILON
-from gradcli.expression.evaluate import compile_expression
+from gradcli.expression.evaluate import compile_expression, number_to_float
 from gradcli.expression.tree import CONSTANTS, Add, Call, Const, Mul, Neg, Node, Num, Pow, Var
-from gradcli.methods.exact_evaluation import EXACT_LIMIT, EXACT_SECONDS, TRUSTED
+from gradcli.methods.exact_evaluation import EXACT_POINT_SECONDS, TRUSTED
 from gradcli.methods.fd_bound import FIRST_ORDER_SAFETY, FUNCTION_ULPS, _sensitivity, _times
 from gradcli.methods import symbolic
 
@@ -73,7 +78,7 @@ def _walk(tree: Node, env, functions, sensitivity, np):
     """(value, S, underflow): S in units of u as in fd_bound, here for the distance to the exact value."""
     tiny = np.finfo(np.float64).tiny
     if isinstance(tree, Num):
-        v = np.float64(float(tree.value))
+        v = np.float64(number_to_float(tree.value))
         rounded = Fraction(float(v)) != tree.value if np.isfinite(v) else True
         return v, (abs(float(v)) if rounded else 0.0), bool(rounded and abs(float(v)) < tiny)
     if isinstance(tree, Const):
@@ -202,21 +207,54 @@ def differentiate_at(trees: list[Node], names: list[str], wanted: list, points: 
     return formulas, known
 
 
+class _PointTimeout(BaseException):
+    """Raised in the evaluating thread when one point's exact evaluation runs past its bound (a BaseException,
+    so that SymPy's own ``except Exception`` clauses do not swallow it)."""
+
+
+def _raise_in(ident: int, exc) -> None:
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), None if exc is None else ctypes.py_object(exc))
+
+
+def bounded_exact_value(expr, symbols: dict, point: Mapping[str, float], seconds: float):
+    """:func:`exact_value` within ``seconds`` of this point's own: its value, or raise :class:`_PointTimeout`.
+    A timer interrupts the evaluation at its next bytecode (a long C call, one big-integer product, ends
+    first); the exception cannot outlive the evaluation (it is sent and cleared under one lock)."""
+    ident = threading.get_ident()
+    lock = threading.Lock()
+    done = [False]
+
+    def expire():
+        with lock:
+            if not done[0]:
+                _raise_in(ident, _PointTimeout)
+
+    timer = threading.Timer(seconds, expire)
+    timer.daemon = True
+    timer.start()
+    try:
+        return exact_value(expr, symbols, point)
+    finally:
+        with lock:
+            done[0] = True
+            _raise_in(ident, None)  # one sent but not yet raised
+        timer.cancel()
+
+
 class ExactValues:
-    """One batch run's exact evaluations: the formulas as SymPy expressions (rebuilt once from their trees)
-    and what the run has spent, so that a long batch cannot spend unbounded time at 30 digits. ``known``:
+    """One batch run's exact evaluations: the formulas as SymPy expressions (rebuilt once from their trees),
+    each point's evaluation bounded by ``seconds`` (:data:`EXACT_POINT_SECONDS`), and the counts for the
+    batch's note. Nothing here is shared between points but the counts. ``known``:
     values evaluated ahead in a bounded job (:func:`differentiate_at`, one point); with it, nothing else is
     evaluated here (a value that was not finished in time stays float64, noted)."""
 
-    def __init__(self, limit: int | None = None, seconds: float | None = None, known: dict | None = None):
-        self.limit = EXACT_LIMIT if limit is None else limit
-        self.seconds = EXACT_SECONDS if seconds is None else seconds
+    def __init__(self, seconds: float | None = None, known: dict | None = None):
+        self.seconds = EXACT_POINT_SECONDS if seconds is None else seconds
         self.known = known
         self.exact = 0  # values evaluated at 30 digits
-        self.left = 0  # values that needed it and were left in float64 (past the limit, or SymPy failed)
+        self.left = 0  # values that needed it and were left in float64 (past a point's bound, or SymPy failed)
         self.failed = 0  # of those, where SymPy's evaluation raised
         self.first_left: dict[str, float] | None = None
-        self.spent = 0.0
         self._exprs: dict[Hashable, Any] = {}
 
     def column(self, key: Hashable, tree: Node, points: Mapping[str, Any], size: int, skip=None):
@@ -235,15 +273,12 @@ class ExactValues:
             need = need & ~skip
         rows = np.flatnonzero(need)
         if rows.size:
-            tried = self._exact(key, tree, env, size, rows, out)
-            if tried < rows.size:  # the rest are past the budget
-                self._left_at(env, size, int(rows[tried]))
-                self.left += int(rows.size - tried) - 1
+            self._exact(key, tree, env, size, rows, out)
         return out
 
-    def _exact(self, key, tree, env, size, rows, out) -> int:
-        """Evaluate ``rows`` exactly into ``out`` while the run's budget lasts; returns how many were tried
-        (in order; a failure keeps its float64 value and is counted)."""
+    def _exact(self, key, tree, env, size, rows, out) -> None:
+        """Evaluate ``rows`` exactly into ``out``, each within its own bound (one past it, or a failure, keeps
+        its float64 value and is counted)."""
         import numpy as np
 
         names = sorted(env)
@@ -258,31 +293,25 @@ class ExactValues:
             self.failed += rows.size
             self._left_at(env, size, int(rows[0]))
             self.left += rows.size - 1
-            return rows.size
+            return
         expr, symbols = self._exprs[cache_key]
         used = [n for n in names if symbols[n] in expr.free_symbols]
-        start = time.monotonic()
-        tried = 0
-        try:
-            for k in rows.tolist():
-                if self.exact >= self.limit or self.spent + (time.monotonic() - start) > self.seconds:
-                    break
-                tried += 1
-                point = {n: float(np.broadcast_to(env[n], (size,))[k]) for n in names}
-                try:
-                    if self.known is not None:
-                        v = self.known[(key, tuple(sorted(point.items())))]
-                    else:
-                        v = exact_value(expr, symbols, {n: point[n] for n in used})
-                except Exception:  # SymPy's own failure (or no value in time) at one point: counted, noted
-                    self.failed += 1
-                    self._left_at(env, size, k)
-                    continue
-                out[k] = np.nan if v is None else v
-                self.exact += 1
-        finally:
-            self.spent += time.monotonic() - start
-        return tried
+        for k in rows.tolist():
+            point = {n: float(np.broadcast_to(env[n], (size,))[k]) for n in names}
+            try:
+                if self.known is not None:
+                    v = self.known[(key, tuple(sorted(point.items())))]
+                else:
+                    v = bounded_exact_value(expr, symbols, {n: point[n] for n in used}, self.seconds)
+            except _PointTimeout:  # past the point's own bound: counted, noted
+                self._left_at(env, size, k)
+                continue
+            except Exception:  # SymPy's own failure (or no value in time) at one point: counted, noted
+                self.failed += 1
+                self._left_at(env, size, k)
+                continue
+            out[k] = np.nan if v is None else v
+            self.exact += 1
 
     def _left_at(self, env, size, k: int) -> None:
         import numpy as np
@@ -296,7 +325,7 @@ class ExactValues:
         if not self.left:
             return None
         where = ", ".join(f"{k}={v!r}" for k, v in (self.first_left or {}).items())
-        why = [f"past {self.limit} exact evaluations or {self.seconds:g} s in a run"] if self.left > self.failed else []
+        why = [f"past {self.seconds:g} s at a point"] if self.left > self.failed else []
         if self.failed:
             why.append(f"SymPy's evaluation failed at {self.failed}" if self.known is None else
                        f"SymPy did not finish it within --symbolic-timeout at {self.failed}")
