@@ -100,6 +100,10 @@ def test_mkdocs_build_strict_when_mkdocs_is_installed(tmp_path):
     mkdocs = shutil.which("mkdocs") or str(docs_tools.ROOT / ".venv" / "bin" / "mkdocs")
     if not os.path.exists(mkdocs):
         pytest.skip("mkdocs is not installed (pip install mkdocs)")
-    run = subprocess.run([mkdocs, "build", "--strict", "-q", "-f", str(docs_tools.ROOT / "mkdocs.yml"),
+    # Not -q: that hides the warnings; every one (a broken link or anchor) fails the test, strict or not.
+    run = subprocess.run([mkdocs, "build", "--strict", "-f", str(docs_tools.ROOT / "mkdocs.yml"),
                           "-d", str(tmp_path / "site")], capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0, run.stdout + run.stderr
+    output = run.stdout + run.stderr
+    assert run.returncode == 0, output
+    warnings = [line for line in output.splitlines() if line.startswith(("WARNING", "ERROR"))]
+    assert not warnings, "\n".join(warnings)
