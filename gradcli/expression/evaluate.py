@@ -63,7 +63,7 @@ def compile_expression(tree: Node, backend: Backend, *, fold_constants: bool = T
         return compile_expression(node, backend, fold_constants=fold_constants)
 
     if isinstance(tree, Num):
-        value = backend.const(float(tree.value))
+        value = backend.const(number_to_float(tree.value))
         return lambda env: value
     if isinstance(tree, Const):
         value = backend.const(CONSTANTS[tree.name])
@@ -135,6 +135,15 @@ def evaluate(tree: Node, env: dict, backend: Backend):
     return compile_expression(tree, backend, fold_constants=False)(env)
 
 
+def number_to_float(value) -> float:
+    """The float64 nearest an exact number (an int or Fraction): +-inf past float64's range, as IEEE
+    rounding gives, where Python's float() raises (a derivative's coefficient can be 10**300 digits)."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
 def _fold(tree: Node) -> float:
     return evaluate(tree, {}, PYTHON_FLOAT64)
 
@@ -192,4 +201,4 @@ def numpy_backend(dtype: str) -> Backend:
     return backend
 
 
-__all__ = ["Backend", "PYTHON_FLOAT64", "compile_expression", "evaluate", "numpy_backend"]
+__all__ = ["Backend", "PYTHON_FLOAT64", "compile_expression", "evaluate", "number_to_float", "numpy_backend"]
