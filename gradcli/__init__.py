@@ -18,10 +18,11 @@ _API = frozenset({"grad", "hessian", "derivative", "descend", "check", "eval", "
 
 
 def __getattr__(name: str):
-    if name in _API:
-        from gradcli import api
+    if name in _API or name == "api":  # gradcli.api.grad_columns as a fresh worker (Ray, Dask) writes it
+        import importlib
 
-        value = getattr(api, name)
+        api = importlib.import_module("gradcli.api")  # not "from gradcli import api": that asks this function
+        value = api if name == "api" else getattr(api, name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'gradcli' has no attribute {name!r}")

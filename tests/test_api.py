@@ -8,6 +8,7 @@ import csv
 import inspect
 import io
 import json
+import os
 import subprocess
 import sys
 
@@ -393,3 +394,37 @@ def test_check_takes_dtype_and_rule():
     assert wrong.failed and wrong.to_dict()["counterexample"] is not None
     single = gradcli.check("exp(x)", expect="x=exp(x)", dtype="float32", at="x=1")
     assert single.to_dict()["dtype"] == "float32" and not single.failed
+
+
+def test_an_unknown_keyword_is_a_usage_error_naming_it():
+    with pytest.raises(gradcli.UsageError, match=r"grad\(\) has no option 'methd' \(did you mean method\?\)"):
+        gradcli.grad("x**2", at="x=1", methd="fd")
+    with pytest.raises(gradcli.UsageError, match=r"hessian\(\) has no option 'zzz' \(its options: expression, at,"):
+        gradcli.hessian("x**2", at="x=1", zzz=1)
+    with pytest.raises(gradcli.UsageError, match=r"derivative\(\): missing a required argument"):
+        gradcli.derivative()
+
+
+def test_gradcli_api_is_importable_as_written_in_a_fresh_interpreter():
+    code = "import gradcli; print(gradcli.api.grad_columns.__name__, gradcli.api is __import__('gradcli.api').api)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.split() == ["grad_columns", "True"], out.stderr
+
+
+def test_a_call_leaves_the_environment_as_it_found_it_and_forks_nothing():
+    code = ("import os, multiprocessing, gradcli; from gradcli.methods import worker\n"
+            "forks = []\n"
+            "start = worker.BoundedJob._start_process\n"
+            "worker.BoundedJob._start_process = lambda self, *a: (forks.append(1), start(self, *a))[1]\n"
+            "before = {k: os.environ.get(k) for k in ('TF_CPP_MIN_LOG_LEVEL', 'TF_ENABLE_ONEDNN_OPTS', "
+            "'ABSL_MIN_LOG_LEVEL')}\n"
+            "r = gradcli.grad('sin(x)*y', at='x=1,y=2', method='symbolic,fd')\n"
+            "r = gradcli.grad('sin(x)*y', at='x=1,y=2', method='tape')\n"
+            "after = {k: os.environ.get(k) for k in before}\n"
+            "print(before == after, after, len(forks), r.gradient['tape']['y'])")
+    env = {k: v for k, v in os.environ.items() if k not in ("TF_CPP_MIN_LOG_LEVEL", "TF_ENABLE_ONEDNN_OPTS",
+                                                             "ABSL_MIN_LOG_LEVEL")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+    assert out.stdout.split(None, 1)[0] == "True", out.stdout + out.stderr
+    assert out.stdout.rstrip().endswith("0 0.8414709848078965"), out.stdout  # SymPy in a thread: no fork
+    assert out.stderr == "", out.stderr  # and TensorFlow's start said nothing

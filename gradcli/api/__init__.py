@@ -26,10 +26,12 @@ NumPy, SymPy and TensorFlow are imported when a function is called, not when thi
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Mapping
 
 from gradcli.api._result import Result
 from gradcli.errors import ComputeError, GradcliError, ParseError, UsageError
+from gradcli.methods.worker import jobs_in_threads
 from gradcli.library.requests import (CheckRequest, DerivativeRequest, DescendRequest, EvalRequest, GradRequest,
                                       HessianRequest)
 
@@ -41,15 +43,36 @@ G, H, D, E, S, C = GradRequest, HessianRequest, DerivativeRequest, EvalRequest, 
 
 
 def _call(fn):
-    """RecursionError (an expression nested too deeply) is a UsageError, as the CLI's exit 2."""
+    """An unknown keyword or a missing argument is a UsageError naming it (with the close matches), as the
+    CLI's exit 2, and so is RecursionError (an expression nested too deeply); SymPy's jobs run in threads of
+    this process (gradcli.methods.worker.jobs_in_threads), not a process per call."""
+    signature = inspect.signature(fn)
+
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         try:
-            return fn(*args, **kwargs)
+            signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise UsageError(_call_problem(fn.__name__, signature, kwargs, exc)) from None
+        try:
+            with jobs_in_threads():
+                return fn(*args, **kwargs)
         except RecursionError:
             raise UsageError("expression too deeply nested to compute") from None
 
     return wrapper
+
+
+def _call_problem(name: str, signature: inspect.Signature, kwargs: dict, exc: TypeError) -> str:
+    import difflib
+
+    known = [p for p in signature.parameters if signature.parameters[p].kind is not inspect.Parameter.VAR_POSITIONAL]
+    for key in kwargs:
+        if key not in signature.parameters:
+            close = difflib.get_close_matches(key, known, n=3)
+            hint = f" (did you mean {', '.join(close)}?)" if close else f" (its options: {', '.join(known)})"
+            return f"{name}() has no option {key!r}{hint}"
+    return f"{name}(): {exc}"
 
 
 def _expression_list(expressions) -> list[str]:

@@ -47,11 +47,25 @@ def load_tensorflow():
         return _tf if _tf is not None else _import_tensorflow()
 
 
+# TensorFlow's logging and oneDNN settings, read while it is imported and its runtime starts (the levels are
+# kept from then on); set only where the user has not, and taken out of os.environ again afterwards, so that
+# a program calling gradcli's API finds its environment as it was.
+QUIET_TENSORFLOW = {"TF_CPP_MIN_LOG_LEVEL": "3", "TF_ENABLE_ONEDNN_OPTS": "0", "ABSL_MIN_LOG_LEVEL": "3"}
+
+
 def _import_tensorflow():
     global _tf
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
-    os.environ.setdefault("ABSL_MIN_LOG_LEVEL", "3")
+    ours = [name for name in QUIET_TENSORFLOW if name not in os.environ]
+    os.environ.update({name: QUIET_TENSORFLOW[name] for name in ours})
+    try:
+        return _import_quietly()
+    finally:
+        for name in ours:
+            os.environ.pop(name, None)
+
+
+def _import_quietly():
+    global _tf
     with _stderr_silenced(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         import tensorflow as tf

@@ -39,6 +39,23 @@ def _fork_safe() -> bool:
     return hasattr(os, "fork") and "tensorflow" not in sys.modules
 
 
+# Set (in its context) by a caller whose jobs run in threads, never in a process of their own: the Python
+# API's calls. A process per call costs a fork and a pickled round trip (1-2 ms idle, hundreds of ms on a
+# loaded machine) where SymPy's work is a millisecond; the CLI's one job a run keeps its killable process.
+_jobs_in_threads: contextvars.ContextVar[bool] = contextvars.ContextVar("gradcli_jobs_in_threads", default=False)
+
+
+class jobs_in_threads:
+    """``with jobs_in_threads():`` the BoundedJobs started in the block (in this context) run in threads."""
+
+    def __enter__(self):
+        self._token = _jobs_in_threads.set(True)
+        return self
+
+    def __exit__(self, *exc):
+        _jobs_in_threads.reset(self._token)
+
+
 def _clear_async_exception() -> None:
     """Drop an exception sent to this thread that has not been raised yet."""
     import ctypes
@@ -297,6 +314,7 @@ class BoundedJob:
         self._finished = False
         self._lock = threading.Lock()
         kwargs = {"cancel": self.flag} if cancellable else {}
+        parallel = parallel and not _jobs_in_threads.get()
         if parallel:
             job = (fn, args, kwargs, seconds)  # pickled: fn must be module-level
             if not self._hand_to(_take_waiting_worker(), job):
