@@ -44,6 +44,8 @@ Dask and pandas are imported when a function is called (``pip install 'gradcli[d
 
 from __future__ import annotations
 
+import contextlib
+import multiprocessing
 import os
 import sys
 import threading
@@ -146,6 +148,24 @@ def cap_tensorflow_threads(threads: int) -> bool:
     return True
 
 
+@contextlib.contextmanager
+def _sympy_in_a_thread():
+    """A Dask worker is a daemonic process (multiprocessing refuses it children) running threads of its own
+    (a fork would copy their locks held): there SymPy's bounded job runs in a thread, which its deadline
+    interrupts (gradcli.methods.worker.BoundedJob), instead of a forked process."""
+    from gradcli.methods import worker
+
+    if not multiprocessing.current_process().daemon:
+        yield
+        return
+    fork_safe = worker._fork_safe
+    worker._fork_safe = lambda: False
+    try:
+        yield
+    finally:
+        worker._fork_safe = fork_safe
+
+
 class Prepared:
     """One request made ready in this process: the rules checked, the core made, SymPy's derivatives taken
     (the core's start and header, as the batch engine does before its first chunk). :meth:`columns`
@@ -166,8 +186,9 @@ class Prepared:
         with rules_in_force(request.rule, time_limit=request.symbolic_timeout):
             self.rules = tuple(active_rules().values())
             core = request.make_core()
-            core.start()
-            self.header = core.header()
+            with _sympy_in_a_thread():
+                core.start()
+                self.header = core.header()
         self.core = core
         self.fixed = parse_point(request.at, required=False)
         self.chunk_size = core.chunk_size(request.batch_size)
