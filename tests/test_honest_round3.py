@@ -30,3 +30,28 @@ def test_a_huge_literal_compiles_to_infinity():
 
     assert number_to_float(10 ** 400) == math.inf and number_to_float(-(10 ** 400)) == -math.inf
     assert number_to_float(3) == 3.0
+
+
+# --- several expressions: f's exact value, not its float64 overflow, decides where its derivatives exist --------
+def test_an_overflowing_f_keeps_its_exact_derivative_beside_another_expression():
+    doc = gradcli.grad(["log(1 + exp(x))", "y**2"], at="x=750,y=1", method="symbolic").to_dict()
+    truth = oracle.oracle_derivative("log(1 + exp(x))", "x", {"x": "750"})
+    assert doc["results"][0]["gradient"]["symbolic"]["x"] == pytest.approx(float(truth), rel=1e-15)
+    assert doc["results"][1]["gradient"]["symbolic"]["y"] == 2.0
+    assert not any("not finite (symbolic" in w for w in doc["warnings"])
+
+
+# --- abs of an argument SymPy cannot prove real: sign(u)*u', no re/im ----------------------------------------
+@pytest.mark.parametrize("expr", ["abs(asin(x))", "abs(atanh(x))", "sin(abs(acos(abs(x) - 0.1)))",
+                                  "abs(log(abs(asin(x))))"])
+def test_abs_of_a_partly_real_function_has_an_exact_derivative(expr):
+    doc = gradcli.grad(expr, at="x=0.5", method="symbolic").to_dict()
+    truth = oracle.oracle_derivative(expr, "x", {"x": "0.5"})
+    assert doc["results"][0]["gradient"]["symbolic"]["x"] == pytest.approx(float(truth), rel=1e-13)
+    assert not any("no numerical evaluation" in n for n in doc["notes"] + doc["warnings"])
+
+
+def test_abs_of_asin_has_exact_higher_derivatives():
+    doc = gradcli.derivative("abs(asin(x))", at="x=0.5", order=3, method="symbolic").to_dict()
+    for k, value in enumerate(doc["derivatives"]["symbolic"], 1):
+        assert value == pytest.approx(float(oracle.oracle_derivative("abs(asin(x))", "x", {"x": "0.5"}, k)), rel=1e-12)

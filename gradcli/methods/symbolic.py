@@ -164,9 +164,54 @@ def _real_float(expr, subs: dict, digits: int) -> float | None:
 def diff(expr, *by):
     """SymPy's derivative of ``expr`` by each symbol of ``by`` in turn: the one place gradcli differentiates
     symbolically (every command's exact column, check, descend's stationary points, steps)."""
+    real_parts = _real_abs_and_sign(expr)
+    if real_parts:
+        expr = expr.xreplace(real_parts)
     for s in by:
         expr = _product_rule_diff(expr, s)
+    if real_parts:
+        expr = expr.replace(lambda e: type(e).__name__ in ("_RealAbs", "_RealSign"), _builtin_abs_or_sign)
     return expr
+
+
+def _real_abs_and_sign(expr) -> dict:
+    """``abs(u)`` and ``sign(u)`` whose argument SymPy cannot prove real (``asin(x)``, real only for |x| <= 1),
+    each mapped to a stand-in differentiated as a real function (sign(u)*u', 2*DiracDelta(u)*u'): SymPy's own
+    rule takes u complex and brings in re(u) and im(u), which gradcli cannot evaluate. The language is real:
+    where u is not real, its value is undefined anyway."""
+    import sympy as sp
+
+    found = {}
+    for e in sp.preorder_traversal(expr):
+        if isinstance(e, (sp.Abs, sp.sign)) and e.args[0].is_extended_real is not True:
+            found[e] = _stand_in("_RealAbs" if isinstance(e, sp.Abs) else "_RealSign")(*e.args)
+    if found:  # nested ones: the stand-ins' arguments carry their own stand-ins
+        found = {old: type(new)(new.args[0].xreplace(found)) for old, new in found.items()}
+    return found
+
+
+def _builtin_abs_or_sign(e):
+    import sympy as sp
+
+    return sp.Abs(e.args[0]) if type(e).__name__ == "_RealAbs" else sp.sign(e.args[0])
+
+
+_REAL_STAND_INS: dict = {}
+
+
+def _stand_in(name: str):
+    """The SymPy function standing in for abs or sign while differentiating (built once, on first use)."""
+    if name not in _REAL_STAND_INS:
+        import sympy as sp
+
+        if name == "_RealAbs":
+            def fdiff(self, argindex=1):
+                return _stand_in("_RealSign")(self.args[0])
+        else:
+            def fdiff(self, argindex=1):
+                return 2 * sp.DiracDelta(self.args[0])
+        _REAL_STAND_INS[name] = type(name, (sp.Function,), {"fdiff": fdiff, "is_real": True})
+    return _REAL_STAND_INS[name]
 
 
 def _product_rule_diff(expr, s):

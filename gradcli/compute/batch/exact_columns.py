@@ -32,12 +32,14 @@ class ExactColumns:
         if tree is None:
             return np.full(size, np.nan)
         exact = self.__dict__.setdefault("_exact_values", ExactValues(known=self._known))  # one per run
-        # where f itself is not finite the cores leave its derivatives out: no exact work there (kept for the
-        # chunk's other columns, which come with the same points object)
-        seen = self.__dict__.get("_f_undefined")
-        if seen is None or seen[0] is not points or seen[1] != i:
-            seen = self.__dict__["_f_undefined"] = (points, i, ~np.isfinite(evaluate(self.trees[i], points, size)))
-        column = exact.column((i, key), tree, points, size, skip=seen[2])
+        # where f itself is not finite the cores leave its derivatives out: no exact work there (kept per tree
+        # for the chunk's other columns, which come with the same points object: with several trees their
+        # value columns all come first, and f's exact value, not its float64 overflow, says where f is finite)
+        undefined = self.__dict__.setdefault("_f_undefined", {})
+        seen = undefined.get(i)
+        if seen is None or seen[0] is not points:
+            seen = undefined[i] = (points, ~np.isfinite(evaluate(self.trees[i], points, size)))
+        column = exact.column((i, key), tree, points, size, skip=seen[1])
         self._keep_note("_exact_note_at", exact.note())
         return column
 
@@ -54,7 +56,7 @@ class ExactColumns:
         plain = evaluate(self.trees[i], points, size)
         exact = self.__dict__.setdefault("_exact_f_values", ExactValues(known=self._known))  # its own budget
         column = exact.column((i, "value"), self.trees[i], points, size, skip=np.isnan(plain))
-        self.__dict__["_f_undefined"] = (points, i, ~np.isfinite(column))  # for the chunk's exact derivatives
+        self.__dict__.setdefault("_f_undefined", {})[i] = (points, ~np.isfinite(column))  # for its derivatives
         note = exact.note()
         self._keep_note("_value_note_at", None if note is None else note.replace("symbolic:", "value:", 1))
         return column
