@@ -12,8 +12,8 @@ cheap; NumPy, SymPy and TensorFlow load only when a function is called.
 
 __version__ = "0.1.0"
 
-_API = frozenset({"grad", "hessian", "derivative", "descend", "check", "eval", "evaluate", "grad_columns",
-                  "hessian_columns", "derivative_columns", "Result", "GradcliError", "UsageError",
+_API = frozenset({"grad", "hessian", "derivative", "jvp", "hvp", "descend", "check", "eval", "evaluate",
+                  "grad_columns", "hessian_columns", "derivative_columns", "Result", "GradcliError", "UsageError",
                   "ParseError", "ComputeError"})
 
 

@@ -428,3 +428,22 @@ def test_a_call_leaves_the_environment_as_it_found_it_and_forks_nothing():
     assert out.stdout.split(None, 1)[0] == "True", out.stdout + out.stderr
     assert out.stdout.rstrip().endswith("0 0.8414709848078965"), out.stdout  # SymPy in a thread: no fork
     assert out.stderr == "", out.stderr  # and TensorFlow's start said nothing
+
+
+def test_jvp_and_hvp_are_the_cli_documents_with_values_one_level_deep(points_csv):
+    r = gradcli.jvp("x**2 + 1e20", at={"x": 1}, along="x=1", method="symbolic,fd")
+    assert masked(r.to_dict()) == masked(cli_json("jvp", "x**2 + 1e20", "--at", "x=1", "--along", "x=1",
+                                                  "-m", "symbolic,fd"))
+    assert r.jvp == {"symbolic": 2.0, "fd": 0.0} and "cannot be resolved" in r.warnings[0]  # judged: fd flagged
+    two = gradcli.jvp("sin(x)*y", "x*y**2", at="x=1,y=2", along={"x": 1})
+    assert [j["tape"] for j in two.jvps] == [pytest.approx(2 * np.cos(1.0)), 4.0]
+    h = gradcli.hvp(TUTORIAL, at={"x1": 2, "x2": 3}, along={"x1": 1, "x2": 2})
+    assert masked(h.to_dict()) == masked(cli_json("hvp", TUTORIAL, "--at", "x1=2,x2=3", "--along", "x1=1,x2=2"))
+    assert h.hvp["symbolic"].tolist() == [12.0, 34.0] and h.hvp["forward-over-reverse"].tolist() == [12.0, 34.0]
+    many = gradcli.jvp("x**2*y", points=str(points_csv), along="x=1", method="symbolic,fd")
+    csv_text = cli("jvp", "x**2*y", "--points", str(points_csv), "--along", "x=1", "-m", "symbolic,fd", "-f", "csv")
+    rows = list(csv.DictReader(io.StringIO(csv_text)))
+    assert list(many.columns()) == list(rows[0])
+    assert many.columns()["fd_jvp"].tolist() == [float(r["fd_jvp"]) for r in rows]
+    with pytest.raises(gradcli.UsageError, match="--along is required"):
+        gradcli.jvp("x**2", at="x=1")

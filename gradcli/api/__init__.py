@@ -33,13 +33,14 @@ from gradcli.api._result import Result
 from gradcli.errors import ComputeError, GradcliError, ParseError, UsageError
 from gradcli.methods.worker import jobs_in_threads
 from gradcli.library.requests import (CheckRequest, DerivativeRequest, DescendRequest, EvalRequest, GradRequest,
-                                      HessianRequest)
+                                      HessianRequest, HvpRequest, JvpRequest)
 
 __all__ = ["ComputeError", "GradcliError", "ParseError", "Result", "UsageError", "check", "derivative",
            "derivative_columns", "descend", "eval", "evaluate", "grad", "grad_columns", "hessian",
-           "hessian_columns"]
+           "hessian_columns", "hvp", "jvp"]
 
 G, H, D, E, S, C = GradRequest, HessianRequest, DerivativeRequest, EvalRequest, DescendRequest, CheckRequest
+J, V = JvpRequest, HvpRequest
 
 
 def _call(fn):
@@ -112,6 +113,31 @@ def hessian(expression: str, *, at=None, points=None, grid: str | None = None, w
         expression=expression, at=at, points=points, grid=grid, wrt=wrt, method=method, eps=eps, dtype=dtype,
         formulas=formulas, symbolic_timeout=symbolic_timeout, batch_size=batch_size, rule=rule,
         strict=strict).run())
+
+
+@_call
+def jvp(*expressions: str, along=None, at=None, points=None, grid: str | None = None, method: str = J.method,
+        dtype: str = J.dtype, symbolic_timeout: float = J.symbolic_timeout, batch_size: int = J.batch_size,
+        strict: bool = J.strict) -> Result:
+    """``gradcli jvp EXPR... --along V``: J·v, the derivative along a direction, by ForwardAccumulator, SymPy,
+    fd along v and the complex step. ``along``: {"x1": 1, "x2": 2} or "x1=1,x2=2" (variables not named: 0);
+    ``at``, ``points``, ``grid`` as for :func:`grad`. One point: ``r.jvp[method]`` (several expressions:
+    ``r.jvps[i]``)."""
+    return Result(JvpRequest(
+        expressions=_expression_list(expressions), along=along, at=at, points=points, grid=grid, method=method,
+        dtype=dtype, symbolic_timeout=symbolic_timeout, batch_size=batch_size, strict=strict).run())
+
+
+@_call
+def hvp(expression: str, *, along=None, at=None, points=None, grid: str | None = None, method: str | None = V.method,
+        dtype: str = V.dtype, symbolic_timeout: float = V.symbolic_timeout, batch_size: int = V.batch_size,
+        strict: bool = V.strict) -> Result:
+    """``gradcli hvp EXPR --along V``: H·v without the Hessian, by forward-over-reverse, reverse-over-reverse,
+    reverse-over-forward (``tape``: the three), fd of the tape gradient and SymPy (``method`` None: all).
+    One point: ``r.hvp[method]``, a 1-D array."""
+    return Result(HvpRequest(
+        expression=expression, along=along, at=at, points=points, grid=grid, method=method, dtype=dtype,
+        symbolic_timeout=symbolic_timeout, batch_size=batch_size, strict=strict).run())
 
 
 @_call

@@ -140,10 +140,33 @@ class Result:
                 for m, values in self._record("derivatives")["derivatives"].items() if values is not None}
 
     @property
+    def jvps(self) -> list[dict]:
+        """jvp at one point: per expression, {method: J·v} (None where a method gives none)."""
+        self._need("jvp")
+        return [r["jvp"] for r in self._record("jvps")["results"]]
+
+    @property
+    def jvp(self) -> dict:
+        """jvp of one expression at one point: {method: J·v}."""
+        jvps = self.jvps
+        if len(jvps) != 1:
+            raise ValueError(f"{len(jvps)} expressions have a J·v each: see jvps[i]")
+        return jvps[0]
+
+    @property
+    def hvp(self) -> dict:
+        """hvp at one point: {method: 1-D float64 array H·v} (entries in ``wrt`` order; NaN: none)."""
+        import numpy as np
+
+        self._need("hvp")
+        return {m: np.array([np.nan if v is None else v for v in values], dtype=np.float64)
+                for m, values in self._record("hvp")["hvp"].items() if values is not None}
+
+    @property
     def value(self) -> float | None:
         """The expression's value at the one point (None where undefined; grad: of its one expression)."""
         record = self._record("value")
-        if self.command == "grad":
+        if self.command in ("grad", "jvp"):
             results = record["results"]
             if len(results) != 1:
                 raise ValueError(f"{len(results)} expressions have a value each: see to_dict()['results']")

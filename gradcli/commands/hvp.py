@@ -6,15 +6,15 @@ from typing import Annotated, Optional
 
 import typer
 
-from gradcli.commands.common import (AtOption, BatchSizeOption, DType, DTypeOption, FileOption, FormatWithLatexOption,
-                                     GridOption, HtmlOption, OutputFormat, PointsOption, ShowCodeOption, StrictOption,
-                                     SvgOption, SymbolicTimeoutOption, handle_errors, refuse_show_code_for_many,
-                                     run_many, writes_latex)
-from gradcli.commands.common import DigitsOption
-
+from gradcli.commands.common import (AtOption, BatchSizeOption, DigitsOption, DType, DTypeOption, FileOption,
+                                     FormatWithParquetOption, GridOption, HtmlOption, OutputFormat, OutputPathOption,
+                                     PointsOption, ShowCodeOption, StrictOption, SvgOption, SymbolicTimeoutOption,
+                                     handle_errors, refuse_show_code_for_many, writes_latex, writes_parquet)
+from gradcli.library.requests import HvpRequest
 
 @handle_errors
 @writes_latex
+@writes_parquet
 def hvp(
     expression: Annotated[Optional[str], typer.Argument(
         metavar="EXPR", help="The expression, e.g. \"(x1+5)*x2**2\".", show_default=False)] = None,
@@ -29,16 +29,17 @@ def hvp(
     method: Annotated[Optional[str], typer.Option(
         "--method", "-m", metavar="METHODS",
         help="Any of forward-over-reverse (for), reverse-over-reverse (ror), reverse-over-forward (rof) (all "
-             "three: tape), fd-of-gradient (fd), symbolic; default all.")] = None,
-    dtype: DTypeOption = DType.float64,
-    output: FormatWithLatexOption = OutputFormat.table,
+             "three: tape), fd-of-gradient (fd), symbolic; default all.")] = HvpRequest.method,
+    dtype: DTypeOption = DType(HvpRequest.dtype),
+    output: FormatWithParquetOption = OutputFormat.table,
+    output_path: OutputPathOption = None,
     digits: DigitsOption = None,
     svg: SvgOption = None,
     html: HtmlOption = None,
     show_code: ShowCodeOption = False,
-    symbolic_timeout: SymbolicTimeoutOption = 10.0,
-    batch_size: BatchSizeOption = 4096,
-    strict: StrictOption = False,
+    symbolic_timeout: SymbolicTimeoutOption = HvpRequest.symbolic_timeout,
+    batch_size: BatchSizeOption = HvpRequest.batch_size,
+    strict: StrictOption = HvpRequest.strict,
 ) -> None:
     """H·v, the Hessian times a direction, without the Hessian: three compositions of forward and reverse mode,
     fd of the tape gradient, and the exact value, each with its time and error. --points/--grid: one record
@@ -53,14 +54,15 @@ def hvp(
     """
     from gradcli.commands.expression_file import expression_text
 
-    text = expression_text(expression, file)
+    request = HvpRequest(expression=expression_text(expression, file), at=at, along=along, points=points,
+                         grid=grid, method=method, dtype=dtype.value, symbolic_timeout=symbolic_timeout,
+                         batch_size=batch_size, strict=strict)
     if show_code:
         refuse_show_code_for_many(points, grid)
         from gradcli.programs.hvp import program_hvp
 
-        print(program_hvp(text, at=at, along=along, dtype=dtype.value), end="")
+        print(program_hvp(request.expression, at=at, along=along, dtype=request.dtype), end="")
         return
-    from gradcli.compute.batch.hvp import HvpBatch
+    from gradcli.commands.library_run import run_request
 
-    core = HvpBatch(text, along=along, methods=method, dtype=dtype.value, symbolic_time_limit=symbolic_timeout)
-    run_many(core, points=points, grid=grid, at=at, output=output, batch_size=batch_size, strict=strict)
+    run_request(request, output, rules=None, output_path=output_path)

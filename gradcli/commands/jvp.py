@@ -6,15 +6,15 @@ from typing import Annotated, Optional
 
 import typer
 
-from gradcli.commands.common import (AtOption, BatchSizeOption, DType, DTypeOption, FormatWithLatexOption, GridOption,
-                                     HtmlOption, OutputFormat, PointsOption, ShowCodeOption, StrictOption, SvgOption,
-                                     SymbolicTimeoutOption, handle_errors, refuse_show_code_for_many, run_many,
-                                     writes_latex)
-from gradcli.commands.common import DigitsOption
-
+from gradcli.commands.common import (AtOption, BatchSizeOption, DigitsOption, DType, DTypeOption,
+                                     FormatWithParquetOption, GridOption, HtmlOption, OutputFormat, OutputPathOption,
+                                     PointsOption, ShowCodeOption, StrictOption, SvgOption, SymbolicTimeoutOption,
+                                     handle_errors, refuse_show_code_for_many, writes_latex, writes_parquet)
+from gradcli.library.requests import JvpRequest
 
 @handle_errors
 @writes_latex
+@writes_parquet
 def jvp(
     expressions: Annotated[Optional[list[str]], typer.Argument(
         metavar="EXPR...", help="One or more expressions, e.g. \"(x1+5)*x2**2\".", show_default=False)] = None,
@@ -27,16 +27,17 @@ def jvp(
     grid: GridOption = None,
     method: Annotated[str, typer.Option(
         "--method", "-m", metavar="METHODS", help="Any of symbolic,tape,fd,complex (comma-separated).")
-    ] = "symbolic,tape,fd,complex",
-    dtype: DTypeOption = DType.float64,
-    output: FormatWithLatexOption = OutputFormat.table,
+    ] = JvpRequest.method,
+    dtype: DTypeOption = DType(JvpRequest.dtype),
+    output: FormatWithParquetOption = OutputFormat.table,
+    output_path: OutputPathOption = None,
     digits: DigitsOption = None,
     svg: SvgOption = None,
     html: HtmlOption = None,
     show_code: ShowCodeOption = False,
-    symbolic_timeout: SymbolicTimeoutOption = 10.0,
-    batch_size: BatchSizeOption = 4096,
-    strict: StrictOption = False,
+    symbolic_timeout: SymbolicTimeoutOption = JvpRequest.symbolic_timeout,
+    batch_size: BatchSizeOption = JvpRequest.batch_size,
+    strict: StrictOption = JvpRequest.strict,
 ) -> None:
     """J·v, the derivative along a direction v: ForwardAccumulator, exact, fd along v and the complex step.
 
@@ -51,18 +52,15 @@ def jvp(
       gradcli jvp "sin(x)*y" "x*y**2" --at x=1,y=2 --along x=1 -f json
       gradcli jvp "x**2*y" --grid x=0:2:5 --at y=3 --along x=1 -f csv
     """
-    from gradcli.errors import UsageError
-
-    if not expressions:
-        raise UsageError("give at least one expression, e.g. gradcli jvp \"x**2\" --at x=3 --along x=1")
+    request = JvpRequest(expressions=expressions or [], at=at, along=along, points=points, grid=grid,
+                         method=method, dtype=dtype.value, symbolic_timeout=symbolic_timeout, batch_size=batch_size,
+                         strict=strict)
     if show_code:
         refuse_show_code_for_many(points, grid)
         from gradcli.programs.jvp import program_jvp
 
-        print(program_jvp(expressions, at=at, along=along, dtype=dtype.value), end="")
+        print(program_jvp(request.expressions, at=at, along=along, dtype=request.dtype), end="")
         return
-    from gradcli.compute.batch.jvp import JvpBatch
+    from gradcli.commands.library_run import run_request
 
-    core = JvpBatch(expressions, along=along, methods=method, dtype=dtype.value,
-                    symbolic_time_limit=symbolic_timeout)
-    run_many(core, points=points, grid=grid, at=at, output=output, batch_size=batch_size, strict=strict)
+    run_request(request, output, rules=None, output_path=output_path)

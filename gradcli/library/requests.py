@@ -30,6 +30,7 @@ SYMBOLIC_TIMEOUTS = (0.1, 86_400.0)  # the range of --symbolic-timeout (SymPy's 
 BATCH_SIZE = 4096
 BATCH_SIZES = (1, 1_000_000)  # the range of --batch-size
 METHODS = "symbolic,tape,fd"
+JVP_METHODS = "symbolic,tape,fd,complex"
 SCHEME = "central"
 SCHEMES = ("central", "forward", "backward", "richardson")  # gradcli.methods.fd_schemes.Scheme's values
 ORDER = 1
@@ -339,6 +340,71 @@ class EvalRequest(PointsRequest):
 
             return value_chunks(core, at=self.at, points=None, grid=None, batch_size=self.batch_size)
         return super().chunks(core)
+
+
+@dataclass(kw_only=True)
+class AlongRequest(PointsRequest):
+    """What jvp and hvp share: a direction ``along`` (--along: "x1=1,x2=2" or {"x1": 1, "x2": 2}; variables not
+    named: 0), the same at every point."""
+
+    along: list[str] | None = None
+    symbolic_timeout: float = SYMBOLIC_TIMEOUT
+    strict: bool = False
+    rule = None  # no --rule (what run_request reads of every request)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.along = check_at(self.along, "along")
+        self.symbolic_timeout = check_number("--symbolic-timeout", self.symbolic_timeout, float, SYMBOLIC_TIMEOUTS)
+        self.strict = check_flag("--strict", self.strict)
+
+
+@dataclass(kw_only=True)
+class JvpRequest(AlongRequest):
+    """``gradcli jvp EXPR... --along V``: J·v, forward mode beside the exact value, fd along v and the complex
+    step."""
+
+    command = "jvp"
+
+    expressions: list[str]
+    method: str = JVP_METHODS
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if isinstance(self.expressions, str):
+            self.expressions = [self.expressions]
+        self.expressions = check_texts("EXPR...", self.expressions) or []
+        if not self.expressions:
+            raise UsageError("give at least one expression, e.g. gradcli jvp \"x**2\" --at x=3 --along x=1")
+        self.method = check_comma_list("--method", self.method)
+
+    def make_core(self):
+        from gradcli.compute.batch.jvp import JvpBatch
+
+        return JvpBatch(self.expressions, along=self.along, methods=self.method, dtype=self.dtype,
+                        symbolic_time_limit=self.symbolic_timeout)
+
+
+@dataclass(kw_only=True)
+class HvpRequest(AlongRequest):
+    """``gradcli hvp EXPR --along V``: H·v without the Hessian, three tape compositions, fd of the tape gradient
+    and the exact value (``method`` None: all of them)."""
+
+    command = "hvp"
+
+    expression: str
+    method: str | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.expression = check_expression(self.expression)
+        self.method = check_comma_list("--method", self.method)
+
+    def make_core(self):
+        from gradcli.compute.batch.hvp import HvpBatch
+
+        return HvpBatch(self.expression, along=self.along, methods=self.method, dtype=self.dtype,
+                        symbolic_time_limit=self.symbolic_timeout)
 
 
 @dataclass(kw_only=True)
