@@ -63,13 +63,19 @@ def appears_whole(text: str, piece: str) -> bool:
     return re.search(r"(?<![\w.])" + re.escape(piece) + r"(?![\w.])", text) is not None
 
 
+SVG_LEFT, SVG_CELL = 9, 12.2  # the export's margin and its cell's width (gradcli.render.common.terminal_svg)
+
+
 def svg_text(svg: str) -> str:
-    """The lines an SVG export draws: its <text> elements joined by their y, unescaped (rich writes a
-    segment of one style per element, spaces as &#160;)."""
-    lines: dict[str, str] = {}
-    for y, text in re.findall(r'<text[^>]*\by="([\d.]+)"[^>]*>(.*?)</text>', svg):
-        lines[y] = lines.get(y, "") + html.unescape(text).replace("\xa0", " ")
-    return "\n".join(lines.values())
+    """The lines an SVG export draws: its <text> elements (each a run of text at its own column, spaces not
+    drawn) put back at their columns, line by line, unescaped."""
+    lines: dict[str, list[str]] = {}
+    for x, y, text in re.findall(r'<text x="([\d.]+)" y="([\d.]+)"[^>]*>(.*?)</text>', svg):
+        cells = lines.setdefault(y, [])
+        column = max(0, round((float(x) - SVG_LEFT) / SVG_CELL))
+        cells.extend(" " * (column - len(cells)))
+        cells[column:column + len(html.unescape(text))] = html.unescape(text)
+    return "\n".join("".join(cells) for cells in lines.values())
 
 
 def html_text(page: str) -> str:
@@ -136,10 +142,11 @@ def test_warnings_and_notes_are_in_the_export_styled_apart(tmp_path):
     joined = " ".join(text.split())
     for line in warnings:  # whole, wrapped at the export's width
         assert " ".join(line.split()) in joined
-    # the warning's text has a class of its own (bold yellow), not the table's
-    warning_class = re.search(r'class="([\w-]+)"[^>]*>gradcli:&#160;warning', svg.read_text())
-    table_class = re.search(r'class="([\w-]+)"[^>]*>abs', svg.read_text())
-    assert warning_class and (table_class is None or warning_class.group(1) != table_class.group(1))
+    # the warning's text has a style of its own (bold yellow), not the table's
+    warning_style = re.search(r'<text x="[\d.]+" y="[\d.]+" ([^>]*)>gradcli: *</text>', svg.read_text())
+    table_style = re.search(r'<text x="[\d.]+" y="[\d.]+" ([^>]*)>abs', svg.read_text())
+    assert warning_style and (table_style is None or warning_style.group(1) != table_style.group(1))
+    assert 'font-weight="bold"' in warning_style.group(1)
 
 
 def test_many_points_export_the_table_and_its_summary(tmp_path):

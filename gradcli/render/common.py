@@ -140,10 +140,112 @@ class Export:
 
         text = self.console.export_text(clear=False)
         self.console.width = max([20, *(cell_len(line) for line in text.splitlines())])
-        for path, render in ((self.svg, lambda: self.console.export_svg(title=self.title, clear=False)),
+        for path, render in ((self.svg, lambda: terminal_svg(self.console, self.title)),
                              (self.html, lambda: self.console.export_html(clear=False))):
             if path is not None:
                 _write_export(path, render())
+
+
+# The SVG's terminal cell: 12.2 px wide (rich's own export's), its font sized so that a monospace font's
+# advance (0.6 em: DejaVu Sans Mono, Menlo, Fira Code) is that width.
+SVG_CELL_WIDTH, SVG_LINE_HEIGHT, SVG_FONT_SIZE = 12.2, 24.4, 20.3
+SVG_TOP, SVG_LEFT = 41.0, 9.0  # where the first line's cell begins: below the title bar, inside the frame
+SVG_RUN = 8  # cells of text placed at their own column: a font's advance a little off drifts within 8 at most
+SVG_FONTS = "'DejaVu Sans Mono', Menlo, 'Fira Code', Consolas, 'Liberation Mono', monospace"
+
+
+def terminal_svg(console: Console, title: str) -> str:
+    """What ``console`` recorded as an SVG image that renders the same in a browser, rsvg-convert and cairosvg:
+    rich's own export needs a browser (CSS classes, web fonts, ``textLength`` to fit each run to its cells),
+    so here every style is presentation attributes, and every run of at most :data:`SVG_RUN` cells of text
+    is placed at its own column (:func:`_svg_runs`)."""
+    from html import escape
+
+    from rich.cells import cell_len
+    from rich.segment import Segment
+    from rich.terminal_theme import SVG_EXPORT_THEME as theme
+    from rich.text import Text
+
+    foreground, background = theme.foreground_color.hex, theme.background_color.hex
+    lines = console.export_text(clear=False, styles=True).split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    columns = max([console.width, *(cell_len(Text.from_ansi(line).plain) for line in lines)])
+    top, left = SVG_TOP, SVG_LEFT
+    width = left * 2 + columns * SVG_CELL_WIDTH
+    height = top + len(lines) * SVG_LINE_HEIGHT + 10
+    body = []
+    for row, line in enumerate(lines):
+        y = top + row * SVG_LINE_HEIGHT
+        baseline = y + SVG_LINE_HEIGHT * 0.75
+        column = 0
+        for text, style, _ in Segment.simplify(Text.from_ansi(line).render(console)):
+            fill, back = foreground, None
+            if style is not None:
+                fill = style.color.get_truecolor(theme).hex if style.color and not style.color.is_default else fill
+                if style.bgcolor and not style.bgcolor.is_default:
+                    back = style.bgcolor.get_truecolor(theme, foreground=False).hex
+                if style.reverse:
+                    fill, back = back or background, fill
+                if style.dim:
+                    fill = _blend(fill, background, 0.4)
+            cells = cell_len(text)
+            if back is not None:
+                body.append(f'<rect x="{left + column * SVG_CELL_WIDTH:g}" y="{y:g}" '
+                            f'width="{cells * SVG_CELL_WIDTH:g}" height="{SVG_LINE_HEIGHT:g}" fill="{back}"/>')
+            attributes = f'fill="{fill}"'
+            if style is not None and style.bold:
+                attributes += ' font-weight="bold"'
+            if style is not None and style.italic:
+                attributes += ' font-style="italic"'
+            if style is not None and (style.underline or style.strike):
+                attributes += f' text-decoration="{"underline" if style.underline else "line-through"}"'
+            for start, run in _svg_runs(text):
+                x = left + (column + start) * SVG_CELL_WIDTH
+                body.append(f'<text x="{x:g}" y="{baseline:g}" {attributes}>{escape(run, quote=False)}</text>')
+            column += cells
+    return "\n".join([
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:g}" height="{height:g}" '
+        f'viewBox="0 0 {width:g} {height:g}">',
+        "<!-- gradcli: what the terminal showed; every style as attributes, every run of text at its column -->",
+        f'<rect x="0.5" y="0.5" width="{width - 1:g}" height="{height - 1:g}" rx="8" fill="#292929" '
+        'stroke="#6b6b6b"/>',
+        *(f'<circle cx="{26 + 22 * k}" cy="22" r="7" fill="{c}"/>'
+          for k, c in enumerate(("#ff5f57", "#febc2e", "#28c840"))),
+        f'<text x="{width / 2:g}" y="27" fill="{foreground}" font-family="Arial, \'DejaVu Sans\', sans-serif" '
+        f'font-size="18" font-weight="bold" text-anchor="middle">{escape(title)}</text>',
+        f'<g font-family="{SVG_FONTS}" font-size="{SVG_FONT_SIZE:g}" xml:space="preserve">',
+        *body, "</g>", "</svg>", ""])
+
+
+def _svg_runs(text: str):
+    """(cell offset, run) for each piece of ``text``: at most :data:`SVG_RUN` cells of characters, with the
+    spaces that follow them (so that the pieces of a line, joined, are the line; a space is never the first
+    visible thing in a piece, so no renderer's rules for white space can move a character)."""
+    import re
+
+    from rich.cells import cell_len
+
+    offset = 0
+    for match in re.finditer(r"[ \xa0]+|[^ \xa0]+[ \xa0]*", text):
+        piece = match.group(0)
+        word = piece.rstrip(" \xa0")
+        run = ""
+        for ch in word:
+            if run and cell_len(run + ch) > SVG_RUN:
+                yield offset, run
+                offset += cell_len(run)
+                run = ""
+            run += ch
+        run += piece[len(word):]
+        yield offset, run
+        offset += cell_len(run)
+
+
+def _blend(color: str, onto: str, amount: float) -> str:
+    """``color`` moved ``amount`` of the way to ``onto`` (rich's dim)."""
+    a, b = (tuple(int(c[i:i + 2], 16) for i in (1, 3, 5)) for c in (color, onto))
+    return "#" + "".join(f"{round(x + (y - x) * amount):02x}" for x, y in zip(a, b))
 
 
 def _text_from_ansi(text: str):
