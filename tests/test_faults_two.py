@@ -403,13 +403,13 @@ def test_points_chunks_are_bounded_by_bytes_as_well_as_rows():
 
 
 def test_comments_in_a_file_do_not_count_toward_the_expression_limit(tmp_path, invoke):
-    from gradcli.expression.parser import MAX_LENGTH
+    from gradcli.limits import COMMAND_LINE_EXPRESSION_MAX_CHARS as ARGUMENT, EXPRESSION_MAX_CHARS as MAX_LENGTH
 
-    path = tmp_path / "e.txt"
-    path.write_text(f"# {'c' * 2 * MAX_LENGTH}\nx**2 +  # {'n' * MAX_LENGTH}\n  sin(x)\n")
+    path = tmp_path / "e.txt"  # comments far beyond an argument's limit; the file within its own
+    path.write_text(f"# {'c' * 2 * ARGUMENT}\nx**2 +  # {'n' * ARGUMENT}\n  sin(x)\n")
     result = invoke("eval", "--file", str(path), "--at", "x=0")
     assert result.exit_code == 0 and result.stdout.strip() == "0.0", result.stderr
-    path.write_text(f"# {'c' * 2 * MAX_LENGTH}\nx**2 +  # note\n  sin(x) + )  # broken\n")
+    path.write_text(f"# {'c' * 2 * ARGUMENT}\nx**2 +  # note\n  sin(x) + )  # broken\n")
     result = invoke("eval", "--file", str(path), "--at", "x=0")
     assert result.exit_code == 2
     assert result.stderr.splitlines() == [f"gradcli: error: {path}:3:12: unexpected ')'",

@@ -108,7 +108,7 @@ def test_an_expression_may_start_with_a_minus():
 
 @pytest.mark.parametrize("argv, expected", [
     (["grad", "-x**2", "--at", "x=1"], ["grad", "--at", "x=1", "--", "-x**2"]),
-    (["grad", "x", "-x", "-m", "fd", "--at=x=1"], ["grad", "-m", "fd", "--at=x=1", "--", "x", "-x"]),
+    (["grad", "x", "-2*x", "-m", "fd", "--at=x=1"], ["grad", "-m", "fd", "--at=x=1", "--", "x", "-2*x"]),
     (["descend", "--from", "x=1", "-10*x**2", "--lr", "-0.1"],
      ["descend", "--from", "x=1", "--lr", "-0.1", "--", "-10*x**2"]),
     (["hessian", "-x*y", "--show-code", "--at", "x=1,y=2"], ["hessian", "--show-code", "--at", "x=1,y=2", "--",
