@@ -186,3 +186,73 @@ def test_strict_on_hessian_and_derivative():
     assert runner.invoke(app, ["derivative", "abs(x)", "--at", "x=0", "--strict"]).exit_code == 1
     assert runner.invoke(app, ["hessian", "abs(x)*y", "--at", "x=0,y=1", "-m", "fd", "--strict"]).exit_code == 1
     assert runner.invoke(app, ["hessian", "x**2*y", "--at", "x=1,y=1", "--strict"]).exit_code == 0
+
+
+# Subtly wrong rules: off by 1e-9 or 1e-10 of the derivative, wrong at one point (a where(u == c, ...)), in a band
+# 1e-3 wide, on u < 0, only for |u| > 50 or past a switch point; each refused with a counterexample.
+SUBTLY_WRONG = [
+    "sp(u) = log(1 + exp(u)); d/du = sigmoid(u)*(1 + 1e-9)",
+    "s(u) = sin(u); d/du = where(u == 0, 0, cos(u))",
+    "c(u) = cos(u); d/du = -sin(u) + 1e-9*sin(u)",
+    "q(u) = u**3; d/du = 3*u**2 + exp(-1e6*(u-3)**2)",
+    "ex(u) = exp(u); d/du = where(u == 1, 0, exp(u))",
+    "a(u) = u*abs(u); d/du = 2*u",
+    "t(u) = tanh(u); d/du = where(abs(u) > 50, 1, 1 - tanh(u)**2)",
+    "w(u) = u**2; d/du = where(u == 2.5, 0, 2*u)",
+    "h(u) = atan(u); d/du = 1/(1 + u**2) + 1e-12*exp(-(u-7)**2*1e8)",
+    "g(u) = sqrt(u - 100); d/du = 0",
+    "l(u) = log(u); d/du = 1/u*(1 + 1e-10)",
+    "m(u, v) = u*v; d/du = v; d/dv = where(v == 1, 0, u)",
+    "p(u) = u**4; d/du = where(u < 0, -4*u**3, 4*u**3)",
+    "r(u) = relu(u); d/du = where(u > 1e-3, 1, 0)",
+    "k(u) = softplus(u); d/du = sigmoid(u) + where(u > 60, 1e-3, 0)",
+]
+# Right rules, several where SymPy cannot prove the formula equal (abs, relu, max): accepted.
+RIGHT_RULES = [
+    "sp(u) = log(1 + exp(u)); d/du = sigmoid(u)",
+    "s(u) = sin(u); d/du = cos(u)",
+    "r(u) = relu(u); d/du = where(u > 0, 1, 0)",
+    "k(u) = softplus(u); d/du = sigmoid(u)",
+    "a(u) = abs(u); d/du = where(u > 0, 1, where(u < 0, -1, 0))",
+    "w(u) = where(u > 0, u**2, 0); d/du = where(u > 0, 2*u, 0)",
+    "m(u, v) = u*v; d/du = v; d/dv = u",
+    "g(u) = sqrt(u - 100); d/du = 1/(2*sqrt(u - 100))",
+    "t(u) = tanh(u); d/du = 1 - tanh(u)**2",
+    "q(u) = u*abs(u); d/du = 2*abs(u)",
+    "x1(u) = max(u, 0)**2; d/du = 2*relu(u)",
+    "z(u) = log(1 + exp(u)); d/du = 1 - 1/(1 + exp(u))",
+]
+
+
+@pytest.mark.parametrize("text", SUBTLY_WRONG)
+def test_a_subtly_wrong_rule_is_refused_with_a_counterexample(text):
+    with pytest.raises(RuleError, match=r"is wrong: d/d\w+ = .* at \w+="):
+        define_rules([text], time_limit=30)
+
+
+@pytest.mark.parametrize("text", RIGHT_RULES)
+def test_a_right_rule_is_accepted(text):
+    define_rules([text], time_limit=30)
+
+
+def test_the_wrong_rule_at_one_point_names_that_point():
+    with pytest.raises(RuleError, match=r"at u=0.0 it is 0.0, the derivative is 1.0"):
+        define_rules(["s(u) = sin(u); d/du = where(u == 0, 0, cos(u))"], time_limit=30)
+
+
+def test_a_rule_checked_nowhere_in_its_domain_is_refused():
+    with pytest.raises(RuleError, match="could not be checked|is wrong"):
+        define_rules(["g(u) = sqrt(u - 1e6); d/du = 0"], time_limit=30)
+
+
+def test_a_chain_of_doubling_rules_is_refused_before_any_check():
+    import time
+
+    from gradcli.errors import UsageError
+
+    texts = ["r1(u) = sin(u); d/du = cos(u)"] + [f"r{k}(u) = r{k - 1}(u) + r{k - 1}(u); d/du = 2**{k - 1}*cos(u)"
+                                                 for k in range(2, 17)]
+    started = time.perf_counter()
+    with pytest.raises(UsageError, match=r"rule r13: its body with the rules it calls written out has 12,287"):
+        read_rules(texts)
+    assert time.perf_counter() - started < 1

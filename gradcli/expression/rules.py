@@ -11,8 +11,9 @@ A rule is checked before it is used (:func:`check_rules`), and a wrong one is re
 (exit 1):
 
 - exactly: each FORMULA against SymPy's derivative of BODY, ``simplify(difference) == 0``;
-- at random points: the two in float64, and where they differ, again at 30 digits (so that float64's own
-  rounding is no counterexample); this decides where ``simplify`` cannot;
+- where ``simplify`` cannot decide, at 30 digits at exact (rational) points: random ones at four scales and
+  the features of both formulas (switch points of where/min/max/abs/relu/clip, kinks, the centre of a narrow
+  band), where the body's derivative is the limit from both sides; a rule compared at no point is refused;
 - to second order: the tape's second derivatives of the call (the formulas differentiated by the tape)
   against SymPy's second derivatives of BODY. A formula can have the right values and still not be the
   derivative the tape differentiates further (``d/dx = stop_gradient(2*x)`` for ``x**2``).
@@ -34,13 +35,14 @@ from dataclasses import dataclass, field
 from gradcli.errors import ComputeError, ParseError, UsageError
 from gradcli.expression.functions import ARITIES
 from gradcli.expression.parser import check_variable_name, parse
-from gradcli.expression.tree import (CONSTANTS, Call, Node, Rule, RuleCall, Var, active_rules, inline_rules,
+from gradcli.limits import COMMAND_LINE_EXPRESSION_MAX_CHARS
+from gradcli.expression.tree import (CONSTANTS, Call, children, Node, Rule, RuleCall, Var, active_rules, inline_rules,
                                      set_active_rules, walk)
 
 # Random points per check, drawn (reproducibly) at three scales: where a rule is most often wrong, beyond,
 # and where float64 overflow starts to matter.
-SAMPLES = 24
-SCALES = (1.0, 4.0, 30.0)
+SAMPLES = 32
+SCALES = (1.0, 4.0, 30.0, 300.0)
 SEED = 20240607
 # float64 values of formula and derivative this far apart (relative, at least 1) are re-checked at 30 digits
 FLOAT_GAP = 1e-9
@@ -49,6 +51,10 @@ EXACT_GAP = 1e-20
 # The tape's second derivative of a call against the exact one: float64 differentiation of the formula
 TAPE_GAP = 1e-7
 MAX_RULES = 16
+# The most nodes a rule's body or formula has with the rules it calls written out (what SymPy, fd and the
+# tape compute): what an expression typed on the command line may be. A chain of rules each calling the last
+# twice doubles with every rule; it is refused here, before any check spends minutes on it.
+MAX_INLINED_NODES = COMMAND_LINE_EXPRESSION_MAX_CHARS
 
 _HEAD = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*\(([^()]*)\)\s*$")
 _DERIVATIVE = re.compile(r"\s*d\s*/\s*d\s*([A-Za-z_][A-Za-z0-9_]*)\s*$")
@@ -157,10 +163,36 @@ def read_rules(texts: list[str] | None) -> list[Rule]:
     if len(texts) > MAX_RULES:
         raise UsageError(f"at most {MAX_RULES} rules")
     rules: dict[str, Rule] = {}
+    sizes: dict = {}
     for t in texts:
         r = parse_rule(t, rules)
+        for what, tree in [("body", r.body)] + [(f"d/d{p}", d) for p, d in zip(r.params, r.derivatives)]:
+            n = inlined_size(tree, {p: 1 for p in r.params}, sizes)
+            if n > MAX_INLINED_NODES:
+                raise UsageError(f"rule {r.name}: its {what} with the rules it calls written out has {n:,} terms and "
+                                 f"operators, more than {MAX_INLINED_NODES:,} (what a command-line expression may be)")
         rules[r.name] = r
     return list(rules.values())
+
+
+def inlined_size(tree: Node, param_sizes: dict[str, int], memo: dict) -> int:
+    """Nodes of ``tree`` with every rule call written out (:func:`inline_rules`), counted without writing it:
+    a parameter counts as its argument's size."""
+    total, stack = 0, [tree]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, Var):
+            total += param_sizes.get(n.name, 1)
+        elif isinstance(n, RuleCall):
+            args = tuple(inlined_size(a, param_sizes, memo) for a in n.args)
+            key = (n.rule.name, args)
+            if key not in memo:
+                memo[key] = inlined_size(n.rule.body, dict(zip(n.rule.params, args)), memo)
+            total += memo[key]
+        else:
+            total += 1
+            stack.extend(children(n))
+    return total
 
 
 # ---------------------------------------------------------------------------------------------
@@ -187,7 +219,14 @@ def _show_point(point: dict) -> str:
 
 def sympy_checks(rule: Rule, points: list[dict[str, float]], cancel=None):
     """The SymPy side of the checks (module-level, picklable: run as a bounded job). Returns
-    (counterexample or None, notes, {(i, j): [exact second derivative at each point or None]})."""
+    (counterexample or None, notes, {(i, j): [exact second derivative at each point or None]}).
+
+    A formula SymPy proves equal to the body's derivative is right. Otherwise it is compared at
+    :data:`COMPARE_DIGITS` digits, exactly at the points (rationals: a condition such as ``u == 0`` is decided
+    exactly), at the random points and at the features of both formulas (:func:`feature_points`: switch points,
+    kinks, the centre of a narrow band); a difference beyond :data:`EXACT_GAP` is a counterexample. At a
+    feature the body's derivative is the limit from both sides (a kink, where the two differ, is passed over:
+    no derivative there). A rule that could be compared at no point is refused."""
     import sympy as sp
 
     from gradcli.methods import symbolic
@@ -201,26 +240,39 @@ def sympy_checks(rule: Rule, points: list[dict[str, float]], cancel=None):
             cancel.check()
         true = symbolic.diff(body, syms[p])
         stated = symbolic.to_sympy(inline_rules(_value_of_formula(rule.derivatives[i])), syms)
-        proven = sp.simplify(stated - true) == 0
+        if _proven_equal(sp, stated, true):
+            continue
+        features = feature_points(sp, [body, stated, true], syms, syms[p], exact_points[:1] or [{}])
         checked = 0
-        for pt, subs in zip(points, exact_points):
-            if symbolic.value_at(body, subs) is None:
+        for subs, at_feature in [(e, False) for e in exact_points] + [(e, True) for e in features]:
+            if cancel is not None:
+                cancel.check()
+            if _exact_value(sp, body, subs) is None:
                 continue  # outside the body's domain: nothing to compare
-            t64, s64 = (symbolic.value_at(e, subs) for e in (true, stated))
-            if t64 is None:
+            if at_feature:
+                t = _two_sided(sp, true, subs, syms[p])
+                if t is _KINK:
+                    continue
+            else:
+                t = _exact_value(sp, true, subs)
+            if t is None:
                 continue
             checked += 1
-            if s64 is not None and abs(s64 - t64) <= FLOAT_GAP * max(1.0, abs(t64)):
+            s_ = _exact_value(sp, stated, subs)
+            if s_ is not None and abs(s_ - t) <= EXACT_GAP * max(1, abs(t)):
                 continue
-            gap = None if s64 is None else abs(sp.N(stated - true, 40, subs=subs))
-            if gap is None or gap > EXACT_GAP * max(1.0, abs(t64)):
-                return ((f"rule {rule.name} is wrong: d/d{p} = {_text(rule.derivatives[i])} is not the derivative "
-                         f"of {_text(rule.body)}: at {_show_point(pt)} it is "
-                         f"{'undefined' if s64 is None else repr(s64)}, the derivative is {t64!r} "
-                         f"(SymPy: {sp.simplify(true)})"), notes, {})
-        if not proven:
-            notes.append(f"rule {rule.name}: SymPy could not simplify d/d{p}'s difference from the body's derivative "
-                         f"to 0; the two agree at all {checked} random points checked (exactly where float64 differs)")
+            shown = ", ".join(f"{k}={_show_number(v)}" for k, v in sorted(subs.items(), key=lambda kv: kv[0].name))
+            return ((f"rule {rule.name} is wrong: d/d{p} = {_text(rule.derivatives[i])} is not the derivative "
+                     f"of {_text(rule.body)}: at {shown} it is "
+                     f"{'undefined' if s_ is None else sp.Float(s_, 17)}, the derivative is {sp.Float(t, 17)} "
+                     f"(SymPy: {sp.simplify(true)})"), notes, {})
+        if checked == 0:
+            return ((f"rule {rule.name} could not be checked: SymPy could not prove d/d{p} = "
+                     f"{_text(rule.derivatives[i])} equal to the derivative of {_text(rule.body)}, and none of the "
+                     f"{len(exact_points) + len(features)} points tried lies in the body's domain"), notes, {})
+        notes.append(f"rule {rule.name}: SymPy could not simplify d/d{p}'s difference from the body's derivative "
+                     f"to 0; the two agree to {COMPARE_DIGITS} digits at all {checked} points checked (random "
+                     f"ones and the formulas' switch points, kinks and bands)")
     second = {}
     for i, p in enumerate(rule.params):
         for j, q in enumerate(rule.params):
@@ -228,6 +280,126 @@ def sympy_checks(rule: Rule, points: list[dict[str, float]], cancel=None):
             second[(i, j)] = [symbolic.value_at(d2, subs) if symbolic.value_at(body, subs) is not None else None
                               for subs in exact_points]
     return None, notes, second
+
+
+# Digits of the exact comparison: a formula off by 1e-9 (or 1e-20) of the derivative is a counterexample.
+COMPARE_DIGITS = 30
+# The one-sided limits of the body's derivative at a feature: this far (relative to 1 + |point|) to each side.
+_SIDE = 10 ** -40
+_KINK = object()
+
+
+def _proven_equal(sp, stated, true) -> bool:
+    try:
+        return sp.simplify(stated - true) == 0
+    except Exception:  # simplify's own failures (Piecewise conditions it cannot order): not proven
+        return False
+
+
+def _exact_value(sp, expr, subs):
+    """``expr`` at the rational point ``subs`` to :data:`COMPARE_DIGITS` + 10 digits (a SymPy Float), or None
+    where it is not a finite real number."""
+    try:
+        v = expr.xreplace(subs).evalf(COMPARE_DIGITS + 10)
+    except (TypeError, ValueError, ZeroDivisionError, ArithmeticError):
+        return None
+    if not v.is_number or v.has(sp.nan, sp.zoo, sp.oo, -sp.oo):
+        return None
+    re_, im_ = v.as_real_imag()
+    if im_ != 0 and abs(im_) > EXACT_GAP * max(1, abs(re_)):
+        return None
+    if not re_.is_Number or not re_.is_finite:
+        return None
+    return re_
+
+
+def _two_sided(sp, expr, subs, sym):
+    """The limit of ``expr`` at ``subs`` from both sides of ``sym``: _KINK where the two differ (no derivative
+    there), None where a side is undefined."""
+    x = subs[sym]
+    side = sp.Rational(_SIDE) * (1 + abs(x))
+    left = _exact_value(sp, expr, {**subs, sym: x - side})
+    right = _exact_value(sp, expr, {**subs, sym: x + side})
+    if left is None or right is None:
+        return None
+    if abs(left - right) > 10 ** -(COMPARE_DIGITS - 5) * max(1, abs(left)):
+        return _KINK
+    return (left + right) / 2
+
+
+# At most this many features (switch points, kinks, band centres) per formula and parameter, and at most
+# this degree of a polynomial argument whose roots are solved for.
+MAX_FEATURES = 64
+_MAX_DEGREE = 4
+
+
+def feature_points(sp, exprs, syms, sym, bases) -> list[dict]:
+    """Rational points where one of ``exprs`` changes its form along ``sym``: the arguments of abs, sign,
+    heaviside, min/max differences and where's comparisons at 0 (switch points and kinks), and the real roots of
+    every polynomial argument and of its derivative (the centre of a band such as exp(-1e6*(u - 3)**2)). The
+    other parameters stay at ``bases``' values. Each feature is also taken 1e-6 to each side (a narrow band)."""
+    found: list = []
+    for base in bases:
+        others = {k: v for k, v in base.items() if k != sym}
+        for arg in _feature_arguments(sp, exprs):
+            g = arg.xreplace(others)
+            if not g.has(sym):
+                continue
+            for root in _real_roots(sp, g, sym):
+                for x in (root, root - sp.Rational(1, 10 ** 6), root + sp.Rational(1, 10 ** 6)):
+                    point = {**{k: v for k, v in base.items()}, sym: x}
+                    if point not in found:
+                        found.append(point)
+                if len(found) >= MAX_FEATURES:
+                    return found
+    return found
+
+
+def _feature_arguments(sp, exprs):
+    seen = []
+    for expr in exprs:
+        for e in sp.preorder_traversal(expr):
+            args = []
+            if isinstance(e, (sp.Abs, sp.sign, sp.Heaviside, sp.DiracDelta)):
+                args = [e.args[0]]
+            elif isinstance(e, (sp.Min, sp.Max)):
+                args = [a - b for k, a in enumerate(e.args) for b in e.args[k + 1:]]
+            elif isinstance(e, sp.core.relational.Relational):
+                args = [e.lhs - e.rhs]
+            elif isinstance(e, (sp.Function, sp.Pow)) and not isinstance(e, sp.Piecewise):
+                args = list(e.args)
+            for a in args:
+                if a.free_symbols and a not in seen:
+                    seen.append(a)
+    return seen
+
+
+def _real_roots(sp, g, sym) -> list:
+    """Rational approximations (40 digits) of the real roots of g and of dg/dsym, where g is a polynomial in
+    sym of degree at most _MAX_DEGREE; none otherwise (the random points cover the rest)."""
+    out = []
+    try:
+        if not g.is_polynomial(sym):
+            return out
+        poly = sp.Poly(g, sym)
+        if poly.degree() > _MAX_DEGREE or poly.degree() < 1:
+            return out
+        for q in (poly, poly.diff(sym)):
+            if q.degree() < 1:
+                continue
+            for r in sp.Poly(q.as_expr(), sym).nroots(n=40):
+                if r.is_real:
+                    out.append(sp.Rational(str(sp.Float(r, 40))) if not r.is_Rational else r)
+    except Exception:  # a polynomial SymPy cannot solve numerically: left to the random points
+        return out
+    return out
+
+
+def _show_number(v) -> str:
+    import sympy as sp
+
+    f = float(v)
+    return repr(f) if sp.Rational(f) == v else str(sp.Float(v, 20))
 
 
 def _text(tree: Node) -> str:
@@ -258,8 +430,8 @@ def tape_second_order(rule: Rule, points: list[dict[str, float]], second: dict) 
         for j, q in enumerate(rule.params):
             tape = row[j].numpy()
             for k, exact in enumerate(second[(i, j)]):
-                if exact is None or not math.isfinite(exact):
-                    continue
+                if exact is None or not math.isfinite(exact) or not math.isfinite(tape[k]):
+                    continue  # a float64 overflow on the tape is no counterexample
                 if not abs(tape[k] - exact) <= TAPE_GAP * max(1.0, abs(exact)):
                     what = f"d2/d{p}2" if p == q else f"d2/d{p}d{q}"
                     return (f"rule {rule.name} is wrong to second order: the tape's {what} of {rule.name} (its "
