@@ -101,7 +101,7 @@ BatchSizeOption = Annotated[int, typer.Option(
     "--batch-size", callback=in_range(*BATCH_SIZES), metavar="N", help="Points per batch (1 to 10^6).")]
 DigitsOption = Annotated[Optional[int], typer.Option(
     "--digits", metavar="N", callback=in_range(1, 17), show_default=False,
-    help="-f latex: values to N significant digits (1 to 17; default: every digit, as the table).")]
+    help="-f latex: values to N significant digits.")]
 DTypeOption = Annotated[DType, typer.Option(
     "--dtype", case_sensitive=False, metavar="DTYPE", help="float64 or float32.")]
 ShowCodeOption = Annotated[
@@ -126,8 +126,8 @@ SymbolicTimeoutOption = Annotated[
 
 
 RuleOption = Annotated[Optional[list[str]], typer.Option(
-    "--rule", metavar="RULE", help="\"NAME(u, ...) = BODY; d/du = FORMULA; ...\": a function with its own "
-    "derivative, checked first (repeatable).", show_default=False)]
+    "--rule", metavar="RULE", help="\"NAME(u, ...) = BODY; d/du = FORMULA; ...\": a function, its "
+    "derivative checked (repeatable).", show_default=False)]
 StrictOption = Annotated[bool, typer.Option(
     "--strict", help="Exit 1 on any warning too (for CI and scripts).")]
 
