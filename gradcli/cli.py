@@ -11,32 +11,73 @@ import typer
 import typer.core
 
 from gradcli import __version__
-from gradcli.commands.grad import grad
-from gradcli.commands.hessian import hessian
-from gradcli.commands.derivative import derivative
-from gradcli.commands.descend import descend
-from gradcli.commands.eval import eval_value
-from gradcli.commands.check import check
-from gradcli.commands.steps import steps
-from gradcli.commands.shell import shell
+from gradcli.commands import completion  # noqa: F401 (gradcli's bash completion, registered with Click)
 from gradcli.commands.daemon import daemon_app
-from gradcli.commands.trace import trace
-from gradcli.commands.jvp import jvp
-from gradcli.commands.hvp import hvp
+from gradcli.commands.shell import shell
+
+# The commands that compute, each in its module, imported when the command is run, asked for its --help,
+# or looked into (completion, an unknown option's hints): `gradcli --help` lists them from here, so that it
+# imports none of them. name: (module, function, short help; written out: a docstring's first sentence is
+# too long for one line at 80 columns).
+LAZY_COMMANDS = {
+    "grad": ("gradcli.commands.grad", "grad", "The gradient: SymPy, GradientTape and fd, side by side."),
+    "hessian": ("gradcli.commands.hessian", "hessian", "The Hessian three ways, and what it says at the point."),
+    "derivative": ("gradcli.commands.derivative", "derivative", "The first N derivatives of a one-variable function."),
+    "descend": ("gradcli.commands.descend", "descend", "Gradient descent: the guide's loop and Keras optimizers."),
+    "eval": ("gradcli.commands.eval", "eval_value", "The value alone, for scripts."),
+    "check": ("gradcli.commands.check", "check", "Check hand-derived derivatives against exact ones."),
+    "steps": ("gradcli.commands.steps", "steps", "The error of each fd formula against the step h."),
+    "trace": ("gradcli.commands.trace", "trace", "The tape's nodes: values, adjoints, tangents, each checked."),
+    "jvp": ("gradcli.commands.jvp", "jvp", "J·v along a direction: ForwardAccumulator, exact, fd, complex step."),
+    "hvp": ("gradcli.commands.hvp", "hvp", "H·v three ways (forward/reverse compositions), fd and exact, timed."),
+}
+# The order --help lists them in.
+ORDER = ("grad", "hessian", "derivative", "descend", "eval", "check", "steps", "shell", "trace", "jvp", "hvp",
+         "daemon")
 
 
 class _WholeHelpGroup(typer.core.TyperGroup):
-    """The command list with every command's short help whole (Click cuts it to fit one line, with '...')."""
+    """The commands of LAZY_COMMANDS made when first asked for; the command list with every command's
+    short help whole (Click cuts it to fit one line, with '...')."""
+
+    def list_commands(self, ctx) -> list[str]:
+        return [n for n in ORDER if n in LAZY_COMMANDS or n in self.commands] + \
+            [n for n in super().list_commands(ctx) if n not in ORDER]
+
+    def get_command(self, ctx, name: str):
+        if name not in self.commands and name in LAZY_COMMANDS:
+            self.add_command(_make_command(name), name)
+        return super().get_command(ctx, name)
 
     def format_commands(self, ctx, formatter) -> None:
         rows = []
         for name in self.list_commands(ctx):
+            if name in LAZY_COMMANDS and name not in self.commands:
+                rows.append((name, LAZY_COMMANDS[name][2]))
+                continue
             command = self.get_command(ctx, name)
             if command is not None and not command.hidden:
                 rows.append((name, command.get_short_help_str(limit=10_000)))
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
+
+
+def _make_command(name: str):
+    """The Click command of a command of LAZY_COMMANDS, as Typer makes it, with gradcli's checks of numbers
+    and typed expressions."""
+    import importlib
+
+    import typer.main
+    import typer.models
+
+    from gradcli.commands.numbers import ascii_numbers
+
+    module, function, short_help = LAZY_COMMANDS[name]
+    callback = getattr(importlib.import_module(module), function)
+    info = typer.models.CommandInfo(name, callback=callback, short_help=short_help,
+                                    cls=_typed_expressions(ascii_numbers(None)))
+    return typer.main.get_command_from_info(info, pretty_exceptions_short=True, rich_markup_mode=None)
 
 
 app = typer.Typer(
@@ -66,18 +107,7 @@ def _root(
     """gradcli: derivatives three ways, side by side."""
 
 
-# Short help written out: a docstring's first sentence is too long for one line at 80 columns.
-app.command("grad", short_help="The gradient: SymPy, GradientTape and fd, side by side.")(grad)
-app.command("hessian", short_help="The Hessian three ways, and what it says at the point.")(hessian)
-app.command("derivative", short_help="The first N derivatives of a one-variable function.")(derivative)
-app.command("descend", short_help="Gradient descent: the guide's loop and Keras optimizers.")(descend)
-app.command("eval", short_help="The value alone, for scripts.")(eval_value)
-app.command("check", short_help="Check hand-derived derivatives against exact ones.")(check)
-app.command("steps", short_help="The error of each fd formula against the step h.")(steps)
 app.command("shell", short_help="Many commands in one process: TensorFlow and SymPy load once.")(shell)
-app.command("trace", short_help="The tape's nodes: values, adjoints, tangents, each checked.")(trace)
-app.command("jvp", short_help="J·v along a direction: ForwardAccumulator, exact, fd, complex step.")(jvp)
-app.command("hvp", short_help="H·v three ways (forward/reverse compositions), fd and exact, timed.")(hvp)
 app.add_typer(daemon_app, name="daemon", short_help="A warm gradcli for GRADCLI_DAEMON=1: start, stop, status.")
 
 # Every command's int and float options read ASCII digits only (see gradcli.commands.numbers).
@@ -108,11 +138,16 @@ class _TypedExpressions:
         return rest
 
 
+def _typed_expressions(base):
+    base = base or typer.core.TyperCommand
+    if issubclass(base, _TypedExpressions):
+        return base
+    return type(f"TypedExpressions{base.__name__}", (_TypedExpressions, base), {})
+
+
 def _read_typed_expressions(typer_app: typer.Typer) -> None:
     for command in typer_app.registered_commands:
-        base = command.cls or typer.core.TyperCommand
-        if not issubclass(base, _TypedExpressions):
-            command.cls = type(f"TypedExpressions{base.__name__}", (_TypedExpressions, base), {})
+        command.cls = _typed_expressions(command.cls)
 
 
 _read_typed_expressions(app)

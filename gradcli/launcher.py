@@ -133,7 +133,7 @@ def negative_expressions_as_arguments(argv: list[str], app) -> list[str]:
     if not any(a.startswith("-") and not a.startswith("--") and len(a) > 1 for a in rest):
         return argv  # the common case: no Click command is built here (Click refuses an unknown --name)
 
-    command = click_command(app).commands[argv[0]]
+    command = click_command(app).get_command(None, argv[0])
     options = [p for p in command.params if type(p).__name__.endswith("Option")]
     names = {n for p in options for n in p.opts + p.secondary_opts}
     takes_value = {n for p in options if not p.is_flag and not p.count for n in p.opts}
@@ -197,9 +197,11 @@ def _short_option_elsewhere(short: str, command: str) -> str | None:
     from gradcli.cli import app
 
     meanings: dict[str, list[str]] = {}
-    for name, other in click_command(app).commands.items():
+    group = click_command(app)
+    for name in group.list_commands(None):  # every command made: an error's hint only
         if name == command:
             continue
+        other = group.get_command(None, name)
         for param in getattr(other, "params", ()):
             if short in getattr(param, "opts", ()):
                 meanings.setdefault(next(o for o in param.opts if o.startswith("--")), []).append(name)
@@ -235,7 +237,7 @@ def _usage_error(exc, argv: list[str]) -> int:
 def _takes_expressions(command: str) -> bool:
     from gradcli.cli import app
 
-    return any(type(p).__name__.endswith("Argument") for p in click_command(app).commands[command].params)
+    return any(type(p).__name__.endswith("Argument") for p in click_command(app).get_command(None, command).params)
 
 
 # Options one command has under another's name: descend starts --from a point, the others work --at one.
@@ -250,7 +252,7 @@ def _option_meant(message: str, command: str | None) -> str | None:
     typed = message[len("No such option: "):].split(" ", 1)[0].split("=", 1)[0]
     from gradcli.cli import app
 
-    params = click_command(app).commands[command].params
+    params = click_command(app).get_command(None, command).params
     names = {n for p in params for n in p.opts}
     meant = [n for n in _OTHER_NAMES.get(typed, ()) if n in names]
     if not meant:

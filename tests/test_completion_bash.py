@@ -99,7 +99,7 @@ def test_the_word_is_read_across_colons_and_candidates_lose_what_bash_keeps(scri
         ["symbolic"],
         ["tape,fd"],
         ["grad"],
-        ["table", "json", "jsonl", "csv", "latex"],
+        ["table", "json", "jsonl", "csv", "latex", "parquet"],
     ]
 
 

@@ -449,8 +449,12 @@ def test_a_warm_svg_has_the_mode_the_callers_umask_gives(running, tmp_path):
 def test_a_warm_call_under_a_file_size_limit_fails_as_a_cold_one(running, tmp_path):
     import resource
 
+    unlimited = gradcli(running, "eval", "x**2", "--at", "x=3", "--svg", str(tmp_path / "whole.svg"), daemon=False)
+    assert unlimited.returncode == 0, unlimited.stderr
+    limit = (tmp_path / "whole.svg").stat().st_size // 2  # as ulimit -f N would, below what the file needs
+
     def tiny_files():
-        resource.setrlimit(resource.RLIMIT_FSIZE, (1024, 1024))  # ulimit -f 1
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
     results = {}
     for daemon in (False, True):

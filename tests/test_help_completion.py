@@ -120,4 +120,17 @@ def test_help_imports_only_the_command_layer():
         "gradcli", "gradcli.cli", "gradcli.errors", "gradcli.limits", "gradcli.streams", "gradcli.methods",
         "gradcli.methods.fd_schemes", "gradcli.dtypes", "gradcli.library", "gradcli.library.requests"}
     assert not outside, sorted(outside)
-    assert len(loaded) <= 30, sorted(loaded)  # a module per command and a few constants
+    assert len(loaded) <= 14, sorted(loaded)  # the command list: no command's module (gradcli.cli.LAZY_COMMANDS)
+
+
+@pytest.mark.parametrize("command", ["grad", "jvp", "descend", "check"])
+def test_a_command_s_help_imports_that_command_s_modules_only(command):
+    code = ("import sys; from gradcli.launcher import run_command; "
+            f"run_command([{command!r}, '--help']); "
+            "print(' '.join(sorted(m for m in sys.modules if m.startswith('gradcli'))))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    loaded = set(result.stdout.splitlines()[-1].split())
+    others = {f"gradcli.commands.{c}" for c in ("grad", "hessian", "derivative", "descend", "check", "steps",
+                                                 "trace", "jvp", "hvp")} - {f"gradcli.commands.{command}"}
+    assert f"gradcli.commands.{command}" in loaded and not loaded & others, sorted(loaded)
+    assert len(loaded) <= 20, sorted(loaded)

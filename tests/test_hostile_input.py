@@ -126,7 +126,8 @@ def test_every_numeric_option_of_every_command_reads_ascii_digits_only():
     from gradcli.cli import app
 
     checked = 0
-    for command in typer.main.get_command(app).commands.values():
+    group = typer.main.get_command(app)
+    for command in (group.get_command(None, name) for name in group.list_commands(None)):
         for param in command.params:
             if param.type.name in ("int", "integer", "int range", "float", "float range"):
                 with pytest.raises(Exception, match="ASCII"):

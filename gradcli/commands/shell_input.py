@@ -162,7 +162,7 @@ def completion_candidates(words: list[str], text: str) -> list[str]:
     if not words:
         names = [n for n in group.list_commands(None) if n != "shell"] + ["help", *LEAVE]
         return sorted(n + " " for n in names if n.startswith(text))
-    command = group.commands.get(words[-1] if words[0] == "help" else words[0])
+    command = group.get_command(None, words[-1] if words[0] == "help" else words[0])
     if command is None:
         return []
     options = {o for p in command.params for o in p.opts + p.secondary_opts if o.startswith("-")}

@@ -212,7 +212,7 @@ def show_help(topics: list[str]) -> int:
     names = [n for n in group.list_commands(None) if n != "shell"]
     width = max(len(n) for n in [*names, "exit, quit"]) + 2
     for name in names:
-        print(f"  {name:<{width}}{group.commands[name].get_short_help_str(limit=70)}")
+        print(f"  {name:<{width}}{group.get_command(None, name).get_short_help_str(limit=70)}")
     print(f"  {'help CMD':<{width}}CMD's options (the same as CMD --help)")
     print(f"  {'exit, quit':<{width}}leave the shell (so does Ctrl-D)")
     print("Type a command as after 'gradcli', e.g.  grad \"x**2\" --at x=3")

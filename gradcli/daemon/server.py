@@ -87,7 +87,9 @@ def warm_up() -> int:
     from gradcli import launcher
     from gradcli.cli import app
 
-    launcher.click_command(app)
+    group = launcher.click_command(app)
+    for name in group.list_commands(None):  # every command made now, not in each call's child
+        group.get_command(None, name)
     run_warm_requests()
     # TensorFlow imported as gradcli.methods.tf_runtime.load_tensorflow does, less its first op (which
     # starts the runtime's threads: each child runs it for itself).
