@@ -8,8 +8,8 @@ notes follow the tables, since a slide needs them.
 
 The output fits a 16:9 beamer frame and an A4 page: each tabular is measured in a box and scaled down to
 ``\\linewidth`` only when it is wider (graphicx's ``\\resizebox``, the one package to load), and a table of
-more than :data:`MAX_COLUMNS` columns is split into tabulars of fewer, each repeating the key column, since one
-scaled to the line would be too small to read. Otherwise plain LaTeX (``tabular``, ``\\hline``, and for SymPy's
+more than :data:`MAX_COLUMNS` columns, or one much wider than a page's line, is split into tabulars of fewer,
+each repeating the key column, since one scaled to the line would be too small to read. Otherwise plain LaTeX (``tabular``, ``\\hline``, and for SymPy's
 amsmath commands the kernel's: ``\\mathrm``, ``\\mbox``, a case distinction as an ``array``). check's and
 steps' views are in gradcli.render.check_latex and gradcli.render.steps_latex, descend's in
 gradcli.render.descend_latex.
@@ -155,20 +155,37 @@ def assignments(values: dict) -> str:
 
 
 MAX_COLUMNS = 8  # more, and a tabular scaled to a slide's line is too small to read: it is split
+# About how wide a tabular may be before it is split, in points at 10pt: an A4 article's line (345pt) is what
+# it is scaled to, and below about 0.7 of its size a table is hard to read
+MAX_WIDTH_PT = 490
+_COMMAND = re.compile(r"\\[A-Za-z]+|[{}$^_]")
+
+
+def _width_pt(cell: str) -> float:
+    """A cell's rough width at 10pt: its text without LaTeX's commands and braces, 5pt a character."""
+    return 5 * len(_COMMAND.sub("", cell))
 
 
 def tabular(title: str, header: list[str], rows: list[list[str]], align: str | None = None, *,
             keys: int = 1) -> str:
     """A titled tabular: the first column left-aligned, the others right (numbers), unless ``align``. More
-    than :data:`MAX_COLUMNS` columns: tabulars of the ``keys`` first columns and a share of the others each.
-    Each is set in a box and scaled down to the line where it is wider (:func:`fitted`)."""
+    than :data:`MAX_COLUMNS` columns, or wider than about :data:`MAX_WIDTH_PT`: tabulars of the ``keys``
+    first columns and a share of the others each. Each is set in a box and scaled down to the line where it
+    is wider (:func:`fitted`)."""
     align = align or "l" + "r" * (len(header) - 1)
-    rest = len(header) - keys
-    pieces = max(1, math.ceil(rest / (MAX_COLUMNS - keys)))
-    size = math.ceil(rest / pieces)
+    widths = [12 + max(_width_pt(row[c]) for row in [header, *rows]) for c in range(len(header))]
+    key_width = sum(widths[:keys])
+    pieces, piece, width = [], [], key_width
+    for c in range(keys, len(header)):
+        if piece and (len(piece) + keys >= MAX_COLUMNS or width + widths[c] > MAX_WIDTH_PT):
+            pieces.append(piece)
+            piece, width = [], key_width
+        piece.append(c)
+        width += widths[c]
+    pieces.append(piece)
     blocks = []
-    for start in range(keys, len(header), size):
-        columns = [*range(keys), *range(start, min(start + size, len(header)))]
+    for piece in pieces:
+        columns = [*range(keys), *piece]
         lines = [rf"\begin{{tabular}}{{{''.join(align[c] for c in columns)}}}", r"\hline",
                  " & ".join(header[c] for c in columns) + r" \\", r"\hline"]
         lines += [" & ".join(row[c] for c in columns) + r" \\" for row in rows]
