@@ -1,6 +1,6 @@
 """Slide-ready output: --svg FILE and --html FILE record what a command shows (its tables on stdout, its
-warnings and notes styled apart), -f latex writes its tables as LaTeX tabulars with every number as -f json
-has it. Every command runs in process (CliRunner); the JSON document is the reference."""
+warnings and notes styled apart), -f latex writes its tables as LaTeX tabulars with every number as the
+table writes it. Every command runs in process (CliRunner); the JSON document is the reference."""
 
 from __future__ import annotations
 
