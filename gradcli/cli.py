@@ -139,10 +139,9 @@ class _TypedExpressions:
 
 
 def _typed_expressions(base):
-    base = base or typer.core.TyperCommand
-    if issubclass(base, _TypedExpressions):
-        return base
-    return type(f"TypedExpressions{base.__name__}", (_TypedExpressions, base), {})
+    from gradcli.commands.numbers import mixed_in
+
+    return mixed_in(_TypedExpressions, base)
 
 
 def _read_typed_expressions(typer_app: typer.Typer) -> None:

@@ -65,12 +65,17 @@ class _AsciiNumbers:
                 param.type = _ascii_only(param.type, integer=kind == "integer")
 
 
+def mixed_in(mixin: type, command_class: type | None) -> type:
+    """``command_class`` (Typer's TyperCommand when None) with ``mixin``'s methods first (once)."""
+    base = command_class or typer.core.TyperCommand
+    if issubclass(base, mixin):
+        return base
+    return type(f"{mixin.__name__.lstrip('_')}{base.__name__}", (mixin, base), {})
+
+
 def ascii_numbers(command_class: type | None) -> type:
     """``command_class`` (Typer's TyperCommand when None) with ASCII-only numeric options."""
-    base = command_class or typer.core.TyperCommand
-    if issubclass(base, _AsciiNumbers):
-        return base
-    return type(f"AsciiNumbers{base.__name__}", (_AsciiNumbers, base), {})
+    return mixed_in(_AsciiNumbers, command_class)
 
 
 def read_ascii_numbers(app: typer.Typer) -> None:

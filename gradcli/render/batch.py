@@ -129,17 +129,22 @@ class CsvSink:
 
     def write(self, batch) -> None:
         try:
-            for record in _records(batch):
-                fields = record.get("fields") or {}
-                for row in self.rows(self.header, record):
-                    if self.columns is None:
-                        self._start_columns(row, fields)
-                    elif not self.passing.issuperset(fields):
-                        self._refuse_new_key(record, fields)
-                    values = dict(row)
-                    self.writer.writerow([_cell(values.get(c)) for c in self.columns])
+            for values in self.checked_rows(batch):
+                self.writer.writerow([_cell(values.get(c)) for c in self.columns])
         finally:
             self.out.flush()  # the rows before a refused record are kept, as from a bad line of a stream
+
+    def checked_rows(self, batch):
+        """The chunk's rows as {column: value}, the columns fixed by the first (a record with a key the
+        header lacks, or an input column named like a computed one, refused)."""
+        for record in _records(batch):
+            fields = record.get("fields") or {}
+            for row in self.rows(self.header, record):
+                if self.columns is None:
+                    self._start_columns(row, fields)
+                elif not self.passing.issuperset(fields):
+                    self._refuse_new_key(record, fields)
+                yield dict(row)
 
     def _start_columns(self, row: list[tuple[str, Any]], fields: dict) -> None:
         """Every row function puts the record's fields first, in their order, then the computed columns."""

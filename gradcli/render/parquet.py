@@ -14,7 +14,7 @@ import math
 from typing import Any, Callable
 
 from gradcli.errors import UsageError
-from gradcli.render.batch import CsvSink, print_batch_diagnostics, records_of
+from gradcli.render.batch import CsvSink, print_batch_diagnostics
 
 
 class _NoHeader:
@@ -33,17 +33,9 @@ class ParquetSink(CsvSink):
         self.schema = None
 
     def write(self, batch) -> None:
-        table_rows: list[dict[str, Any]] = []
-        for record in records_of(batch):
-            fields = record.get("fields") or {}
-            for row in self.rows(self.header, record):
-                if self.columns is None:
-                    self._start_columns(row, fields)
-                elif not self.passing.issuperset(fields):
-                    self._refuse_new_key(record, fields)
-                table_rows.append(dict(row))
-        if table_rows:
-            self._write_rows(table_rows)
+        rows = list(self.checked_rows(batch))
+        if rows:
+            self._write_rows(rows)
 
     def _write_rows(self, rows: list[dict[str, Any]]) -> None:
         import pyarrow as pa
