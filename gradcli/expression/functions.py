@@ -379,33 +379,41 @@ def _tf_logsumexp(tf, const):
     return logsumexp
 
 
-# SymPy forms. Where a function has a kink or a tie, its SymPy form is a Piecewise whose branches break
-# ties as TensorFlow's gradients do (relu: 0 at 0; max: the first of equal arguments; clip: x at either
-# bound), so that at such points the exact column, like abs's sign(0) = 0, states the tape's convention and
-# fd reports the two one-sided values.
+# SymPy forms. Where a function has a kink or a tie, its SymPy form is a Piecewise whose tie branch is the
+# average of the two sides, written so that its value is exact (a + (b - a)/2 is a at a == b): its derivative
+# there is the average of the one-sided derivatives, as abs's sign(0) = 0 is. That convention is linear, so a
+# smooth combination of kinks has its true derivative at the tie (min(x, 1) + max(x, 1) at 1: 1/2 + 1/2 = 1);
+# at a real kink the exact column states it (relu at 0: 1/2), not TensorFlow's (0), and fd reports the two
+# one-sided values.
 def _sp_relu(sp, x):
-    return sp.Piecewise((x, x > 0), (0, True))
+    return sp.Piecewise((x, x > 0), (0, x < 0), (x / 2, True))
 
 
-def _sp_extreme(sp, args, better):
-    # the first argument at least as good as every later one (earlier ones have lost to a later one)
-    branches = []
+def _sp_extreme(sp, args, a_wins):
+    # the argument that wins strictly; at a tie of two, their average; at a tie of more, the first of them
+    n = len(args)
+    branches = [(a, sp.And(*[a_wins(a, b) for j, b in enumerate(args) if j != i])) for i, a in enumerate(args)]
+    for i in range(n):
+        for j in range(i + 1, n):
+            others = [a_wins(args[i], c) for k, c in enumerate(args) if k not in (i, j)]
+            branches.append((args[i] + (args[j] - args[i]) / 2, sp.And(sp.Eq(args[i], args[j]), *others)))
     for i, a in enumerate(args[:-1]):
-        branches.append((a, sp.And(*[better(a, b) for b in args[i + 1:]])))
+        branches.append((a, sp.And(*[~a_wins(b, a) for b in args[i + 1:]])))
     branches.append((args[-1], True))
     return sp.Piecewise(*branches)
 
 
 def _sp_max(sp, *args):
-    return _sp_extreme(sp, args, lambda a, b: a >= b)
+    return _sp_extreme(sp, args, lambda a, b: a > b)
 
 
 def _sp_min(sp, *args):
-    return _sp_extreme(sp, args, lambda a, b: a <= b)
+    return _sp_extreme(sp, args, lambda a, b: a < b)
 
 
 def _sp_clip(sp, x, lo, hi):
-    return sp.Piecewise((lo, (x < lo) | (hi < lo)), (x, x <= hi), (hi, True))
+    return sp.Piecewise((lo, (x < lo) | (hi < lo)), (hi, x > hi), (x, (x > lo) & (x < hi)),
+                        (x + (lo - x) / 2, sp.Eq(x, lo)), (x + (hi - x) / 2, True))
 
 
 def _sp_logsumexp(sp, *args):

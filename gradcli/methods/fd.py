@@ -22,6 +22,7 @@ from typing import Mapping
 
 from gradcli.expression import Node
 from gradcli.methods import fd_error
+from gradcli.methods.fd_switches import switch_beside
 from gradcli.methods.fd_engine import along_each, check_step, evaluate, one_point, steps, taken_steps, typed_env
 from gradcli.methods.fd_schemes import Scheme
 from gradcli.methods.fd_stencils import named_stencil
@@ -51,6 +52,9 @@ class FdGradients:
 # Each scheme's stencil for f' (offsets and exact weights): a two-point difference, or Richardson's extrapolation
 # of the central one.
 _STENCILS = {scheme.value: named_stencil(scheme.value, 1) for scheme in Scheme}
+# How far (in default steps) the stencils of a line reach, the wider ones of the estimate included: a switch
+# of a model function this close is one the default stencil can straddle.
+SWITCH_REACH = 16.0
 
 
 def _used(stencil) -> tuple:
@@ -224,6 +228,7 @@ def fd_gradients(tree: Node, points: Mapping[str, object], wrt: list[str], *, sc
         every = np.arange(p)
         whole = _gradient_lines(tree, env, [(v, every, h0[i * p:(i + 1) * p]) for i, v in enumerate(wrt)], scheme,
                                 dtype) if wrt else None
+        beside = None  # [len(wrt) * p]: a model function's switch beside the point, inside the stencil
         if eps is None and wrt:
             def at(index, factor, one_sided=False):
                 """The line at the entries ``index`` (sorted: grouped by variable), at factor times their steps."""
@@ -237,8 +242,11 @@ def fd_gradients(tree: Node, points: Mapping[str, object], wrt: list[str], *, sc
                     return _one_sided_lines(tree, env, moves, dtype)
                 return _gradient_lines(tree, env, moves, scheme, dtype)
 
+            # a kink the default stencil sees that is a model function's switch beside the point, not at it
+            beside = np.concatenate([switch_beside(tree, env, v, SWITCH_REACH * h0[i * p:(i + 1) * p], p)
+                                     for i, v in enumerate(wrt)])
             whole = fd_error.adapt(at, whole, x64, dtype, _STENCILS[scheme].accuracy, 1, np.tile(np.isfinite(centre), len(wrt)),
-                                   one_sided=lambda index, factor: at(index, factor, True))
+                                   one_sided=lambda index, factor: at(index, factor, True), off_switch=beside)
         for i, v in enumerate(wrt):
             r = whole.part(i * p, (i + 1) * p)
             out["values"][:, i], out["steps"][:, i], out["estimates"][:, i] = r.value, r.step, r.estimate
@@ -263,6 +271,10 @@ def fd_gradients(tree: Node, points: Mapping[str, object], wrt: list[str], *, sc
             lost = fd_error.oscillation_unresolved(tree, env, v, dtype)
             out["estimates"][lost, i] = np.inf
             kinks &= ~lost
+            # the tree decides: a switch of min/max/clip/where/abs/relu inside the stencil, with no tie at the
+            # point, is a kink beside x (1e-8 from a tie every resolving two-sided step straddles it), not at x
+            if beside is not None:
+                kinks &= ~beside[i * p:(i + 1) * p]
             out["kinks"][:, i] = kinks
             out["how"][:, i] = 0 if r.how is None else r.how
         # a variable f does not contain (an unused --at one): its derivative is exactly 0, and so is its

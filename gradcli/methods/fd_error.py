@@ -35,6 +35,10 @@ NEAR_FACTORS = STEP_FACTORS[:6]
 POOR_FACTOR = 1e3
 # Adapted: where the step sequence was used; one-sided: a one-sided stencil (the two-sided one left the domain).
 ADAPTED, ONE_SIDED, SHRUNK = 1, 2, 3  # SHRUNK: adapted because the default stencil left the domain
+# A one-sided stencil away from a switch of min/max/clip/where/abs/relu that lies beside the point, inside the
+# default stencil (the tree says the point is not at it): the two-sided steps that stay clear of it are too
+# small to resolve anything (min(x, y) at y = x + 1e-8).
+BESIDE_SWITCH = 4
 
 
 def np_():
@@ -235,13 +239,15 @@ def poorly_resolved(r: LineResult, dtype: str, accuracy: int, order: int = 1):
 
 
 def adapt(compute, default: LineResult, x, dtype: str, accuracy: int, order: int, centre_finite,
-          one_sided=None) -> LineResult:
+          one_sided=None, off_switch=None) -> LineResult:
     """The default-step result, with the suspicious points (domain, poor estimate, one-sided mismatch)
     recomputed over :data:`STEP_FACTORS` and the smallest estimate kept.
 
     ``compute(index, factor)``: a :class:`LineResult` for the points ``index`` at ``factor`` times their
     default step; ``one_sided(index, factor)`` likewise with a one-sided stencil (tried where no two-sided
-    step stays in the domain)."""
+    step stays in the domain). ``off_switch`` (bool [Q]): points the tree says are not at a switch of a model
+    function; where the default stencil saw a kink there and no two-sided step resolved the value, the
+    one-sided stencils (away from the switch) are tried too, and kept where their estimate is smaller."""
     np = np_()
     with np.errstate(all="ignore"):
         poor = poorly_resolved(default, dtype, accuracy, order)
@@ -269,6 +275,19 @@ def adapt(compute, default: LineResult, x, dtype: str, accuracy: int, order: int
             for name in ("value", "estimate", "step"):
                 getattr(best, name)[pos] = getattr(side, name)
             best.how[pos] = ONE_SIDED
+            found = ~np.isnan(best.estimate)
+    if one_sided is not None and off_switch is not None:
+        with np.errstate(all="ignore"):
+            retry = np.asarray(off_switch, dtype=bool)[index] & kink(default)[index] \
+                & (~found | poorly_resolved(best, dtype, accuracy, order))
+        if retry.any():
+            side = _search(one_sided, index[retry], x, dtype, sided=False)
+            pos = np.nonzero(retry)[0]
+            with np.errstate(invalid="ignore"):
+                take = np.isfinite(side.estimate) & ~(side.estimate >= best.estimate[pos])
+            for name in ("value", "estimate", "step"):
+                getattr(best, name)[pos[take]] = getattr(side, name)[take]
+            best.how[pos[take]] = BESIDE_SWITCH
             found = ~np.isnan(best.estimate)
     chosen = index[found]
     for name in ("value", "estimate", "step", "how"):

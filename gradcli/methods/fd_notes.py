@@ -27,6 +27,9 @@ def fd_line_notes(what: str, where: str, *, dtype: str, value: float, estimate: 
     elif how == fd_error.SHRUNK:  # (a step adapted only for a better estimate is not news: it is in the output)
         notes.append(f"fd: {what}{at}: the default step's stencil leaves the domain; step {step:.3g} (the "
                      "smallest estimate of a sequence of smaller steps) is used")
+    elif how == fd_error.BESIDE_SWITCH:
+        notes.append(f"fd: {what}{at}: a switch of min/max/clip/where/abs/relu lies beside the point, inside the "
+                     f"default stencil; a one-sided stencil away from it (step {step:.3g}) is used")
     sided = None
     if kink:
         sided = {"left": left, "right": right}

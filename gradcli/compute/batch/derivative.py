@@ -200,6 +200,12 @@ class DerivativeBatch(engine.BatchCore):
                                                 shift=float(shift[k]))
                 errors.append(err)
                 engine.note_error(self, m, err)
+                if warning and fd is not None and self.eps is None and self._fd_kink(fd, p, k):
+                    # at a kink no method's value is a derivative: the tape's is TensorFlow's convention, the
+                    # exact column's the average of the one-sided derivatives, fd's two-sided value neither
+                    if m == "tape":
+                        self._tape_kink_note(k)
+                    continue
                 if warning:
                     record["warnings"].append(warning)
             record["error"][m] = errors
