@@ -55,3 +55,34 @@ def test_abs_of_asin_has_exact_higher_derivatives():
     doc = gradcli.derivative("abs(asin(x))", at="x=0.5", order=3, method="symbolic").to_dict()
     for k, value in enumerate(doc["derivatives"]["symbolic"], 1):
         assert value == pytest.approx(float(oracle.oracle_derivative("abs(asin(x))", "x", {"x": "0.5"}, k)), rel=1e-12)
+
+
+# --- a Hessian entry below fd's own estimate is warned -------------------------------------------------------
+def test_a_hessian_entry_smaller_than_fds_estimate_is_warned():
+    expr = "x**4*y + 1e-3*y**2"
+    doc = gradcli.hessian(expr, at="x=100,y=0.01", method="symbolic,fd").to_dict()
+    truth = oracle.oracle_hessian(expr, {"x": "100", "y": "0.01"})
+    assert doc["hessian"]["symbolic"][1][1] == pytest.approx(float(truth[1][1]), rel=1e-12)
+    assert doc["fd_error_estimate"][1][1] > abs(float(truth[1][1]))
+    assert any("Hessian entry (y, y) is not resolved" in w for w in doc["warnings"]), doc["warnings"]
+
+
+def test_a_resolved_hessian_has_no_such_warning():
+    doc = gradcli.hessian("x**2*y + y**3", at="x=1.5,y=2", method="symbolic,fd").to_dict()
+    assert not any("not resolved" in w for w in doc["warnings"]), doc["warnings"]
+
+
+# --- a typed point float64 cannot hold: a note where the derivative moves with it ----------------------------
+def test_a_typed_point_float64_moves_is_noted_with_the_typed_points_derivative():
+    doc = gradcli.grad("atanh(x)", at="x=1-1e-9", method="symbolic").to_dict()
+    at_float = float(oracle.oracle_derivative("atanh(x)", "x", {"x": 1 - 1e-9}))
+    at_typed = float(oracle.oracle_derivative("atanh(x)", "x", {"x": "0.999999999"}))
+    assert doc["results"][0]["gradient"]["symbolic"]["x"] == pytest.approx(at_float, rel=1e-14)
+    note = [n for n in doc["notes"] if n.startswith("the point as typed")]
+    assert len(note) == 1 and repr(at_typed) in note[0] and "0.99999999900000003" in note[0]
+
+
+@pytest.mark.parametrize("at", ["x=0.1", "x=pi", "x=1e22", "x=3"])
+def test_a_typed_point_whose_rounding_moves_no_digit_gets_no_note(at):
+    doc = gradcli.grad("x**2 + sin(x)", at=at, method="symbolic").to_dict()
+    assert not any(n.startswith("the point as typed") for n in doc["notes"])

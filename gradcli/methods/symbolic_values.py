@@ -217,9 +217,23 @@ def _raise_in(ident: int, exc) -> None:
 
 
 def bounded_exact_value(expr, symbols: dict, point: Mapping[str, float], seconds: float):
-    """:func:`exact_value` within ``seconds`` of this point's own: its value, or raise :class:`_PointTimeout`.
-    A timer interrupts the evaluation at its next bytecode (a long C call, one big-integer product, ends
-    first); the exception cannot outlive the evaluation (it is sent and cleared under one lock)."""
+    """:func:`exact_value` within ``seconds`` of this point's own: its value, or raise :class:`_PointTimeout`."""
+    return within_seconds(lambda: exact_value(expr, symbols, point), seconds)
+
+
+def bounded_value_at(expr, subs: dict, seconds: float) -> float | None:
+    """:func:`gradcli.methods.symbolic.value_at` at exact ``subs`` (the point as typed) within ``seconds``; None
+    where undefined, or where it ran past them."""
+    try:
+        return within_seconds(lambda: symbolic.value_at(expr, subs), seconds)
+    except _PointTimeout:
+        return None
+
+
+def within_seconds(compute, seconds: float):
+    """``compute()`` within ``seconds``, or raise :class:`_PointTimeout`. A timer interrupts the evaluation at
+    its next bytecode (a long C call, one big-integer product, ends first); the exception cannot outlive the
+    evaluation (it is sent and cleared under one lock)."""
     ident = threading.get_ident()
     lock = threading.Lock()
     done = [False]
@@ -233,7 +247,7 @@ def bounded_exact_value(expr, symbols: dict, point: Mapping[str, float], seconds
     timer.daemon = True
     timer.start()
     try:
-        return exact_value(expr, symbols, point)
+        return compute()
     finally:
         with lock:
             done[0] = True

@@ -41,7 +41,46 @@ class ExactColumns:
             seen = undefined[i] = (points, ~np.isfinite(evaluate(self.trees[i], points, size)))
         column = exact.column((i, key), tree, points, size, skip=seen[1])
         self._keep_note("_exact_note_at", exact.note())
+        if self.at_point is not False and size == 1 and points is not None:
+            self._typed_point_note(i, key, tree, float(column[0]))
         return column
+
+    def _typed_point_note(self, i: int, key: tuple[str, ...], tree, value: float) -> None:
+        """At the --at point typed as a number float64 cannot hold (x=1-1e-9): every column is at its float64
+        rounding; where the exact derivative at the typed point differs from the one printed by more than the
+        column's own accuracy (2^-40 of it), a note says so with both (atanh's derivative at 1-1e-9 is
+        500000000.25, at its float64 rounding 500000014.39)."""
+        import math
+
+        import sympy as sp
+
+        from gradcli.methods import symbolic
+        from gradcli.methods.exact_evaluation import EXACT_POINT_SECONDS, TRUSTED
+        from gradcli.methods.symbolic_values import bounded_value_at
+
+        exact = getattr(self.at_point, "exact", None)
+        if not exact or not math.isfinite(value):
+            return
+        symbols = symbolic.symbols_for(self.variables)
+        subs = symbolic.exact_point({k: v for k, v in exact.items() if k in symbols}, symbols)
+        moved = {k: v for k, v in subs.items()
+                 if v != sp.Rational(*float(self.at_point.values[k.name]).as_integer_ratio())}
+        if not moved:
+            return
+        expr = symbolic.to_sympy(tree, symbols)
+        if not any(s in expr.free_symbols for s in moved):
+            return
+        typed = bounded_value_at(expr, subs, EXACT_POINT_SECONDS)
+        if typed is None or not math.isfinite(typed) or abs(typed - value) <= TRUSTED * abs(typed):
+            return
+        name = f"d/d{key[0]}" if len(key) == 1 else f"d{len(key)}/d{'d'.join(key)}"
+        text = self.exprs[i].text if hasattr(self, "exprs") else self.expr.text
+        moved_text = ", ".join(f"{k.name}={float(self.at_point.values[k.name]):.17g}" for k in moved)
+        said = self.__dict__.setdefault("_typed_point_said", [])
+        said.append(f"{name}({text}) is {value!r} there, {typed!r} at the typed point")
+        self._keep_note("_typed_point_note_at", (f"the point as typed ({self.at_point.text()}) is not a float64 number: "
+                                                 f"every column is at its float64 rounding ({moved_text}), and the "
+                                                 f"derivatives move: " + "; ".join(said)))
 
     def value_column(self, i: int, points, size: int):
         """Tree ``i`` itself at every point: float64 where its rounding bound vouches for it, else exact (30
