@@ -200,7 +200,7 @@ def capture_sink(invoke, sink_class, *args: str):
     write = sink_class.write
 
     def recording_write(self, batch):
-        from gradcli.render.batch import _records
+        from gradcli.render.sinks import _records
 
         kept["records"] += _records(batch)
         write(self, batch)
@@ -215,14 +215,14 @@ def capture_sink(invoke, sink_class, *args: str):
 
 @pytest.fixture(scope="module")
 def batches(invoke):
-    from gradcli.render import batch, descend_batch
+    from gradcli.render import descend_batch, sinks
 
     return {
-        "grad --grid": capture_sink(invoke, batch.TableSink, "grad", "x*sin(y)", "--grid", "x=-1:1:2,y=0:3:2",
+        "grad --grid": capture_sink(invoke, sinks.TableSink, "grad", "x*sin(y)", "--grid", "x=-1:1:2,y=0:3:2",
                                     "-m", "symbolic,fd"),
-        "derivative --grid": capture_sink(invoke, batch.TableSink, "derivative", "x*exp(-x)", "--grid", "x=-1:2:4",
+        "derivative --grid": capture_sink(invoke, sinks.TableSink, "derivative", "x*exp(-x)", "--grid", "x=-1:2:4",
                                           "--order", "2", "-m", "symbolic,fd"),
-        "hessian --grid": capture_sink(invoke, batch.TableSink, "hessian", "x**2*y", "--grid", "x=-1:1:2,y=0:2:2",
+        "hessian --grid": capture_sink(invoke, sinks.TableSink, "hessian", "x**2*y", "--grid", "x=-1:1:2,y=0:2:2",
                                        "-m", "symbolic,fd"),
         "descend --grid": capture_sink(invoke, descend_batch.BasinsTableSink, "descend", "(x**2-1)**2 + y**2",
                                        "--grid", "x=-2:2:2,y=-1:1:2", "-o", "sgd,adam", "--lr", "0.05",

@@ -48,7 +48,8 @@ WARM_MODULES = [
     "gradcli.methods.tape", "gradcli.methods.symbolic", "gradcli.methods.complex_step", "gradcli.render",
     "gradcli.commands.shell_loop", "gradcli.commands.shell_sympy_warm", "gradcli.expression.rules",
     "gradcli.render.common", "gradcli.render.layout", "gradcli.render.grad", "gradcli.render.hessian",
-    "gradcli.render.derivative", "gradcli.render.descend", "gradcli.render.batch", "gradcli.render.steps",
+    "gradcli.render.derivative", "gradcli.render.descend", "gradcli.render.batch", "gradcli.render.sinks",
+    "gradcli.render.steps",
     # else imported anew by every call (its SymPy worker, rich's markup, Typer's decorators): ~25 ms each
     "multiprocessing.popen_forkserver", "rich._emoji_codes", "typer._click.decorators",
     # imported on first use by one command or another: each is compiled anew by every call where no .pyc

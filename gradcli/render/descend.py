@@ -58,7 +58,7 @@ class StartSink:
             self.inner.start(header)
 
     def write(self, batch) -> None:
-        from gradcli.render.batch import records_of
+        from gradcli.render.sinks import records_of
 
         self.records += records_of(batch)
         if self.inner is not None:

@@ -25,8 +25,9 @@ import sys
 from typing import Any
 
 from gradcli.errors import printable
-from gradcli.render.batch import TableSink, print_batch_diagnostics
+from gradcli.render.basins import basin_places, starts_per_key, stationary_label
 from gradcli.render.common import number
+from gradcli.render.sinks import TableSink, print_batch_diagnostics
 
 # Starts the table shows (all their optimizers' records).
 TABLE_STARTS = 20
@@ -38,16 +39,6 @@ _STATUS_STYLE = {"converged": "green", "max_steps": "yellow", "oscillating": "ye
 _MARKERS = ["o", "x", "+", "*", "#", "@", "%", "&", "$", "=", "~", "^", "•"]
 _ELSEWHERE_MARKER = "?"
 _DIVERGED_MARKER = "!"
-
-
-def _short(v: float | None) -> str:
-    return "undefined" if v is None else f"{v:.6g}"
-
-
-def stationary_label(s: dict) -> str:
-    """``minimum at (3, 2)``: a stationary point, or a basin of end points by its representative."""
-    where = ", ".join(_short(v) for v in s["point"].values())
-    return f"{s.get('kind') or 'stationary point'} at ({where})"
 
 
 def _ended_at(record: dict) -> str:
@@ -106,7 +97,7 @@ class BasinsTableSink(TableSink):
         self.starts = 0
 
     def write(self, batch) -> None:
-        from gradcli.render.batch import records_of
+        from gradcli.render.sinks import records_of
 
         for r in records_of(batch):
             self.starts += 1
@@ -224,7 +215,7 @@ class PlotSink:
 
     def write(self, batch) -> None:
         from gradcli.compute.descend.records import basin_key
-        from gradcli.render.batch import records_of
+        from gradcli.render.sinks import records_of
 
         self.inner.write(batch)
         names = self.variables
@@ -298,24 +289,6 @@ def plot_starts(header: dict, summary: dict, samples: dict, seen: dict, *, file)
                          for key, marker in markers.items() if reached.get(key)], file=file, width=width)
 
 
-def basin_places(header: dict, summary: dict) -> list[tuple[str, dict | None, str]]:
-    """(basin key, stationary point or basin, label) of every place a start can end, in the order every
-    plot gives them their markers: stationary points in SymPy's order, basins of end points in the order
-    they were found, then elsewhere and diverged (no point)."""
-    from gradcli.compute.descend.records import stationary_key
-
-    places = [(stationary_key(s["point"]), s) for s in header.get("stationary_points") or []]
-    grouped = {b["index"]: b for counts in summary["basins"].values() for b in counts.get("basins", [])}
-    places += [(f"basin {i}", grouped[i]) for i in sorted(grouped)]
-    found: dict[str, tuple[str, dict | None, str]] = {}
-    for key, s in places:
-        found.setdefault(key, (key, s, stationary_label(s)))
-    elsewhere = "not converged" if header.get("basins_from") == "end points" else "no stationary point reached"
-    found["elsewhere"] = ("elsewhere", None, f"elsewhere ({elsewhere})")
-    found["diverged"] = ("diverged", None, "diverged or unbounded")
-    return list(found.values())
-
-
 def _basin_markers(header: dict, summary: dict, symbols: list[str]) -> tuple[dict[str, str], dict[str, str]]:
     """One marker per basin key, the same in every optimizer's plot, and a label for each."""
     markers: dict[str, str] = {}
@@ -327,20 +300,10 @@ def _basin_markers(header: dict, summary: dict, symbols: list[str]) -> tuple[dic
     return markers, labels
 
 
-def starts_per_key(counts: dict) -> dict[str, int]:
-    """One optimizer's starts per basin key."""
-    from gradcli.compute.descend.records import stationary_key
-
-    reached = {stationary_key(s["point"]): s["starts"] for s in counts["stationary_points"]}
-    reached.update({f"basin {b['index']}": b["starts"] for b in counts.get("basins", [])})
-    reached["elsewhere"], reached["diverged"] = counts["elsewhere"], counts["diverged"]
-    return reached
-
-
 def descend_sink(output: str, *, variables: list[str], plot: bool = False, picture: bool = False):
     """The writer of many starts for ``output`` (table, json, jsonl, csv), wrapped for --plot and
     --plot-file (``picture``: keep the sample for :meth:`PlotSink.picture_panels`) when asked."""
-    from gradcli.render.batch import CsvSink, JsonlSink, JsonSink
+    from gradcli.render.sinks import CsvSink, JsonlSink, JsonSink
 
     if output == "jsonl":
         sink = JsonlSink()

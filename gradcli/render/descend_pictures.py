@@ -54,7 +54,7 @@ def descend_panels(document: dict) -> list:
 def basin_panels(header: dict, summary: dict, samples: dict, seen: dict) -> list:
     """Many starts' picture: a panel per optimizer, its sampled starts coloured by where they ended.
     ``samples``: per optimizer, (x, y, basin key) as gradcli.render.descend_batch.PlotSink keeps them."""
-    from gradcli.render.descend_batch import basin_places, starts_per_key
+    from gradcli.render.basins import basin_places, starts_per_key
     from gradcli.render.plot_file import Mark, Panel
 
     names = header["variables"]

@@ -14,7 +14,7 @@ import math
 from typing import Any, Callable
 
 from gradcli.errors import UsageError
-from gradcli.render.batch import CsvSink, print_batch_diagnostics
+from gradcli.render.sinks import CsvSink, print_batch_diagnostics
 
 
 class _NoHeader:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import sys
 
-from gradcli.render.batch import JsonlSink, records_of, refuse_latex_for_many, sink_for
+from gradcli.render.batch import refuse_latex_for_many, sink_for
+from gradcli.render.sinks import JsonlSink, records_of
 from gradcli.render.common import print_diagnostics, to_json
 
 
