@@ -269,7 +269,7 @@ def unresolved_entry_warning(fd, exact, estimates, *, wrt: list[str], dtype: str
     i, j = np.unravel_index(int(np.argmax(ratio)), ratio.shape)
     return (f"fd: the Hessian entry ({wrt[i]}, {wrt[j]}) is not resolved in {dtype}: its error estimate "
             f"{est[i, j]:.3g} is larger than the entry itself (exact {ref[i, j]:.6g}, fd {got[i, j]:.6g}); fd's value "
-            "there tells nothing of it (rounding of f's larger values swamps it)")
+            "there tells nothing of it (rounding of f's larger values, or f not smooth here)")
 
 
 def cross_check_hessian(tape, fd, estimates, *, wrt: list[str], dtype: str, doubted=False) -> str | None:
