@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from gradcli.compute.steps import compute_steps, sweep_steps
+from gradcli.compute.steps import compute_steps
+from gradcli.compute.steps_sweep import sweep_steps
 from gradcli.expression import parse
 from gradcli.methods.complex_step import complex_gradients
 from gradcli.methods.fd import fd_gradients

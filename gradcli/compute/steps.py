@@ -26,59 +26,18 @@ import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from gradcli.compute.steps_sweep import COMPLEX, DtypeSweep, FormulaSweep, sweep_steps
 from gradcli.errors import ComputeError, UsageError
 from gradcli.expression import Node, parse
 from gradcli.expression.points import check_covers, check_point_fits, parse_point, wrt_without_value
 from gradcli.expression.tree import Num
 from gradcli.methods import symbolic
-from gradcli.dtypes import MACHINE_EPSILON
 from gradcli.methods.fd_stencils import STENCIL_NAMES, named_stencil
 from gradcli.methods.worker import BoundedJob, CancelFlag, SymbolicTimeout
 from gradcli.results import clean, point_text
 
 DTYPES = ("float64", "float32")
 MAX_ORDER = 4
-LARGEST_STEP = 0.1
-STEPS_PER_DECADE = 2
-
-
-COMPLEX = "complex"
-
-
-# ---------------------------------------------------------------------------------------------
-# Reports
-# ---------------------------------------------------------------------------------------------
-@dataclass
-class FormulaSweep:
-    name: str
-    accuracy: int
-    points: int
-    errors: list[float | None]  # per step of the sweep; None where the formula gives no finite number
-    default_step: float | None = None
-    default_error: float | None = None
-    best_step: float | None = None
-    best_error: float | None = None
-    theory_step: float | None = None
-    theory_error: float | None = None
-
-    def to_dict(self) -> dict:
-        return {"formula": self.name, "accuracy": self.accuracy, "points": self.points, "errors": self.errors,
-                "default": {"step": self.default_step, "error": self.default_error},
-                "best": {"step": self.best_step, "error": self.best_error},
-                "theory": {"step": self.theory_step, "error": self.theory_error}}
-
-
-@dataclass
-class DtypeSweep:
-    dtype: str
-    x: float  # the point's coordinate in the dtype
-    exact: float  # the exact derivative at the dtype's point
-    steps: list[float]
-    formulas: list[FormulaSweep]
-
-    def to_dict(self) -> dict:
-        return {"dtype": self.dtype, "x": self.x, "exact": self.exact, "steps": self.steps,
-                "formulas": [f.to_dict() for f in self.formulas]}
 
 
 @dataclass
@@ -141,14 +100,6 @@ def _exact(tree, point, variable, order: int, dtype_points: list[dict[str, Node]
 # ---------------------------------------------------------------------------------------------
 # The sweep
 # ---------------------------------------------------------------------------------------------
-def sweep_steps(dtype: str, x: float) -> list[float]:
-    """1e-1 * max(1, |x|) down to eps * max(1, |x|), every half decade."""
-    scale = max(1.0, abs(x))
-    eps = MACHINE_EPSILON[dtype]
-    count = int(math.floor(STEPS_PER_DECADE * math.log10(LARGEST_STEP / eps))) + 1
-    return [LARGEST_STEP * 10 ** (-k / STEPS_PER_DECADE) * scale for k in range(count)]
-
-
 def parse_dtypes(text: str) -> list[str]:
     names = [p.strip().lower() for p in text.split(",") if p.strip()]
     if not names:

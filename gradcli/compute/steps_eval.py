@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from gradcli.compute.steps import COMPLEX, DtypeSweep, FormulaSweep, sweep_steps
+from gradcli.compute.steps_sweep import COMPLEX, DtypeSweep, FormulaSweep, sweep_steps
 from gradcli.dtypes import MACHINE_EPSILON
 from gradcli.expression import Node
 from gradcli.methods.complex_step import complex_gradients, complex_step_values

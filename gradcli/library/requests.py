@@ -18,7 +18,6 @@ from __future__ import annotations
 import math
 import numbers
 import os
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 from gradcli.errors import UsageError

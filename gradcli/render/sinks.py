@@ -16,8 +16,6 @@ from typing import Any
 
 from gradcli.errors import UsageError, printable
 from gradcli.streams import csv_headers
-from gradcli.render.common import error as fmt_error
-from gradcli.render.common import number as fmt_value
 from gradcli.render.common import print_diagnostic, print_diagnostics
 
 TABLE_LIMIT = 40

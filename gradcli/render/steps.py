@@ -8,7 +8,8 @@ from __future__ import annotations
 import math
 import sys
 
-from gradcli.compute.steps import FORMULA_NAMES, DtypeSweep, StepsReport
+from gradcli.compute.steps import FORMULA_NAMES, StepsReport
+from gradcli.compute.steps_sweep import DtypeSweep
 from gradcli.render.common import to_csv, to_json
 from gradcli.render.layout import terminal_width, wrap_plain
 

@@ -19,7 +19,6 @@ from typing import Iterator
 from gradcli.expression.sources.files import os_reason
 from gradcli.expression.sources.messages import Where, both_message, escape, missing_message, show
 from gradcli.expression.sources.shapes import Needs, PointChunk, PointSource
-from gradcli.errors import UsageError
 
 SUFFIXES = (".parquet", ".parq", ".pq")
 _GLOB = set("*?[")
