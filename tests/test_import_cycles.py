@@ -104,6 +104,7 @@ def test_the_finder_sees_a_circle_closed_inside_a_function(tmp_path):
     ("gradcli.render.descend_batch", "gradcli.render.descend_pictures"),
     ("gradcli.compute.hvp", "gradcli.compute.hvp_batch"),
     ("gradcli.compute.steps", "gradcli.compute.steps_eval"),
+    ("gradcli.compute.nan_origin", "gradcli.compute.trace"),
 ])
 def test_a_fixed_circle_stays_open(pair):
     together = [c for c in cycles(import_graph()) if set(pair) <= set(c)]

@@ -132,7 +132,7 @@ def test_sqrt_behind_a_where_is_zero_in_tensorflow_and_says_why():
 
 
 def test_first_bad_node_for_a_caller_elsewhere():
-    from gradcli.compute.nan_origin import first_bad_node
+    from gradcli.compute.tape_origin import first_bad_node
     from gradcli.expression import parse
     from gradcli.expression.points import parse_point
 

@@ -16,9 +16,8 @@ from __future__ import annotations
 
 import math
 
-from gradcli.compute.nan_origin import SMALLEST_NORMAL
 from gradcli.compute.trace_nodes import _INPUT, TraceNode
-from gradcli.dtypes import MACHINE_EPSILON
+from gradcli.dtypes import MACHINE_EPSILON, SMALLEST_NORMAL
 
 
 def _local_function(node: TraceNode, backend):

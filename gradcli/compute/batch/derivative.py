@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gradcli.compute.batch import engine
-from gradcli.compute.nan_origin import origin_note
+from gradcli.compute.tape_origin import origin_note
 from gradcli.compute.request import derivative_variable
 from gradcli.compute.complex_column import (complex_columns, complex_cross_warnings, cross_check_complex,
                                             judge_complex_value, refuse_higher_orders)

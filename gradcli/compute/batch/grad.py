@@ -15,7 +15,7 @@ from gradcli.methods.fd import fd_gradients
 from gradcli.methods.fd_schemes import SCHEMES, STEP_POWER
 from gradcli.methods.fd_notes import fd_line_notes
 from gradcli.compute.batch.grad_lines import Parts, as_lists, json_lines
-from gradcli.compute.nan_origin import origin_note
+from gradcli.compute.tape_origin import origin_note
 from gradcli.results import FIRST_ORDER_METHODS, shortest
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from gradcli.compute.nan_origin import origin_note
+from gradcli.compute.tape_origin import origin_note
 
 
 def complex_step_notes(core, cc) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 
 from gradcli.compute.batch import engine
-from gradcli.compute.nan_origin import origin_note
+from gradcli.compute.tape_origin import origin_note
 from gradcli.compute.request import needed_variables
 from gradcli.errors import UsageError
 from gradcli.expression import parse

@@ -13,7 +13,7 @@ from gradcli.compute.batch import engine
 from gradcli.compute.hvp import FD_METHOD, HVP_METHODS, TAPE_METHODS, hvp_formulas, hvp_formulas_at, \
     parse_hvp_methods
 from gradcli.compute.jvp import parse_direction
-from gradcli.compute.nan_origin import origin_note
+from gradcli.compute.tape_origin import origin_note
 from gradcli.compute.judge import (cross_check_hvp, cross_disagreement, disagreement, judge_hvp_entries,
                                    unchecked_tape)
 from gradcli.errors import UsageError
@@ -36,7 +36,7 @@ class HvpBatch(engine.BatchCore):
                          symbolic_time_limit=symbolic_time_limit)
         self.expr = expression if isinstance(expression, Expression) else parse(expression)
         self.trees = [self.expr.tree]
-        self.exprs = [self.expr]  # what gradcli.compute.nan_origin.origin_note reads of a core
+        self.exprs = [self.expr]  # what gradcli.compute.tape_origin.origin_note reads of a core
         self.origins: dict = {}  # the tape's first wrong node (None: none), traced once a run
         self.variables = list(self.expr.variables)
         if not self.variables:

@@ -12,7 +12,7 @@ from gradcli.compute.batch import engine
 from gradcli.compute.complex_column import complex_columns, complex_cross_warnings, cross_check_complex
 from gradcli.compute.judge import (cross_check, cross_disagreement, disagreement, judge_gradients,
                                    unchecked_beside_a_broken_tape, unchecked_tape)
-from gradcli.compute.nan_origin import origin_note
+from gradcli.compute.tape_origin import origin_note
 from gradcli.compute.request import parse_expressions
 from gradcli.errors import UsageError
 from gradcli.methods.complex_step import sensitive_pieces
