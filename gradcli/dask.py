@@ -100,6 +100,8 @@ def spec_of(command: str, **options) -> Spec:
 # ---------------------------------------------------------------------------------------------
 _PREPARED: dict[Spec, Prepared] = {}
 _PREPARING = threading.Lock()
+# Requests kept prepared per process (a long-lived client or worker sees many): the oldest goes first.
+PREPARED_KEPT = 32
 
 
 def prepared(spec: Spec) -> Prepared:
@@ -109,6 +111,8 @@ def prepared(spec: Spec) -> Prepared:
         return found
     with _PREPARING:
         if spec not in _PREPARED:
+            while len(_PREPARED) >= PREPARED_KEPT:
+                del _PREPARED[next(iter(_PREPARED))]
             _PREPARED[spec] = Prepared(spec)
         return _PREPARED[spec]
 
@@ -233,24 +237,31 @@ class Prepared:
 # a partition
 # ---------------------------------------------------------------------------------------------
 def _partition_rows(frame, spec: Spec, meta):
-    """One partition (a pandas DataFrame) -> its rows: the frame's other columns first, then the computed
-    ones, typed as ``meta`` says (a column whose values happen to be all integers, or all missing, in one
-    partition keeps the frame's type)."""
+    """One partition (a pandas DataFrame) -> its rows: the frame's other columns first (their own arrays,
+    repeated where a point has several rows), then the computed ones, typed as ``meta`` says (a column whose
+    values happen to be all integers, or all missing, in one partition keeps the frame's type). ``meta``
+    None: the one-row run that makes it."""
     import numpy as np
     import pandas as pd
 
     if len(frame) == 0:
         return meta.iloc[:0].copy()
     work = prepared(spec)
-    arrays = {str(c): frame[c].to_numpy() for c in frame.columns}
-    columns, repeats = work.columns(arrays)
+    columns, repeats = work.columns({str(c): frame[c].to_numpy() for c in frame.columns})
     variables = set(work.header["variables"])
     passed = [c for c in frame.columns if str(c) not in variables]
-    positions = np.repeat(np.arange(len(frame)), repeats)
-    out = frame[passed].iloc[positions].copy() if passed else pd.DataFrame(index=frame.index[positions])
-    computed = {k: v for k, v in columns.items() if k not in {str(c) for c in passed}}
-    out = pd.concat([out, pd.DataFrame(computed, index=out.index)], axis=1)
-    return out if meta is None else _typed(out, meta)  # None: the one-row run that makes the meta
+    positions = None if max(repeats) == 1 and len(repeats) == len(frame) else np.repeat(np.arange(len(frame)),
+                                                                                        repeats)
+    data = {c: frame[c].array if positions is None else frame[c].array.take(positions) for c in passed}
+    names = {str(c) for c in passed}
+    wanted = {} if meta is None else meta.dtypes
+    for k, v in columns.items():
+        if k not in names:
+            dtype = wanted.get(k)
+            data[k] = v.astype(dtype) if isinstance(dtype, np.dtype) and v.dtype != dtype else v
+    index = frame.index if positions is None else frame.index[positions]
+    out = pd.DataFrame(data, index=index, copy=False)
+    return out if meta is None else _typed(out, meta)
 
 
 def _typed(out, meta):
@@ -259,8 +270,8 @@ def _typed(out, meta):
         raise UsageError("a partition's columns differ from the frame's first rows': "
                          f"{list(out.columns)} against {list(meta.columns)} (did SymPy time out on one worker? "
                          "raise symbolic_timeout)")
-    differ = {c: meta.dtypes[c] for c in meta.columns if out.dtypes[c] != meta.dtypes[c]}
-    return out.astype(differ) if differ else out
+    differ = out.dtypes != meta.dtypes
+    return out.astype(meta.dtypes[differ].to_dict()) if differ.any() else out
 
 
 def _meta(ddf, spec: Spec):
