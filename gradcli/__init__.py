@@ -12,9 +12,9 @@ cheap; NumPy, SymPy and TensorFlow load only when a function is called.
 
 __version__ = "0.1.0"
 
-_API = frozenset({"grad", "hessian", "derivative", "jvp", "hvp", "descend", "check", "eval", "evaluate",
-                  "grad_columns", "hessian_columns", "derivative_columns", "Result", "GradcliError", "UsageError",
-                  "ParseError", "ComputeError"})
+_API = frozenset({"grad", "hessian", "derivative", "jvp", "hvp", "descend", "check", "eval", "evaluate", "steps",
+                  "trace", "grad_columns", "hessian_columns", "derivative_columns", "Result", "GradcliError",
+                  "UsageError", "ParseError", "ComputeError"})
 
 
 def __getattr__(name: str):

@@ -447,3 +447,17 @@ def test_jvp_and_hvp_are_the_cli_documents_with_values_one_level_deep(points_csv
     assert many.columns()["fd_jvp"].tolist() == [float(r["fd_jvp"]) for r in rows]
     with pytest.raises(gradcli.UsageError, match="--along is required"):
         gradcli.jvp("x**2", at="x=1")
+
+
+def test_trace_and_steps_are_the_cli_documents():
+    r = gradcli.trace(TUTORIAL, at={"x1": 2, "x2": 3}, along="x1=1,x2=2")
+    assert masked(r.to_dict()) == masked(cli_json("trace", TUTORIAL, "--at", "x1=2,x2=3", "--along", "x1=1,x2=2"))
+    assert not r.failed and "adjoint" in str(r)  # the trace's own tables
+    bad = gradcli.trace("log(1 + exp(x))", at="x=100", dtype="float32")
+    assert bad.to_dict()["where_it_went_wrong"] and bad.warnings == bad.to_dict()["warnings"]
+    s = gradcli.steps("sin(x)", at="x=1", formulas="central,complex", dtype="float64,float32")
+    assert masked(s.to_dict()) == masked(cli_json("steps", "sin(x)", "--at", "x=1", "--formulas", "central,complex",
+                                                  "--dtype", "float64,float32"))
+    assert [sweep["dtype"] for sweep in s.to_dict()["sweeps"]] == ["float64", "float32"]
+    with pytest.raises(gradcli.UsageError, match=r"trace\(\) has no option 'points'"):  # one point's tables
+        gradcli.api.trace("x", at="x=1", points="p.csv")

@@ -33,14 +33,14 @@ from gradcli.api._result import Result
 from gradcli.errors import ComputeError, GradcliError, ParseError, UsageError
 from gradcli.methods.worker import jobs_in_threads
 from gradcli.library.requests import (CheckRequest, DerivativeRequest, DescendRequest, EvalRequest, GradRequest,
-                                      HessianRequest, HvpRequest, JvpRequest)
+                                      HessianRequest, HvpRequest, JvpRequest, StepsRequest, TraceRequest)
 
 __all__ = ["ComputeError", "GradcliError", "ParseError", "Result", "UsageError", "check", "derivative",
            "derivative_columns", "descend", "eval", "evaluate", "grad", "grad_columns", "hessian",
-           "hessian_columns", "hvp", "jvp"]
+           "hessian_columns", "hvp", "jvp", "steps", "trace"]
 
 G, H, D, E, S, C = GradRequest, HessianRequest, DerivativeRequest, EvalRequest, DescendRequest, CheckRequest
-J, V = JvpRequest, HvpRequest
+J, V, T, P = JvpRequest, HvpRequest, TraceRequest, StepsRequest
 
 
 def _call(fn):
@@ -203,6 +203,51 @@ def check(expression: str, *, expect=None, order: int = C.order, at=None, points
         expression=expression, expect=expect, order=order, at=at, points=points, grid=grid, box=box,
         samples=samples, seed=seed, symbolic_timeout=symbolic_timeout, rtol=rtol, atol=atol, dtype=dtype,
         rule=rule).run())
+
+
+@_call
+def trace(*expressions: str, at=None, along=None, dtype: str = T.dtype, symbolic_timeout: float = T.symbolic_timeout,
+          rule: str | list[str] | None = None, strict: bool = T.strict) -> Result:
+    """``gradcli trace EXPR... --at X``: the tape's nodes at one point, each value (against SymPy), adjoint
+    (against tape.gradient) and, with ``along``, tangent (against ForwardAccumulator) checked; where a value
+    went wrong, the first node and why. ``to_dict()["nodes"]``: the nodes; the table is trace's."""
+    from gradcli.api._result import ReportResult
+
+    request = TraceRequest(expressions=_expression_list(expressions), at=at, along=along, dtype=dtype,
+                           symbolic_timeout=symbolic_timeout, rule=rule, strict=strict)
+    run = request.run()
+    core = request.core
+
+    def draw() -> None:
+        from gradcli.render.trace import trace_table
+
+        trace_table(core.report)
+
+    result = ReportResult("trace", core.report, document=run.document(), draw=draw)
+    result.failed = bool(core.failed or run.failed)
+    return result
+
+
+@_call
+def steps(expression: str, *, at=None, wrt: str | None = None, order: int = P.order, dtype: str = P.dtype,
+          formulas: str | None = None, symbolic_timeout: float = P.symbolic_timeout, strict: bool = P.strict) -> Result:
+    """``gradcli steps EXPR --at X``: each difference formula's error over a sweep of steps h, in each
+    ``dtype`` ("float64", "float32" or both), against SymPy's exact derivative; gradcli's default, the best and
+    theory's optimal step marked. ``to_dict()["sweeps"]``: per dtype, the steps and each formula's errors."""
+    from gradcli.api._result import ReportResult
+
+    request = StepsRequest(expression=expression, at=at, wrt=wrt, order=order, dtype=dtype, formulas=formulas,
+                           symbolic_timeout=symbolic_timeout, strict=strict)
+    report = request.run()
+
+    def draw() -> None:
+        from gradcli.render.steps import steps_table
+
+        steps_table(report)
+
+    result = ReportResult("steps", report, draw=draw)
+    result.failed = bool(report.failed or (strict and report.warnings))
+    return result
 
 
 # ---------------------------------------------------------------------------------------------

@@ -331,3 +331,46 @@ class CheckResult(Result):
 
     def _draw(self, console) -> None:
         console.print(self.to_json().rstrip("\n"), markup=False, highlight=False, soft_wrap=True)
+
+
+class ReportResult(Result):
+    """The result of a command whose one document is a report (steps; trace, whose table and dot are drawn from
+    its report): the document, its warnings and notes, and the table where the report draws one."""
+
+    def __init__(self, command: str, report, *, document: dict | None = None, draw=None):
+        self.report = report
+        self.run = None
+        self.command = command
+        self._document = report.to_dict() if document is None else document
+        self.warnings = list(self._document.get("warnings") or [])
+        self.notes = list(self._document.get("notes") or [])
+        self.failed = bool(getattr(report, "failed", False))
+        self.summary_text = None
+        self._text = None
+        self._draw_table = draw
+
+    @property
+    def many(self) -> bool:
+        return False
+
+    def to_json(self) -> str:
+        if self._text is None:
+            from gradcli.library.run import json_text
+
+            self._text = json_text(self._document) + "\n"
+        return self._text
+
+    def records(self) -> Iterator[dict]:
+        yield self.to_dict()
+
+    def columns(self) -> dict:
+        raise AttributeError(f"{self.command} at one point: see to_dict()")
+
+    def _record(self, what: str) -> dict:
+        raise AttributeError(f"a {self.command} result has no {what}: see to_dict()")
+
+    def _draw(self, console) -> None:
+        if self._draw_table is None:
+            console.print(self.to_json(), markup=False, highlight=False, soft_wrap=True, end="")
+        else:
+            self._draw_table()

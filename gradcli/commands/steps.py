@@ -14,6 +14,7 @@ from gradcli.commands.common import DigitsOption
 from gradcli.commands.completion import complete_dtypes
 from gradcli.commands.expression_file import expression_text
 from gradcli.commands.plot_file import PlotFileOption, refuse_same_file
+from gradcli.library.requests import StepsRequest
 
 
 @handle_errors
@@ -26,10 +27,11 @@ def steps(
     at: at_option("required") = None,
     wrt: Annotated[Optional[str], typer.Option(
         "--wrt", metavar="X", help="The variable, when there are several (others fixed).")] = None,
-    order: Annotated[int, typer.Option("--order", "-n", metavar="N", help="Derivative order, 1 to 4.")] = 1,
+    order: Annotated[int, typer.Option("--order", "-n", metavar="N", help="Derivative order, 1 to 4.")
+                     ] = StepsRequest.order,
     dtype: Annotated[str, typer.Option(
         "--dtype", metavar="DTYPES", help="float64, float32, or both: float32,float64.",
-        autocompletion=complete_dtypes)] = "float64",
+        autocompletion=complete_dtypes)] = StepsRequest.dtype,
     formula_names: Annotated[Optional[str], typer.Option(
         "--formulas", metavar="NAMES", help="Only these, in this order, e.g. "
         "central,forward,complex (default: all those named above).", show_default=False)] = None,
@@ -40,8 +42,8 @@ def steps(
     plot: Annotated[bool, typer.Option(
         "--plot", help="Also draw the errors against h, log-log (on stderr with -f json/csv).")] = False,
     plot_file: PlotFileOption = None,
-    symbolic_timeout: SymbolicTimeoutOption = 10.0,
-    strict: StrictOption = False,
+    symbolic_timeout: SymbolicTimeoutOption = StepsRequest.symbolic_timeout,
+    strict: StrictOption = StepsRequest.strict,
 ) -> None:
     """The error of every difference formula against the step h, from 1e-1 down to the dtype's eps.
 
@@ -59,10 +61,8 @@ def steps(
     """
     expression = expression_text(expression, file)
     refuse_same_file(plot_file, svg, html)
-    from gradcli.compute.steps import compute_steps
-
-    report = compute_steps(expression, at=at, wrt=wrt, order=order, dtypes=dtype,
-                           symbolic_time_limit=symbolic_timeout, formula_names=formula_names)
+    report = StepsRequest(expression=expression, at=at, wrt=wrt, order=order, dtype=dtype, formulas=formula_names,
+                          symbolic_timeout=symbolic_timeout, strict=strict).run()
     from gradcli.render import steps as render
     from gradcli.render.steps_latex import steps_latex
 

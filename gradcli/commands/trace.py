@@ -10,6 +10,7 @@ import typer
 from gradcli.commands.common import (DType, DTypeOption, HtmlOption, RuleOption, ShowCodeOption, StrictOption,
                                      SvgOption, SymbolicTimeoutOption, at_option, finish, handle_errors, writes_latex)
 from gradcli.commands.common import DigitsOption
+from gradcli.library.requests import TraceRequest
 
 
 class TraceFormat(str, enum.Enum):
@@ -31,7 +32,7 @@ def trace(
         "(variables not named: 0).", show_default=False)] = None,
     points: Annotated[Optional[str], typer.Option("--points", metavar="FILE|-", hidden=True)] = None,
     grid: Annotated[Optional[str], typer.Option("--grid", metavar="X=A:B:N,...", hidden=True)] = None,
-    dtype: DTypeOption = DType.float64,
+    dtype: DTypeOption = DType(TraceRequest.dtype),
     output: Annotated[TraceFormat, typer.Option(
         "--format", "-f", case_sensitive=False, metavar="FORMAT",
         help="table, json, latex or dot (Graphviz: values and adjoints on the nodes).")] = TraceFormat.table,
@@ -39,9 +40,9 @@ def trace(
     svg: SvgOption = None,
     html: HtmlOption = None,
     show_code: ShowCodeOption = False,
-    symbolic_timeout: SymbolicTimeoutOption = 10.0,
+    symbolic_timeout: SymbolicTimeoutOption = TraceRequest.symbolic_timeout,
     rule: RuleOption = None,
-    strict: StrictOption = False,
+    strict: StrictOption = TraceRequest.strict,
 ) -> None:
     """The computation as the tape records it: each node's value, its adjoint, and its tangent along a direction.
 
@@ -59,14 +60,8 @@ def trace(
       gradcli trace "log(1+exp(x))" --at x=100 --dtype float32
       gradcli trace "(x1+5)*x2**2" --at x1=2,x2=3 --along x1=1,x2=2 -f dot
     """
-    from gradcli.errors import UsageError
-
-    if points is not None or grid is not None:
-        # A trace is a table per point (every node, three sweeps): many points would be pages of tables.
-        raise UsageError("trace shows one point's computation, node by node: give --at (at many points, "
-                         "jvp, hvp and grad take --points/--grid)")
-    if not expressions:
-        raise UsageError("give at least one expression, e.g. gradcli trace \"x**2\" --at x=3")
+    request = TraceRequest(expressions=expressions or [], at=at, along=along, points=points, grid=grid,
+                           dtype=dtype.value, symbolic_timeout=symbolic_timeout, rule=rule, strict=strict)
     from gradcli.expression.rules import define_rules
 
     checked = define_rules(rule, time_limit=symbolic_timeout)  # a wrong rule: exit 1, with a counterexample
@@ -77,11 +72,10 @@ def trace(
         return
     from gradcli.compute.batch.engine import run_batch
     from gradcli.compute.batch.points import point_chunks
-    from gradcli.compute.trace_batch import TraceCore
     from gradcli.render import trace as render
     from gradcli.render.detail import DetailSink
 
-    core = TraceCore(expressions, along=along, dtype=dtype.value, symbolic_time_limit=symbolic_timeout)
+    core = request.make_core()
     core.notes += checked.notes
     views = {TraceFormat.json: None, TraceFormat.table: lambda doc: render.trace_table(core.report),
              TraceFormat.dot: lambda doc: print(render.trace_dot(core.report), end="")}

@@ -512,5 +512,79 @@ class CheckRequest:
         return run_check(self, rules=rules)
 
 
-__all__ = ["CheckRequest", "DerivativeRequest", "DescendRequest", "EvalRequest", "GradRequest", "HessianRequest",
-           "PointColumns"]
+@dataclass(kw_only=True)
+class TraceRequest(PointsRequest):
+    """``gradcli trace EXPR... --at X``: the tape's nodes at one point, each value, adjoint (and tangent along
+    ``along``) checked."""
+
+    command = "trace"
+
+    expressions: list[str]
+    along: list[str] | None = None
+    symbolic_timeout: float = SYMBOLIC_TIMEOUT
+    rule: list[str] | None = None
+    strict: bool = False
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if isinstance(self.expressions, str):
+            self.expressions = [self.expressions]
+        self.expressions = check_texts("EXPR...", self.expressions) or []
+        if not self.expressions:
+            raise UsageError("give at least one expression, e.g. gradcli trace \"x**2\" --at x=3")
+        if not self.one_point:
+            # a trace is a table per point (every node, three sweeps): many points would be pages of tables
+            raise UsageError("trace shows one point's computation, node by node: give --at (at many points, "
+                             "jvp, hvp and grad take --points/--grid)")
+        self.along = check_at(self.along, "along")
+        self.symbolic_timeout = check_number("--symbolic-timeout", self.symbolic_timeout, float, SYMBOLIC_TIMEOUTS)
+        self.rule = check_texts("--rule", self.rule)
+        self.strict = check_flag("--strict", self.strict)
+
+    def make_core(self):
+        """The trace's core, kept as ``core``: its report is what trace's table and dot views draw."""
+        from gradcli.compute.trace_batch import TraceCore
+
+        self.core = TraceCore(self.expressions, along=self.along, dtype=self.dtype,
+                              symbolic_time_limit=self.symbolic_timeout)
+        return self.core
+
+
+STEPS_DTYPES = "float64"
+
+
+@dataclass(kw_only=True)
+class StepsRequest:
+    """``gradcli steps EXPR --at X``: the error of each difference formula over a sweep of steps h."""
+
+    command = "steps"
+
+    expression: str
+    at: list[str] | None = None
+    wrt: str | None = None
+    order: int = ORDER
+    dtype: str = STEPS_DTYPES  # one dtype or several, comma-separated
+    formulas: str | None = None
+    symbolic_timeout: float = SYMBOLIC_TIMEOUT
+    strict: bool = False
+
+    def __post_init__(self) -> None:
+        self.expression = check_expression(self.expression)
+        self.at = check_at(self.at)
+        self.wrt = check_text("--wrt", self.wrt)
+        self.order = check_number("--order", self.order, int)
+        self.dtype = check_comma_list("--dtype", self.dtype)
+        self.formulas = check_comma_list("--formulas", self.formulas)
+        self.symbolic_timeout = check_number("--symbolic-timeout", self.symbolic_timeout, float, SYMBOLIC_TIMEOUTS)
+        self.strict = check_flag("--strict", self.strict)
+
+    def run(self):
+        """The sweep's report (gradcli.compute.steps.StepsReport)."""
+        from gradcli.compute.steps import compute_steps
+
+        return compute_steps(self.expression, at=self.at, wrt=self.wrt, order=self.order, dtypes=self.dtype,
+                             symbolic_time_limit=self.symbolic_timeout, formula_names=self.formulas)
+
+
+__all__ = ["AlongRequest", "CheckRequest", "DerivativeRequest", "DescendRequest", "EvalRequest", "GradRequest",
+           "HessianRequest", "HvpRequest", "JvpRequest", "PointColumns", "StepsRequest", "TraceRequest"]
