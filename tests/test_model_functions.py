@@ -305,3 +305,15 @@ def test_without_sympy_a_kink_is_fds_warning_and_the_tapes_convention_not_a_disa
                    for w in doc["warnings"]), doc["warnings"]
     if args[0] != "hessian":
         assert any("at a kink is TensorFlow's convention" in n for n in doc["notes"])
+
+
+@pytest.mark.parametrize("expr", ["min(x, 1)", "relu(x - 1)*x", "clip(x, 0, 1)", "abs(x - 1)"])
+def test_derivative_1e8_beside_a_switch_order_1_is_right_within_its_estimate(expr):
+    import gradcli
+    import oracle
+
+    doc = gradcli.derivative(expr, at="x=1.00000001", order=1, method="fd").to_dict()
+    got, estimate = doc["derivatives"]["fd"][0], doc["fd_error_estimate"][0]
+    truth = float(oracle.oracle_derivative(expr, "x", {"x": 1.00000001}))  # the float64 point fd starts from
+    assert abs(got - truth) <= estimate < 1e-6 * max(1.0, abs(truth)), (got, truth, estimate)
+    assert not any("kink" in w for w in doc["warnings"]), doc["warnings"]

@@ -11,7 +11,8 @@ from gradcli.compute.judge import cross_derivative, disagreement, judge_derivati
 from gradcli.methods.fd_schemes import ACCURACY_ORDERS, DEFAULT_ACCURACY
 from gradcli.errors import UsageError
 from gradcli.expression import parse
-from gradcli.methods.fd import fd_gradients
+from gradcli.methods.fd import SWITCH_REACH, fd_gradients
+from gradcli.methods.fd_switches import switch_beside
 from gradcli.methods.fd_stencils import fd_derivatives, sided_kinks
 from gradcli.methods.complex_step import COMPLEX_STEP, not_analytic_note
 from gradcli.methods.fd_notes import fd_line_notes
@@ -104,6 +105,18 @@ class DerivativeBatch(engine.BatchCore):
                 self.count_adapted(f.how)
             # order 1's one-sided derivatives, as grad's central fd sees them: kinks
             f.kinks = fd_gradients(self.expr.tree, pts, [self.variable], dtype=self.dtype, eps=self.eps)
+            # order 1 beside a switch of min/max/clip/where/abs/relu (the tree says it is not at the point): the
+            # wide stencil straddles it, grad's adapted steps (or its one-sided stencil away from it) do not
+            if f.estimates is not None and self.eps is None:
+                size = len(f.values)
+                beside = switch_beside(self.expr.tree, pts, self.variable, SWITCH_REACH * f.steps[:, 0], size) \
+                    & (f.kinks.estimates[:, 0] < f.estimates[:, 0])
+            else:
+                beside = np.zeros(len(f.values), dtype=bool)
+            if beside.any():
+                for mine, grads in ((f.values, f.kinks.values), (f.estimates, f.kinks.estimates),
+                                    (f.steps, f.kinks.steps)):
+                    mine[beside, 0] = grads[beside, 0]
             f.sided = sided_kinks(self.expr.tree, pts, self.variable, self.order, dtype=self.dtype)  # orders 2+
         cc = None
         if "complex" in self.methods:  # order 1 only: [P, 1]
