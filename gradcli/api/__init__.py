@@ -156,12 +156,12 @@ def derivative(expression: str, *, at=None, points=None, grid: str | None = None
 
 @_call
 def evaluate(expression: str, *, at=None, points=None, grid: str | None = None, dtype: str = E.dtype,
-             batch_size: int = E.batch_size) -> Result:
+             batch_size: int = E.batch_size, strict: bool = E.strict) -> Result:
     """``gradcli eval EXPR``: the value alone, operation by operation in the dtype (no SymPy, no TensorFlow).
     Available as ``gradcli.eval``; ``at``, ``points`` and ``grid`` as for :func:`grad`. At one point
     ``r.value`` is the number (None where undefined); at many, ``records()`` has one per point."""
     return Result(EvalRequest(expression=expression, at=at, points=points, grid=grid, dtype=dtype,
-                              batch_size=batch_size).run())
+                              batch_size=batch_size, strict=strict).run())
 
 
 eval = evaluate  # the CLI's name (it shadows the builtin in this module only)
@@ -172,7 +172,7 @@ def descend(expression: str, *, start=None, points=None, grid: str | None = None
             lr: float = S.lr, steps: int = S.steps, tol: float | None = None, maximize: bool = S.maximize,
             momentum: float | None = None, every: int | None = None, dtype: str = S.dtype,
             stationary_timeout: float = S.stationary_timeout, batch_size: int = S.batch_size,
-            rule: str | list[str] | None = None) -> Result:
+            rule: str | list[str] | None = None, strict: bool = S.strict) -> Result:
     """``gradcli descend EXPR``: gradient descent, the guide's loop (``manual``) and Keras optimizers.
     ``start`` is the CLI's ``--from`` ({"x": -1.2, "y": 1} or "x=-1.2,y=1"); ``points``/``grid``: many starts;
     one start is a batch of one, as in the CLI. ``rule`` as for :func:`grad`. A run's ``seconds`` (its time)
@@ -181,7 +181,8 @@ def descend(expression: str, *, start=None, points=None, grid: str | None = None
 
     request = DescendRequest(expression=expression, start=start, points=points, grid=grid, optimizer=optimizer,
                              lr=lr, steps=steps, tol=tol, maximize=maximize, momentum=momentum, every=every,
-                             dtype=dtype, stationary_timeout=stationary_timeout, batch_size=batch_size, rule=rule)
+                             dtype=dtype, stationary_timeout=stationary_timeout, batch_size=batch_size, rule=rule,
+                             strict=strict)
     return DescendResult(request.run(), every=request.every)
 
 
@@ -189,7 +190,7 @@ def descend(expression: str, *, start=None, points=None, grid: str | None = None
 def check(expression: str, *, expect=None, order: int = C.order, at=None, points=None,
           grid: str | None = None, box: str = C.box, samples: int = C.samples, seed: int = C.seed,
           symbolic_timeout: float = C.symbolic_timeout, rtol: float | None = None, atol: float | None = None,
-          dtype: str = C.dtype, rule: str | list[str] | None = None) -> Result:
+          dtype: str = C.dtype, rule: str | list[str] | None = None, strict: bool = C.strict) -> Result:
     """``gradcli check EXPR --expect X=FORMULA``: hand-derived derivatives against SymPy's exact ones (proved
     equal or different by SymPy where it can, else at ``at``, at ``points``/``grid``, or at ``samples`` random
     points in ``box`` and near the formulas' features). ``expect``: "x=2*x*y", a list of such texts, or a mapping
@@ -202,7 +203,7 @@ def check(expression: str, *, expect=None, order: int = C.order, at=None, points
     return CheckResult(CheckRequest(
         expression=expression, expect=expect, order=order, at=at, points=points, grid=grid, box=box,
         samples=samples, seed=seed, symbolic_timeout=symbolic_timeout, rtol=rtol, atol=atol, dtype=dtype,
-        rule=rule).run())
+        rule=rule, strict=strict).run())
 
 
 @_call

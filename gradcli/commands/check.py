@@ -7,10 +7,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from gradcli.commands.common import (DType, DTypeOption, FileOption, GridOption, HtmlOption, PointsOption,
-                                     RuleOption, SvgOption, SymbolicTimeoutOption, at_option, handle_errors,
-                                     writes_latex)
-from gradcli.commands.common import DigitsOption
+from gradcli.commands.common import (DigitsOption, DType, DTypeOption, FileOption, GridOption, HtmlOption,
+                                     PointsOption, RuleOption, StrictOption, SvgOption, SymbolicTimeoutOption,
+                                     at_option, handle_errors, writes_latex)
 from gradcli.commands.expression_file import expression_text
 from gradcli.library.requests import SAMPLES_RANGE, CheckRequest
 
@@ -55,6 +54,7 @@ def check(
     dtype: DTypeOption = DType(CheckRequest.dtype),
     symbolic_timeout: SymbolicTimeoutOption = CheckRequest.symbolic_timeout,
     rule: RuleOption = None,
+    strict: StrictOption = CheckRequest.strict,
 ) -> None:
     """Check hand-derived derivatives against SymPy's exact ones: proved equal by SymPy, or equal at
     every point sampled (exit 0), or a counterexample with exact values (exit 1).
@@ -73,7 +73,7 @@ def check(
     expression = expression_text(expression, file)
     request = CheckRequest(expression=expression, expect=expect, order=order, at=at, points=points, grid=grid,
                            box=box, samples=samples, seed=seed, symbolic_timeout=symbolic_timeout, rtol=rtol,
-                           atol=atol, dtype=dtype.value, rule=rule)
+                           atol=atol, dtype=dtype.value, rule=rule, strict=strict)
     report = request.run(rules=checked)
     if output is CheckFormat.json:
         from gradcli.render.common import to_json

@@ -9,10 +9,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from gradcli.commands.common import (DType, DTypeOption, FileOption, HtmlOption, OutputFormat, RuleOption,
-                                     SvgOption, finish, handle_errors, in_range, refuse_show_code_for_many,
-                                     writes_latex)
-from gradcli.commands.common import DigitsOption
+from gradcli.commands.common import (DigitsOption, DType, DTypeOption, FileOption, HtmlOption, OutputFormat,
+                                     RuleOption, StrictOption, SvgOption, finish, handle_errors, in_range,
+                                     refuse_show_code_for_many, writes_latex)
 from gradcli.commands.completion import complete_optimizers
 from gradcli.commands.expression_file import expression_text
 from gradcli.commands.plot_file import plot_file_path, refuse_same_file
@@ -55,7 +54,8 @@ DescendFormatOption = Annotated[OutputFormat, typer.Option(
     help="table, json, jsonl, latex, csv (a row per run; --every: a row per step).")]
 ShowProgramOption = Annotated[bool, typer.Option("--show-code", help="Print the TensorFlow program; run nothing.")]
 StationaryTimeoutOption = Annotated[float, typer.Option(
-    "--stationary-timeout", min=0.0, metavar="SECONDS", help="SymPy's time to solve grad f = 0 (0: skip).")]
+    "--stationary-timeout", metavar="SECONDS", show_default=False,  # its range: check_stationary_time_limit
+    help="SymPy's time for grad f = 0 (2 s; 0: skip).")]
 StartsBatchSizeOption = Annotated[int, typer.Option(
     "--batch-size", callback=in_range(*STARTS_BATCH_SIZES), metavar="N", help="Starts run together.")]
 # Not plot_file's own option: its help names the picture descend draws (and fits one line of --help).
@@ -78,12 +78,12 @@ def descend(
     svg: SvgOption = None, html: HtmlOption = None, show_code: ShowProgramOption = False,
     stationary_timeout: StationaryTimeoutOption = DescendRequest.stationary_timeout,
     batch_size: StartsBatchSizeOption = DescendRequest.batch_size, rule: RuleOption = None,
+    strict: StrictOption = DescendRequest.strict,
 ) -> None:
     """Gradient descent: the guide's loop and Keras optimizers, compiled; exit 1 when a run
     diverges. --points/--grid: many starts and their basins.
 
-    The guide's loops run all 100 steps in float32 (--tol 0 never stops early): the first example ends
-    at their x = -0.3333333.
+    Example 1: the guide's 100 float32 steps, ending at x = -0.3333333.
 
     Examples:
 
@@ -112,7 +112,7 @@ def descend(
     request = DescendRequest(expression=expression, start=start, points=points, grid=grid, optimizer=optimizer,
                              lr=lr, steps=steps, tol=tol, maximize=maximize, momentum=momentum, every=every,
                              dtype=dtype.value, stationary_timeout=stationary_timeout, batch_size=batch_size,
-                             rule=rule)
+                             rule=rule, strict=strict)
     plan = request.plan()
     check_stationary_time_limit(stationary_timeout)
     if show_code:

@@ -7,10 +7,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from gradcli.commands.common import (BatchSizeOption, DType, DTypeOption, FileOption, GridOption,
-                                     HtmlOption, OutputPathOption, PointsOption, SvgOption, at_option, finish,
-                                     handle_errors, output_to, writes_latex, writes_parquet)
-from gradcli.commands.common import DigitsOption
+from gradcli.commands.common import (BatchSizeOption, DigitsOption, DType, DTypeOption, FileOption, GridOption,
+                                     HtmlOption, OutputPathOption, PointsOption, StrictOption, SvgOption, at_option,
+                                     finish, handle_errors, output_to, writes_latex, writes_parquet)
 from gradcli.commands.expression_file import expression_text
 from gradcli.library.requests import EvalRequest
 
@@ -47,6 +46,7 @@ def eval_value(
     svg: SvgOption = None,
     html: HtmlOption = None,
     batch_size: BatchSizeOption = EvalRequest.batch_size,
+    strict: StrictOption = EvalRequest.strict,
 ) -> None:
     """The value alone, computed operation by operation in the dtype (no SymPy, no TensorFlow).
 
@@ -61,7 +61,7 @@ def eval_value(
     from gradcli.render.value import value_sink
 
     request = EvalRequest(expression=expression, at=at, points=points, grid=grid, dtype=dtype.value,
-                          batch_size=batch_size)
+                          batch_size=batch_size, strict=strict)
     with output_to(output_path, output) as target:
         sink = value_sink(output.value, one_point=request.one_point, file=target)
         finish(request.run(sink).failed)

@@ -319,14 +319,15 @@ class EvalRequest(PointsRequest):
     command = "eval"
 
     expression: str
-    # eval has no --rule, --strict or SymPy: what run_request reads of every request
+    strict: bool = False
+    # eval has no --rule or SymPy: what run_request reads of every request
     rule = None
-    strict = False
     symbolic_timeout = SYMBOLIC_TIMEOUT
 
     def __post_init__(self) -> None:
         super().__post_init__()
         self.expression = check_expression(self.expression)
+        self.strict = check_flag("--strict", self.strict)
 
     def make_core(self):
         from gradcli.compute.batch.value import ValueBatch
@@ -429,6 +430,7 @@ class DescendRequest:
     stationary_timeout: float = STATIONARY_TIMEOUT
     batch_size: int = STARTS_BATCH_SIZE
     rule: list[str] | None = None
+    strict: bool = False
     symbolic_timeout = SYMBOLIC_TIMEOUT  # the rules' check (descend has no --symbolic-timeout)
 
     def __post_init__(self) -> None:
@@ -448,6 +450,7 @@ class DescendRequest:
         self.stationary_timeout = check_number("--stationary-timeout", self.stationary_timeout, float)
         self.batch_size = check_number("--batch-size", self.batch_size, int, STARTS_BATCH_SIZES)
         self.rule = check_texts("--rule", self.rule)
+        self.strict = check_flag("--strict", self.strict)
 
     @property
     def one_point(self) -> bool:
@@ -488,6 +491,7 @@ class CheckRequest:
     atol: float | None = None
     dtype: str = DTYPE
     rule: list[str] | None = None
+    strict: bool = False
 
     def __post_init__(self) -> None:
         self.expression = check_expression(self.expression)
@@ -504,6 +508,7 @@ class CheckRequest:
         self.atol = check_number("--atol", self.atol, float, optional=True)
         self.dtype = check_text("--dtype", self.dtype, optional=False).lower()
         self.rule = check_texts("--rule", self.rule)
+        self.strict = check_flag("--strict", self.strict)
 
     def run(self, *, rules=None):
         """The check (gradcli.compute.check.check_derivatives): its report, the rules' notes added."""

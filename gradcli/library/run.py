@@ -241,7 +241,7 @@ def run_descent(request, sink=None, *, rules=None, plan=None, every=None, progre
                                          dtype=plan.dtype).chunks()
             recorder = _recorder_for(r, sink)
             summary = run_starts(plan, chunks, recorder, stationary_time_limit=time_limit, notes=checked.notes)
-    return _run_of(r, recorder, summary, strict=False)
+    return _run_of(r, recorder, summary, strict=r.strict)
 
 
 def run_check(request, *, rules=None):
@@ -255,4 +255,5 @@ def run_check(request, *, rules=None):
                                    grid=r.grid, box=r.box, samples=r.samples, seed=r.seed,
                                    symbolic_time_limit=r.symbolic_timeout, rtol=r.rtol, atol=r.atol, dtype=r.dtype)
         report.notes += checked.notes
+    report.failed = report.failed or (r.strict and bool(report.warnings))  # --strict: a warning fails it too
     return report
