@@ -192,3 +192,19 @@ def test_descend_help_first_example_reproduces_the_guide():
     for run in doc["runs"]:
         assert run["steps"] == 100 and run["status"] == "max_steps"
         assert run["final"]["x"] == -0.3333333  # the guide's numpy=-0.3333333
+
+
+def test_one_shot_runs_the_guides_non_persistent_tape_and_says_what_persistent_does(invoke):
+    result = invoke("grad", "(x1+5)*x2**2", "--at", "x1=2,x2=3", "-m", "tape", "--one-shot", "-f", "json")
+    assert result.exit_code == 0, result.stderr
+    import json
+
+    doc = json.loads(result.stdout)
+    assert doc["results"][0]["gradient"]["tape"] == {"x1": 9.0, "x2": 42.0}  # the persistent tape's column
+    note = next(n for n in doc["notes"] if n.startswith("one-shot tape:"))
+    assert "first tape.gradient (x1 9.0, x2 42.0)" in note
+    # TensorFlow's own words, raised by a real second call on a tape made without persistent=True
+    assert "RuntimeError: A non-persistent GradientTape can only be used to compute one set of gradients" in note
+    assert "persistent=True" in invoke("grad", "--help").stdout
+    refused = invoke("grad", "x", "--grid", "x=0:1:2", "-m", "tape", "--one-shot")
+    assert refused.exit_code == 2 and "--one-shot" in refused.stderr

@@ -89,7 +89,8 @@ def _expression_list(expressions) -> list[str]:
 def grad(*expressions: str, at=None, points=None, grid: str | None = None, wrt: str | None = None,
          method: str = G.method, scheme: str = G.scheme, eps: float | None = None, dtype: str = G.dtype,
          symbolic_timeout: float = G.symbolic_timeout, batch_size: int = G.batch_size, constants: str | None = None,
-         watch: str | None = None, rule: str | list[str] | None = None, strict: bool = G.strict) -> Result:
+         watch: str | None = None, rule: str | list[str] | None = None, strict: bool = G.strict,
+         one_shot: bool = G.one_shot) -> Result:
     """``gradcli grad EXPR...``: the gradient, SymPy's exact value beside GradientTape and finite differences
     (several expressions: the Jacobian and the tape's sum). ``at``: {"x1": 2, "x2": 3} or "x1=2,x2=3";
     ``points``: a CSV/JSON Lines path, a mapping of columns or a DataFrame; ``grid``: "x=-1:1:5,y=0:1:3";
@@ -99,7 +100,7 @@ def grad(*expressions: str, at=None, points=None, grid: str | None = None, wrt: 
     return Result(GradRequest(
         expressions=_expression_list(expressions), at=at, points=points, grid=grid, wrt=wrt, method=method,
         scheme=scheme, eps=eps, dtype=dtype, symbolic_timeout=symbolic_timeout, batch_size=batch_size,
-        constants=constants, watch=watch, rule=rule, strict=strict).run())
+        constants=constants, watch=watch, rule=rule, strict=strict, one_shot=one_shot).run())
 
 
 @_call

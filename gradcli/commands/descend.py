@@ -81,9 +81,8 @@ def descend(
     strict: StrictOption = DescendRequest.strict,
 ) -> None:
     """Gradient descent: the guide's loop and Keras optimizers, compiled; exit 1 when a run
-    diverges. --points/--grid: many starts and their basins.
-
-    Example 1: the guide's 100 float32 steps, ending at x = -0.3333333.
+    diverges. --points/--grid: many starts and their basins. The first example is the guide's: all 100
+    steps in float32 (--tol 0 never stops early), ending at x = -0.3333333.
 
     Examples:
 

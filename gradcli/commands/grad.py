@@ -37,7 +37,9 @@ def grad(
     ] = None,
     watch: Annotated[Optional[str], typer.Option(
         "--watch", metavar="X,...",
-        help="tape.watch() these --constants: the tape differentiates by them again.")] = None,
+        help="tape.watch() these --constants (the fix).")] = None,
+    one_shot: Annotated[bool, typer.Option(
+        "--one-shot", help="No persistent=True: a 2nd tape.gradient fails.")] = GradRequest.one_shot,
     method: Annotated[str, typer.Option(
         "--method", "-m", metavar="METHODS", help=METHOD_HELP, autocompletion=complete_methods)
     ] = GradRequest.method,
@@ -83,5 +85,6 @@ def grad(
 
     request = GradRequest(expressions=expressions, at=at, points=points, grid=grid, wrt=wrt, constants=constants,
                           watch=watch, method=method, scheme=scheme.value, eps=eps, dtype=dtype.value,
-                          symbolic_timeout=symbolic_timeout, batch_size=batch_size, rule=rule, strict=strict)
+                          symbolic_timeout=symbolic_timeout, batch_size=batch_size, rule=rule, strict=strict,
+                          one_shot=one_shot)
     run_request(request, output, rules=checked, output_path=output_path)

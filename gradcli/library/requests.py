@@ -243,6 +243,7 @@ class GradRequest(DifferentiatingRequest):
     scheme: str = SCHEME
     constants: str | None = None
     watch: str | None = None
+    one_shot: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -252,6 +253,7 @@ class GradRequest(DifferentiatingRequest):
         self.scheme = check_choice("--scheme", self.scheme, SCHEMES)
         self.constants = check_comma_list("--constants", self.constants)
         self.watch = check_comma_list("--watch", self.watch)
+        self.one_shot = check_flag("--one-shot", self.one_shot)
 
     def make_core(self):
         from gradcli.compute.batch.grad import GradBatch
@@ -260,9 +262,12 @@ class GradRequest(DifferentiatingRequest):
             from gradcli.compute.request import refuse_constants_for_many
 
             refuse_constants_for_many(self.constants, self.watch, many=not self.one_point)
+        if self.one_shot and (not self.one_point or "tape" not in (self.method or "")):
+            raise UsageError("--one-shot runs the guide's one-shot tape beside the tape column at one point: "
+                             "give --at and the tape method (-m tape)")
         return GradBatch(self.expressions, wrt=self.wrt, methods=self.method, scheme=self.scheme, eps=self.eps,
                          dtype=self.dtype, symbolic_time_limit=self.symbolic_timeout, constants=self.constants,
-                         watch=self.watch)
+                         watch=self.watch, one_shot=self.one_shot)
 
 
 @dataclass(kw_only=True)

@@ -88,6 +88,36 @@ class TapeGradients:
     unwatched: list[str] = ()
 
 
+def one_shot_tape(trees: list[Node], points: Mapping[str, np.ndarray], wrt: list[str], *,
+                  dtype: str = "float64") -> tuple[list[float], str]:
+    """The guide's one-shot lesson, run: a ``tf.GradientTape()`` without ``persistent=True`` answers one
+    ``tape.gradient`` (returned: the first target's gradient at the first point, by ``wrt``) and forgets its
+    record; asked again (the next target's gradient, or the same one), TensorFlow raises RuntimeError, whose
+    message is returned as TensorFlow words it."""
+    import numpy as np
+
+    from gradcli.methods.tf_runtime import load_tensorflow, tf_backend
+
+    tf = load_tensorflow()
+    backend = tf_backend(dtype)
+    used = list(dict.fromkeys(v for t in trees for v in variables_of(t)))
+    size = batch_size(points, list(dict.fromkeys([*wrt, *used])))
+    env: dict[str, Any] = {name: tf.constant(column(points, name, dtype, size)) for name in used if name not in wrt}
+    variables = [tf.Variable(column(points, name, dtype, size), name=name) for name in wrt]
+    env.update(zip(wrt, variables))
+    fns = [compile_expression(t, backend) for t in trees]
+    with tf.GradientTape() as tape:  # persistent=False, TensorFlow's default
+        targets = [tf.identity(fn(env)) for fn in fns]
+    first = tape.gradient(targets[0], variables)
+    try:
+        tape.gradient(targets[-1], variables)
+    except RuntimeError as exc:
+        said = str(exc)
+    else:  # pragma: no cover - TensorFlow has always refused a second gradient of a one-shot tape
+        said = ""
+    return [float(np.asarray(g.numpy()).reshape(-1)[0]) if g is not None else 0.0 for g in first], said
+
+
 def tape_gradients(trees: list[Node], points: Mapping[str, np.ndarray], wrt: list[str], *,
                    dtype: str = "float64", constants=(), watch=()) -> TapeGradients:
     """Gradients of each tree at every point with one persistent tape, as the TF guide does.

@@ -31,8 +31,10 @@ class GradBatch(engine.BatchCore):
 
     def __init__(self, expressions: list[str], *, wrt: str | None = None, methods: str | None = None,
                  scheme: str = "central", eps: float | None = None, dtype: str = "float64",
-                 symbolic_time_limit: float = 10.0, constants: str | None = None, watch: str | None = None):
+                 symbolic_time_limit: float = 10.0, constants: str | None = None, watch: str | None = None,
+                 one_shot: bool = False):
         super().__init__(methods=methods, dtype=dtype, eps=eps, symbolic_time_limit=symbolic_time_limit)
+        self.one_shot = one_shot  # --one-shot: also the guide's tape without persistent=True, asked twice
         self.exprs = parse_expressions(expressions)
         self.trees = [e.tree for e in self.exprs]
         self.variables, self.wrt = needed_variables(self.exprs, wrt)
@@ -117,6 +119,8 @@ class GradBatch(engine.BatchCore):
             unwatched = [j for j, v in enumerate(self.wrt) if v in self.unwatched]
             columns["tape"][:, :, unwatched] = np.nan  # TF's None, not a number
             tape_sum[:, unwatched] = np.nan
+            if self.one_shot:
+                self.notes.append(point_notes.one_shot_note(self.trees, pts, self.wrt, self.dtype))
         if "fd" in self.methods:
             results = [fd_gradients(t, pts, self.wrt, scheme=self.scheme, dtype=self.dtype, eps=self.eps)
                        for t in self.trees]

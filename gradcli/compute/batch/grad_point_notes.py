@@ -92,3 +92,15 @@ def constants_note(unwatched: list[str], watched: list[str]) -> str:
     if watched:
         words.append(f"{', '.join(watched)} entered as tf.constant and tape.watch() made the tape record them")
     return "; ".join(words)
+
+
+def one_shot_note(trees, points, wrt: list[str], dtype: str) -> str:
+    """--one-shot: the guide's lesson on ``persistent``, run on a tape of its own and said in its terms."""
+    from gradcli.methods.tape import one_shot_tape
+    from gradcli.results import shortest
+
+    first, said = one_shot_tape(trees, points, wrt, dtype=dtype)
+    values = ", ".join(f"{name} {shortest(v, dtype)!r}" for name, v in zip(wrt, first))
+    return (f"one-shot tape: tf.GradientTape() without persistent=True gave its first tape.gradient ({values}), "
+            f"then forgot its record; the second tape.gradient raised RuntimeError: {said} (persistent=True, as "
+            "the tape column's tape has it, keeps the record for every target and a second call)")
