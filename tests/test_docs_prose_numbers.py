@@ -114,9 +114,6 @@ ALLOWED: dict[str, dict[str, str]] = {
     "docs/commands/trace.md": {
         "2.21": "the TensorFlow version",
     },
-    "docs/functions.md": {
-        "1e-8": "a point beside a tie (an input)",
-    },
     "docs/numerics.md": {
         # exponents of the functions the prose names (x^2.5 converges like h^0.5; x^2.01 like h^0.01)
         "2.5": "an exponent of x^2.5", "0.5": "h^0.5, x^2.5's rate", "2.01": "an exponent of x^2.01",
@@ -136,6 +133,7 @@ ALLOWED: dict[str, dict[str, str]] = {
         "0.1": "a point as typed",
     },
     "docs/functions.md": {
+        "1e-8": "a point beside a tie (an input)",
         "2.21": "the TensorFlow version",
     },
     "docs/daemon.md": {
