@@ -251,7 +251,7 @@ def test_what_the_language_cannot_say_keeps_sympys_text():
 
 
 def test_relu_prints_as_where_and_e_as_e():
-    assert _formula("relu(x)", 1)[0] == "where(x > 0, 1, 0)"
+    assert _formula("relu(x)", 1)[0] == "where(x > 0, 1, where(x < 0, 0, 1/2))"  # the one-sided mean at the kink
     assert _formula("e*x**2", 1)[0] == "2*e*x"
     assert _formula("abs(x)", 1)[0] == "where(x > 0, 1, where(x < 0, -1, 0))"
 
