@@ -158,7 +158,16 @@ def test_literals_float64_rounds_are_not_trusted_blindly():
 def test_past_a_points_bound_one_note_counts_the_values_left_in_float64(runner, monkeypatch):
     import gradcli.methods.symbolic_values as symbolic_values
 
-    monkeypatch.setattr(symbolic_values, "EXACT_POINT_SECONDS", 1e-9)  # every evaluation is cut at once
+    import time
+
+    slow = symbolic_values.exact_value
+
+    def slower(*args):  # each evaluation outlasts its bound, whatever the machine (the timer fires meanwhile)
+        time.sleep(0.05)
+        return slow(*args)
+
+    monkeypatch.setattr(symbolic_values, "exact_value", slower)
+    monkeypatch.setattr(symbolic_values, "EXACT_POINT_SECONDS", 1e-9)  # every evaluation is cut
     result = run(runner, "grad", "(exp(x) - 1)/x", "--grid", "x=1e-20:3e-20:3", "-f", "json", "-m", "symbolic,fd",
                  "--batch-size", "1")
     doc = json.loads(result.stdout)
