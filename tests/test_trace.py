@@ -72,13 +72,26 @@ def test_adjoints_and_tangents_are_tensorflows(expr, at, along):
         assert n["tangent"] == pytest.approx(n["exact_tangent"], rel=1e-10, abs=1e-12)
 
 
+def bare(node_id: str) -> str:
+    """A dot node's name without its kind ("node v1", "output z")."""
+    return node_id.split(" ", 1)[1]
+
+
+def test_a_variable_named_like_a_target_is_a_node_of_its_own_in_dot():
+    result = run("trace", "z*2", "--at", "z=1", "-f", "dot")
+    ids = re.findall(r'^  "([^"]+)" \[label=', result.stdout, re.M)
+    assert "node z" in ids and "output z" in ids and len(ids) == len(set(ids))  # was one id: a cycle z -> v1 -> z
+    assert '"node v1" -> "output z";' in result.stdout
+
+
 def test_the_dot_output_parses():
     result = run("trace", "(x1+5)*x2**2", "--at", "x1=2,x2=3", "-f", "dot")
     assert result.exit_code == 0, result.output
     text = result.stdout
     assert text.startswith("digraph trace {") and text.rstrip().endswith("}")
-    nodes = dict(re.findall(r'^  "([^"]+)" \[label="((?:[^"\\]|\\.)*)"', text, re.M))
-    edges = re.findall(r'^  "([^"]+)" -> "([^"]+)"(?: \[label="([^"]*)"\])?;', text, re.M)
+    nodes = {bare(k): v for k, v in re.findall(r'^  "([^"]+)" \[label="((?:[^"\\]|\\.)*)"', text, re.M)}
+    edges = [(bare(a), bare(b), label)
+             for a, b, label in re.findall(r'^  "([^"]+)" -> "([^"]+)"(?: \[label="([^"]*)"\])?;', text, re.M)]
     assert {"x1", "x2", "v1", "v2", "v3", "z"} <= set(nodes)
     assert "value 63.0" in nodes["v3"] and "adjoint 42.0" in nodes["x2"]
     assert ("x2", "v2", "dv2/dx2 = 6.0") in edges and ("v3", "z", "") in edges
@@ -216,9 +229,10 @@ def test_the_dot_output_greys_what_the_tape_does_not_record():
     text = result.stdout
     assert text.startswith("digraph trace {") and text.rstrip().endswith("}")
     attrs = r'((?:, [a-z]+=(?:"(?:[^"\\]|\\.)*"|[a-z0-9]+))*)'
-    nodes = {a: (label, rest) for a, label, rest in
+    nodes = {bare(a): (label, rest) for a, label, rest in
              re.findall(r'^  "([^"]+)" \[label="((?:[^"\\]|\\.)*)"' + attrs + r'\];$', text, re.M)}
-    edges = re.findall(r'^  "([^"]+)" -> "([^"]+)"(?: \[label="([^"]*)"' + attrs + r'\])?;$', text, re.M)
+    edges = [(bare(a), bare(b), label, style) for a, b, label, style in
+             re.findall(r'^  "([^"]+)" -> "([^"]+)"(?: \[label="([^"]*)"' + attrs + r'\])?;$', text, re.M)]
     body = [line for line in text.splitlines()[3:-1]]
     assert len(body) == len(nodes) + len(edges)  # every line a node or an edge statement
     assert all(a in nodes and b in nodes for a, b, _, _ in edges)

@@ -120,6 +120,11 @@ def _quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
+def _node_id(name: str) -> str:
+    """A node's Graphviz id, apart from the targets' (a variable named z would be the output z's node)."""
+    return _quote(f"node {name}")
+
+
 def trace_dot(report) -> str:
     """The computation graph as Graphviz text: each node with its value and adjoint (and tangent), an edge
     from each input to its user labelled with the local derivative; a node that went wrong is red. What the
@@ -139,17 +144,17 @@ def trace_dot(report) -> str:
         if not n.recorded:
             style += ", style=dashed" + ("" if n.name in wrong else ", color=grey50, fontcolor=grey50")
         shape = ", shape=ellipse" if n.kind == "input" else ""
-        lines.append(f"  {_quote(n.name)} [label={_quote(chr(10).join(label))}{shape}{style}];")
+        lines.append(f"  {_node_id(n.name)} [label={_quote(chr(10).join(label))}{shape}{style}];")
     for n in report.nodes:
         for i, partial, connected in zip(n.inputs, n.partials, n.connected):
             source = report.nodes[i].name
             text = f"d{n.name}/d{source} = {value(partial, dtype)}" if connected else "not recorded"
             recorded = connected and n.recorded and report.nodes[i].recorded
             style = "" if recorded else ", style=dashed, color=grey50, fontcolor=grey50"
-            lines.append(f"  {_quote(source)} -> {_quote(n.name)} [label={_quote(text)}{style}];")
+            lines.append(f"  {_node_id(source)} -> {_node_id(n.name)} [label={_quote(text)}{style}];")
     for k, text in enumerate(report.expressions):
         out = f"z{k + 1}" if len(report.expressions) > 1 else "z"
-        lines.append(f"  {_quote(out)} [label={_quote(out + ' = ' + text)}, shape=plaintext];")
-        lines.append(f"  {_quote(report.nodes_of_output(k))} -> {_quote(out)};")
+        lines.append(f"  {_quote('output ' + out)} [label={_quote(out + ' = ' + text)}, shape=plaintext];")
+        lines.append(f"  {_node_id(report.nodes_of_output(k))} -> {_quote('output ' + out)};")
     lines.append("}")
     return "\n".join(lines) + "\n"
