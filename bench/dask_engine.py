@@ -66,16 +66,23 @@ def main() -> None:
         gdask.grad(warm, args.expression, **options).compute()  # every worker prepares the request
         ddf = client.persist(dd.from_pandas(frame, npartitions=args.partitions, sort=False))
         distributed.wait(ddf)
-        out = gdask.grad(ddf, args.expression, **options)
-        engine = timed(lambda: out.compute(), args.repeat)
-        rows = len(out.compute())
+        runs = iter(range(10**6))
+
+        def fresh(frame_on_cluster):
+            # a column of its own per run, so that no run finds the last one's rows still held by the
+            # scheduler (the same graph's keys would be); the request, and so each worker's prepared
+            # computation, is the same
+            return gdask.grad(frame_on_cluster.assign(run=next(runs)), args.expression, **options)
+
+        engine = timed(lambda: fresh(ddf).compute(), args.repeat)
+        rows = len(fresh(ddf).compute())
 
         # per partition, once warm: many one-row partitions through the cluster (Dask's scheduling too) ...
         tiny = client.persist(dd.from_pandas(frame.iloc[:args.overhead_partitions],
                                              npartitions=args.overhead_partitions, sort=False))
         distributed.wait(tiny)
         tiny_out = gdask.grad(tiny, args.expression, **options)
-        per_task = timed(lambda: tiny_out.compute(), args.repeat) / args.overhead_partitions
+        per_task = timed(lambda: fresh(tiny).compute(), args.repeat) / args.overhead_partitions
         # ... and gradcli.dask's own part of it, in a worker: a one-row partition's rows, the request prepared
         spec = gdask.spec_of("grad", expressions=[args.expression], **options)
         meta = tiny_out._meta
