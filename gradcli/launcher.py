@@ -104,7 +104,12 @@ def choose_completion_shell(argv: list[str]) -> bool:
     return False
 
 
-COMMANDS = ("grad", "hessian", "derivative", "descend", "eval", "check", "steps", "trace", "jvp", "hvp", "shell")
+def commands() -> tuple[str, ...]:
+    """The commands that take expressions and options (the daemon's subcommands are not among them): the
+    command line's own list (gradcli.cli.ORDER)."""
+    from gradcli.cli import ORDER
+
+    return tuple(name for name in ORDER if name != "daemon")
 
 
 @functools.cache
@@ -124,7 +129,7 @@ def negative_expressions_as_arguments(argv: list[str], app) -> list[str]:
     A word that looks like an option (``-n``, ``-eps``, ``--foo=1``) is refused as one (Click's
     ``NoSuchOption``, with the options it may stand for), never read as an expression: ``grad x**2 -n 2``
     would otherwise differentiate ``-n`` and ``2`` too. Such an expression goes after ``--``."""
-    if not argv or argv[0] not in COMMANDS or any(a in ("-h", "--help") for a in argv):
+    if not argv or argv[0] not in commands() or any(a in ("-h", "--help") for a in argv):
         return argv
     rest, after = argv[1:], []
     if "--" in rest:
@@ -213,7 +218,7 @@ def _short_option_elsewhere(short: str, command: str) -> str | None:
 def _usage_error(exc, argv: list[str]) -> int:
     """Click's usage errors as gradcli's own one-line errors (exit 2)."""
     message = exc.format_message()
-    command = argv[0] if argv and argv[0] in COMMANDS else None
+    command = argv[0] if argv and argv[0] in commands() else None
     hint = f"see 'gradcli {command} --help'" if command else "see 'gradcli --help'"
     # Expressions that start with '-' are arguments already (negative_expressions_as_arguments), except a
     # word that reads as an option (-n): refused, with the way to give it as an expression.

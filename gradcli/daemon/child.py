@@ -254,7 +254,7 @@ def run_as_cold(argv: list[str], env: dict[str, str]) -> int:
     from gradcli import interrupts, launcher, streams
     from gradcli.commands import shell_sympy
 
-    if argv[:1] and argv[0] in launcher.COMMANDS and argv[0] != "shell":  # (every SYMPY_COMMANDS one among them)
+    if argv[:1] and argv[0] in launcher.commands() and argv[0] != "shell":  # (every SYMPY_COMMANDS one among them)
         shell_sympy.prepare_worker()  # a killable SymPy process, as the cold run's pre-TensorFlow fork
         if takes_a_sympy_job(argv):  # started first: it forks and starts while the command parses
             from gradcli.methods.worker import prestart_worker
