@@ -157,17 +157,13 @@ def _sympy_in_a_thread():
     """A Dask worker is a daemonic process (multiprocessing refuses it children) running threads of its own
     (a fork would copy their locks held): there SymPy's bounded job runs in a thread, which its deadline
     interrupts (gradcli.methods.worker.BoundedJob), instead of a forked process."""
-    from gradcli.methods import worker
+    from gradcli.methods.worker import jobs_in_threads
 
     if not multiprocessing.current_process().daemon:
         yield
         return
-    fork_safe = worker._fork_safe
-    worker._fork_safe = lambda: False
-    try:
+    with jobs_in_threads():  # this context's jobs only: the worker's other threads keep their own
         yield
-    finally:
-        worker._fork_safe = fork_safe
 
 
 class Prepared:
