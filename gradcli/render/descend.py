@@ -18,7 +18,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from gradcli.render.common import number, print_diagnostics, stdout_console, to_csv, to_json
-from gradcli.render.detail import one_point_document
+from gradcli.library.run import point_document
 from gradcli.render.layout import FORMULA, SECONDARY, Column, FittedTable, print_line, print_table
 
 _STATUS_STYLE = {"converged": "green", "max_steps": "yellow", "oscillating": "yellow", "diverged": "red",
@@ -35,7 +35,7 @@ def start_document(header: dict, record: dict, summary: dict, notes: list[str], 
     if summary.get("trajectory"):  # kept for --every or --plot
         run["trajectory"] = {name: [row.to_dict() for row in rows] for name, rows in summary["trajectory"].items()}
     run["setup_seconds"] = summary.get("setup_seconds", 0.0)
-    document = one_point_document({**header, **record}, run, notes)
+    document = point_document({**header, **record}, run, notes)
     return document
 
 

@@ -10,36 +10,23 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from gradcli.library.run import Collect, point_document
 from gradcli.render.common import print_diagnostics, to_json
 
 
-def one_point_document(header: dict, record: dict, notes: list[str]) -> dict:
-    """The one-point ``-f json`` document: run-level keys, the point's record, the notes (built by the
-    library, which gives the Python API the same document: gradcli.library.run)."""
-    from gradcli.library.run import point_document
-
-    return point_document(header, record, notes)
-
-
-class DetailSink:
-    """The writer of a batch of one: ``view`` (a renderer of the document) for the table, else JSON."""
+class DetailSink(Collect):
+    """The writer of a batch of one: ``view`` (a renderer of the document) for the table, else JSON; the
+    header and the one record kept as the library's sink keeps them."""
 
     def __init__(self, view: Callable[[dict], None] | None = None):
+        super().__init__()
         self.view = view
-        self.header: dict = {}
-        self.records: list[dict] = []
-
-    def start(self, header: dict) -> None:
-        self.header = header
-
-    def write(self, batch) -> None:
-        self.records += batch if isinstance(batch, list) else batch.records()
 
     def finish(self, summary: dict, summary_text: str, warnings: list[str], notes: list[str]) -> None:
         import sys
 
         (record,) = self.records  # one point, one record
-        document = self.document = one_point_document(self.header, record, notes)
+        document = self.document = point_document(self.header, record, notes)
         if self.view is None:
             print(to_json(document))
         else:
