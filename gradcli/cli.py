@@ -13,11 +13,11 @@ import typer.core
 from gradcli import __version__
 from gradcli.commands import completion  # noqa: F401 (gradcli's bash completion, registered with Click)
 from gradcli.commands.daemon import daemon_app
-from gradcli.commands.shell import shell
 
-# The commands that compute, each in its module, imported when the command is run, asked for its --help,
+# The commands, each in its module (daemon aside: a group), imported when the command is run, asked for its --help,
 # or looked into (completion, an unknown option's hints): `gradcli --help` lists them from here, so that it
-# imports none of them. name: (module, function, short help; written out: a docstring's first sentence is
+# imports none of them (nor does the shell, whose lines run through gradcli.launcher, import this module
+# back). name: (module, function, short help; written out: a docstring's first sentence is
 # too long for one line at 80 columns).
 LAZY_COMMANDS = {
     "grad": ("gradcli.commands.grad", "grad", "The gradient: SymPy, GradientTape and fd, side by side."),
@@ -30,6 +30,7 @@ LAZY_COMMANDS = {
     "trace": ("gradcli.commands.trace", "trace", "The tape's nodes: values, adjoints, tangents, each checked."),
     "jvp": ("gradcli.commands.jvp", "jvp", "J·v along a direction: ForwardAccumulator, exact, fd, complex step."),
     "hvp": ("gradcli.commands.hvp", "hvp", "H·v three ways (forward/reverse compositions), fd and exact, timed."),
+    "shell": ("gradcli.commands.shell", "shell", "Many commands in one process: TensorFlow and SymPy load once."),
 }
 # The order --help lists them in.
 ORDER = ("grad", "hessian", "derivative", "descend", "eval", "check", "steps", "shell", "trace", "jvp", "hvp",
@@ -107,7 +108,6 @@ def _root(
     """gradcli: derivatives three ways, side by side."""
 
 
-app.command("shell", short_help="Many commands in one process: TensorFlow and SymPy load once.")(shell)
 app.add_typer(daemon_app, name="daemon", short_help="A warm gradcli for GRADCLI_DAEMON=1: start, stop, status.")
 
 # Every command's int and float options read ASCII digits only (see gradcli.commands.numbers).
