@@ -27,6 +27,7 @@ from gradcli.compute.descend.end_basins import EndPointBasins
 from gradcli.compute.descend.loop import JIT_MIN_STEPS, BatchRows, RetryWithoutXLA, Runner
 from gradcli.compute.descend.options import DescentPlan, check_stationary_time_limit, plan_notes
 from gradcli.compute.descend.records import StartRecords
+from gradcli.compute.descend.runner_pool import give_back, runner_kind, take_runner
 from gradcli.compute.descend.results import FAILED_STATUSES, HistoryRow, StationaryPoint
 from gradcli.compute.descend.stationary import STATIONARY_TOLERANCE, start_stationary_points
 from gradcli.compute.descend.trajectory import Trajectory
@@ -68,7 +69,7 @@ class DescentCore:
         self.starts = 0
         self._search = None
         self._records: StartRecords | None = None
-        self._runners: dict[str, Runner] = {}
+        self._runners: dict[str, tuple[tuple, Runner]] = {}  # optimizer: (its runner's kind, the runner)
         self._f = None
 
     # ---- the batch engine's protocol ------------------------------------------------------------
@@ -84,6 +85,12 @@ class DescentCore:
         if self._search is not None:
             self._search.stop()
             self._search = None
+        self._give_back_runners()
+
+    def _give_back_runners(self) -> None:
+        for kind, runner in self._runners.values():
+            give_back(kind, runner)
+        self._runners.clear()
 
     def header(self) -> dict:
         """What every record shares (waits for SymPy's answer, at most until its deadline)."""
@@ -203,10 +210,16 @@ class DescentCore:
         warm = {"manual", *(["sgd"] if any(o != "manual" for o in self.plan.optimizers) else [])}
         import numpy as np
 
+        tree = parse("x*x").tree
         for name in sorted(warm):
-            runner = Runner(parse("x*x").tree, ["x"], 1, optimizer=name, lr=0.1, momentum=0.9, dtype=self.dtype,
-                            tol=0.0, maximize=False, max_steps=2, jit=False)
-            runner.run(np.ones((1, 1), runner.tdt.as_numpy_dtype), np.ones(1), 1)
+            options = dict(optimizer=name, lr=0.1, momentum=0.9, dtype=self.dtype, tol=0.0, maximize=False,
+                           max_steps=2, jit=False)
+            kind = runner_kind(tree, ["x"], 1, **options)
+            runner = take_runner(kind, lambda: Runner(tree, ["x"], 1, **options))
+            try:
+                runner.run(np.ones((1, 1), runner.tdt.as_numpy_dtype), np.ones(1), 1)
+            finally:
+                give_back(kind, runner)
         if self.jit:  # XLA's own one-time start (~0.2 s), with a function too small to cost a compile
             warm_up_xla()
         self.setup_seconds = time.perf_counter() - started
@@ -214,21 +227,25 @@ class DescentCore:
     def _size(self, rows: int) -> int:
         """Rows of the compiled loop: the first batch's size, reused (padded) for smaller batches after it."""
         if self._runners:
-            size = next(iter(self._runners.values())).size
+            size = next(iter(self._runners.values()))[1].size
             if rows <= size:
                 return size
-            self._runners.clear()
+            self._give_back_runners()
         return rows
 
     def _run_one(self, name: str, size: int, starts, f0, rows: int, progress) -> BatchRows:
         plan = self.plan
         for attempt in (self.jit, False):
-            runner = self._runners.get(name)
+            kind, runner = self._runners.get(name, (None, None))
             if runner is None or runner.size != size or runner.jit != attempt:
-                runner = Runner(self.expression.tree, self.variables, size, optimizer=name, lr=plan.rate(name),
-                                momentum=plan.momentum, dtype=plan.dtype, tol=plan.tol, maximize=plan.maximize,
-                                max_steps=plan.steps, jit=attempt, every=self.every)
-                self._runners[name] = runner
+                if runner is not None:
+                    give_back(kind, runner)
+                options = dict(optimizer=name, lr=plan.rate(name), momentum=plan.momentum, dtype=plan.dtype,
+                               tol=plan.tol, maximize=plan.maximize, max_steps=plan.steps, jit=attempt,
+                               every=self.every)
+                kind = runner_kind(self.expression.tree, self.variables, size, **options)
+                runner = take_runner(kind, lambda: Runner(self.expression.tree, self.variables, size, **options))
+                self._runners[name] = (kind, runner)
             try:
                 return runner.run(starts, f0, rows, progress)
             except RetryWithoutXLA:
