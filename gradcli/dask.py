@@ -221,10 +221,12 @@ class Prepared:
         ({name: 1-D array}), and how many rows each point has (grad: one per expression)."""
         from gradcli.api import Result
         from gradcli.library.points import columns_of
-        from gradcli.library.run import Run
+        from gradcli.library.run import Collect, Run
 
         records = self.records(columns_of(arrays))
-        run = Run(self.command, False, self.header, {}, "", [], [], False, 0, records)
+        kept = Collect()
+        kept.write(records)
+        run = Run(self.command, False, self.header, {}, "", [], [], False, 0, kept)
         repeats = [len(r["results"]) if "results" in r else 1 for r in records]
         return Result(run).columns(), repeats
 

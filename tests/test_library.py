@@ -48,7 +48,7 @@ def test_a_request_runs_into_a_run_whose_document_is_the_clis():
     assert not many.one_point and len(many.records) == 6 and many.summary["points"] == 6
     assert many.document_text() == cli("hessian", "x**2*y", "--grid", "x=-1:1:3,y=0:1:2", "-m", "symbolic,fd",
                                        "-f", "json")
-    assert many.record_lines() == cli("hessian", "x**2*y", "--grid", "x=-1:1:3,y=0:1:2", "-m", "symbolic,fd",
+    assert list(many.record_lines()) == cli("hessian", "x**2*y", "--grid", "x=-1:1:3,y=0:1:2", "-m", "symbolic,fd",
                                       "-f", "jsonl").splitlines()
 
 
@@ -249,7 +249,7 @@ def test_the_cli_reads_its_rules_for_the_whole_run():
 def test_collect_keeps_every_record():
     sink = Collect()
     run = GradRequest(expressions=["x*y"], grid="x=0:1:3,y=1:1:1", method="symbolic").run(sink)
-    assert run.records is sink.records and [r["point"]["x"] for r in sink.records] == [0.0, 0.5, 1.0]
+    assert run.records == sink.records and [r["point"]["x"] for r in sink.records] == [0.0, 0.5, 1.0]
 
 
 def test_the_library_and_the_api_load_no_command_line_module():

@@ -304,7 +304,7 @@ def _columns(request, arrays: dict) -> dict:
     columns = result.columns()
     variables = result.run.header["variables"]
     passed = [k for k in arrays if k not in variables]
-    repeats = [len(r["results"]) if "results" in r else 1 for r in result.run.records]
+    repeats = [len(r["results"]) if "results" in r else 1 for r in result.records()]
     out = {k: np.repeat(arrays[k], repeats) for k in passed}
     out.update((k, v) for k, v in columns.items() if k not in out)
     return out

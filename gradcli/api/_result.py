@@ -101,7 +101,7 @@ class Result:
     def _record(self, what: str) -> dict:
         if self.many:
             raise ValueError(f"{what} is a value at one point; at many points see columns() (or records())")
-        return json.loads(self.run.record_lines()[0])
+        return json.loads(next(iter(self.run.record_lines())))
 
     def _need(self, *commands: str) -> None:
         if self.command not in commands:

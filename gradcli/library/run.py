@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 
@@ -31,26 +32,30 @@ class Run:
     notes: list[str]
     failed: bool
     with_warnings: int = 0
-    records: list[dict] | None = field(default=None, repr=False)
+    collected: Collect | None = field(default=None, repr=False)
 
-    def _records(self) -> list[dict]:
-        if self.records is None:
+    @property
+    def records(self) -> list[dict] | None:
+        """Every record as a dict (None where the sink kept none): many points' are parsed from their lines
+        on each call; :meth:`record_lines` gives them one at a time."""
+        return None if self.collected is None else self.collected.records
+
+    def _collected(self) -> Collect:
+        if self.collected is None:
             raise ValueError("this run's records were not collected (run it with gradcli.library.run.Collect)")
-        return self.records
+        return self.collected
 
     @property
     def record(self) -> dict:
         """The one point's record (what ``-f jsonl`` writes at the --at point)."""
         if not self.one_point:
             raise ValueError("a run of many points has a record per point: see records")
-        (record,) = self._records()
+        (record,) = self._collected().records
         return record
 
-    def record_lines(self) -> list[str]:
-        """The ``-f jsonl`` lines (compact strict JSON, as the CLI writes them)."""
-        from gradcli.compute.batch.engine import json_line
-
-        return [json_line(r) for r in self._records()]
+    def record_lines(self) -> Iterator[str]:
+        """The ``-f jsonl`` lines (compact strict JSON, as the CLI writes them), one at a time."""
+        return self._collected().lines()
 
     def document(self) -> dict:
         """The ``-f json`` document (the records as the CLI's JSON carries them)."""
@@ -84,7 +89,7 @@ def one_point_document(command: str, header: dict, record: dict, notes: list[str
     return point_document(header, record, notes)
 
 
-def batch_document_text(header: dict, lines: list[str], summary_part: dict, warnings: list[str],
+def batch_document_text(header: dict, lines: Iterable[str], summary_part: dict, warnings: list[str],
                         notes: list[str], list_key: str = "points") -> str:
     """Many points' ``-f json`` document as gradcli.render.batch.JsonSink writes it: the header's keys, the
     records (a compact line each) under ``list_key``, then the summary's keys, warnings and notes."""
@@ -92,25 +97,48 @@ def batch_document_text(header: dict, lines: list[str], summary_part: dict, warn
     parts = [head[:-2] + f',\n  "{list_key}": [']
     parts += [("\n    " if i == 0 else ",\n    ") + line for i, line in enumerate(lines)]
     tail = json_text({**summary_part, "warnings": warnings, "notes": notes})
-    parts.append(("\n  ]," if lines else "],") + "\n" + tail[2:] + "\n")
+    parts.append(("\n  ]," if len(parts) > 1 else "],") + "\n" + tail[2:] + "\n")
     return "".join(parts)
 
 
 class Collect:
-    """The sink that keeps what the engine writes: the header, every record (as dicts), and the end."""
+    """The sink that keeps what the engine writes: the header and every record. ``compact``: as their compact
+    JSON lines, a block of text per chunk (many points: a record as a dict takes ~10x its line, and a million
+    of them did not fit in memory where the CLI streams them), else as dicts (one point, read at once)."""
 
-    def __init__(self):
+    def __init__(self, compact: bool = False):
         self.header: dict = {}
-        self.records: list[dict] = []
+        self.compact = compact
+        self._records: list[dict] = []
+        self._blocks: list[str] = []  # compact: each chunk's lines, joined by newlines (no line holds one)
 
     def start(self, header: dict) -> None:
         self.header = header
 
     def write(self, batch) -> None:
-        self.records += batch if isinstance(batch, list) else batch.records()
+        if not self.compact:
+            self._records += batch if isinstance(batch, list) else batch.records()
+            return
+        from gradcli.compute.batch.engine import json_line
+
+        lines = [json_line(r) for r in batch] if isinstance(batch, list) else batch.lines()
+        if lines:
+            self._blocks.append("\n".join(lines))
 
     def finish(self, summary: dict, summary_text: str, warnings: list[str], notes: list[str]) -> None:
         pass
+
+    @property
+    def records(self) -> list[dict]:
+        return [json.loads(line) for line in self.lines()] if self.compact else self._records
+
+    def lines(self) -> Iterator[str]:
+        """The records' compact JSON lines, in order."""
+        if not self.compact:
+            from gradcli.compute.batch.engine import json_line
+
+            return (json_line(r) for r in self._records)
+        return (line for block in self._blocks for line in block.split("\n"))
 
 
 class _Recorder:
@@ -121,7 +149,7 @@ class _Recorder:
         self.sink = sink
         self.keep = keep
         self.header: dict = {}
-        self.records: list[dict] = []
+        self.kept = Collect()
         self.end = None
 
     def start(self, header: dict) -> None:
@@ -130,7 +158,7 @@ class _Recorder:
 
     def write(self, batch) -> None:
         if self.keep:
-            self.records += batch if isinstance(batch, list) else batch.records()
+            self.kept.write(batch)
         self.sink.write(batch)
 
     def finish(self, summary: dict, summary_text: str, warnings: list[str], notes: list[str]) -> None:
@@ -178,19 +206,19 @@ def run_request(request, sink=None, *, rules=None, track=None) -> Run:
 
 
 def _recorder_for(request, sink) -> _Recorder:
-    sink = Collect() if sink is None else sink() if callable(sink) else sink
+    sink = Collect(compact=not request.one_point) if sink is None else sink() if callable(sink) else sink
     return _Recorder(sink, keep=request.one_point and not isinstance(sink, Collect))
 
 
 def _run_of(request, recorder: _Recorder, summary, *, strict: bool) -> Run:
     summary_dict, summary_text, warnings, notes = recorder.end
     sink = recorder.sink
-    records = sink.records if isinstance(sink, Collect) else (recorder.records if recorder.keep else None)
-    if request.one_point and records:
-        warnings = list(records[0]["warnings"])  # the point's own (the CLI's stderr at one point)
+    collected = sink if isinstance(sink, Collect) else (recorder.kept if recorder.keep else None)
+    if request.one_point and collected is not None and collected.records:
+        warnings = list(collected.records[0]["warnings"])  # the point's own (the CLI's stderr at one point)
     failed = summary.failed or (strict and summary.with_warnings > 0)
     return Run(request.command, request.one_point, recorder.header, summary_dict, summary_text, warnings, notes,
-               failed, summary.with_warnings, records)
+               failed, summary.with_warnings, collected)
 
 
 def descent_plan(request):
