@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 Z = 4.0
-RELATIVE = 0.01
+RELATIVE = 0.05
 HOLDS = "linear propagation holds here"
 
 
@@ -69,7 +69,7 @@ def judge(names: list[str], mean: float | None, sd: float | None, second, linear
     mean_gap, sd_gap = _gap(mean, mc.mean, mc.se_mean), _gap(sd, mc.sd, mc.se_sd)
     if holds:
         return Verdict(True, second_holds, None, f"{HOLDS} (linear and Monte Carlo agree within {Z:g} Monte Carlo "
-                       f"standard errors)", mean_gap, sd_gap)
+                       f"standard errors or {RELATIVE:.0%} of the sd)", mean_gap, sd_gap)
     blame, second_share, linear_share = _blame(names, second, linear_shares)
     if mc.finite < mc.samples:
         why = (f"{mc.samples - mc.finite:,} of {mc.samples:,} samples have no finite value (the spread reaches a "
