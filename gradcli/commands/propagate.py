@@ -52,7 +52,8 @@ def propagate(
         "--covariance", metavar="FILE", help="The inputs' covariance matrix: a CSV under a header of names.",
         show_default=False)] = None,
     distribution: Annotated[Distribution, typer.Option(
-        "--distribution", case_sensitive=False, help="Monte Carlo's inputs: normal, or uniform of the same sd.")
+        "--distribution", case_sensitive=False, metavar="KIND",
+        help="Monte Carlo's inputs: normal, or uniform of the same sd.")
     ] = Distribution(PropagateRequest.distribution),
     samples: Annotated[int, typer.Option(
         "--samples", metavar="N", min=PROPAGATE_SAMPLES_RANGE[0], max=PROPAGATE_SAMPLES_RANGE[1],
@@ -73,11 +74,8 @@ def propagate(
 ) -> None:
     """Propagate input uncertainties: linear, second order, Monte Carlo and an interval, with a verdict.
 
-    The mean and standard deviation of each expression four ways: linear, sqrt(gᵀΣg), from the exact gradient
-    (and the tape's and fd's); second order, from the exact Hessian (mean shift ½tr(HΣ), variance term
-    ½tr((HΣ)²)); Monte Carlo over seeded samples, with its standard errors and quantiles; an interval
-    enclosure over ±K sd. The verdict says whether linear propagation holds, and which input's spread is to
-    blame when not. --points: a propagation per row (columns x_sd or x_unc: x's sd on that row).
+    Linear from the exact gradient (and the tape's, fd's), second order from the exact Hessian, Monte Carlo
+    with its standard errors, an interval over ±K sd. --points: a row each (x_sd or x_unc columns).
 
     Examples:
 

@@ -92,7 +92,7 @@ def _derivatives(expressions, inputs, settings: Settings, report: PropagateRepor
 def _about_unused(note: str) -> bool:
     """grad's and hessian's note on an input an expression does not use: each expression's own, not the
     propagation's (an input of one expression is unconnected in another; its share is then 0)."""
-    return "not in the expression" in note
+    return "not in the expression" in note or "--batch-size" in note
 
 
 def _point_record(expressions, point, grad_record: dict, hessian_records: list[dict], settings: Settings):
