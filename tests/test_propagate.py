@@ -274,3 +274,30 @@ def test_request_checks_its_options():
         PropagateRequest(expressions=["x"], at="x=1±1", distribution="cauchy").run()
     with pytest.raises(UsageError, match="standard deviation of x must be >= 0"):
         gradcli.propagate("x", at="x=1±-1")
+
+
+def test_unc_columns_and_conflicts(tmp_path, invoke):
+    path = tmp_path / "u.csv"
+    path.write_text("x,x_unc\n2,0.1\n")
+    doc = json.loads(invoke("propagate", "3*x", "--points", str(path), "-f", "json", "--samples", "1000").stdout)
+    assert doc["points"][0]["results"][0]["sd"]["linear"] == pytest.approx(0.3, rel=1e-15)
+    both = tmp_path / "b.csv"
+    both.write_text("x,x_sd,x_unc\n2,0.1,0.1\n")
+    result = invoke("propagate", "3*x", "--points", str(both))
+    assert result.exit_code == 2 and "keep one" in result.stderr
+    negative = tmp_path / "n.csv"
+    negative.write_text("x,x_sd\n2,-1\n")
+    result = invoke("propagate", "3*x", "--points", str(negative))
+    assert result.exit_code == 2 and ">= 0" in result.stderr
+
+
+def test_what_cannot_be_propagated_says_why(invoke):
+    result = invoke("propagate", "2*pi")
+    assert result.exit_code == 2 and "no variables" in result.stderr
+    result = invoke("eval", "x**2", "--grid", "x=0:1:2", "--at", "y=1±0.1")
+    assert result.exit_code == 2 and "--grid" in result.stderr
+    r = gradcli.propagate("sqrt(x)", at="x=0±1", samples=4000)
+    assert r.failed and r.sd["linear"] is None  # the gradient is infinite at 0
+    assert not r.verdict["linear_holds"] and "not finite at the mean" in r.verdict["text"]
+    assert any("samples have no finite value" in w for w in r.warnings)
+    assert r.interval["undefined"] and r.interval["lower"] == 0.0

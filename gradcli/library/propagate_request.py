@@ -79,6 +79,9 @@ class PropagateRequest:
         distribution = check_distribution(self.distribution)
         expressions = [parse(e) for e in self.expressions]
         variables = list(dict.fromkeys(v for e in expressions for v in e.variables))
+        if not variables:
+            raise UsageError("propagate: the expressions have no variables, so no uncertainty to propagate (give "
+                             "an expression of the inputs, e.g. \"x**2\" --at \"x=2±0.1\")")
         file_names = file_matrix = None
         if self.covariance is not None:
             file_names, file_matrix = read_covariance_file(self.covariance)

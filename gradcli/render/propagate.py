@@ -137,6 +137,7 @@ def csv_rows(doc: dict, records: list[dict]) -> tuple[list[str], list[list]]:
             cells += [("monte_carlo_se_mean", mc["se_mean"]), ("monte_carlo_se_sd", mc["se_sd"])]
             cells += [(f"q{k.rstrip('%')}", v) for k, v in mc["quantiles"].items()]
             cells += [("interval_lower", r["interval"]["lower"]), ("interval_upper", r["interval"]["upper"]),
+                      ("interval_undefined", str(r["interval"]["undefined"]).lower()),
                       ("linear_holds", str(r["verdict"]["linear_holds"]).lower()), ("blame", r["verdict"]["blame"]),
                       ("status", record["status"]), ("warnings", "; ".join(record["warnings"]))]
             if record.get("line") is None:

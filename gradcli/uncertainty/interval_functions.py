@@ -41,7 +41,8 @@ def monotone(name: str, a: Interval) -> Interval:
     lo, hi = max(a.lo, low), min(a.hi, high)
     f = _PY[name]
     ends = (f(lo), f(hi)) if increasing else (f(hi), f(lo))
-    return _clip(name, make(ends[0], ends[1], undefined, ULPS))
+    # sqrt and relu are 0 exactly where their argument is: that end needs no widening
+    return _clip(name, make(ends[0], ends[1], undefined, ULPS, exact_zero=name in ("sqrt", "relu")))
 
 
 def _log(a: Interval) -> Interval:

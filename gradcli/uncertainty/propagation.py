@@ -147,8 +147,13 @@ def _expression_result(expr, point, grad_result: dict, hessian_record: dict, val
     sd["second_order"] = None if second is None else second.sd
     mc = stats(values)
     mean["monte_carlo"], sd["monte_carlo"] = mc.mean, mc.sd
+    if mc.finite < mc.samples:
+        warnings.append(f"{mc.samples - mc.finite:,} of {mc.samples:,} Monte Carlo samples have no finite value (the "
+                        f"spread reaches a pole or leaves the domain): its figures are those of the other "
+                        f"{mc.finite:,}")
+    warnings += _disagreements(sd)
     lin_shares = moments.linear_shares(gradient, point.lower) if gradient is not None else [0.0] * len(names)
-    verdict = judge(names, mean["linear"], sd["linear"], second, lin_shares, mc)
+    verdict = judge(names, point.sds, mean["linear"], sd["linear"], second, lin_shares, mc)
     if not verdict.linear_holds:
         warnings.append(verdict.text)
     enclosure = enclose(expr.tree, the_box)
@@ -163,6 +168,25 @@ def _expression_result(expr, point, grad_result: dict, hessian_record: dict, val
         "verdict": verdict.to_dict(),
         "_warnings": warnings,
     }
+
+
+# how far the tape's and fd's linear sd may stray from the exact one, relatively: the tape rounds, fd's
+# gradient is good to ~1e-10 relatively (its own error estimate is in grad's output)
+AGREE = {"linear_tape": 1e-12, "linear_fd": 1e-6}
+
+
+def _disagreements(sd: dict) -> list[str]:
+    """A warning for the tape's or fd's linear sd beyond AGREE of the exact one (they should agree)."""
+    exact = sd.get("linear")
+    out = []
+    for key, tolerance in AGREE.items():
+        other = sd.get(key)
+        if exact is None or other is None:
+            continue
+        if abs(other - exact) > tolerance * max(abs(exact), 1e-300) and abs(other - exact) > 1e-300:
+            out.append(f"the linear sd from {key.removeprefix('linear_')}'s gradient, {other:.6g}, differs from the "
+                       f"exact one, {exact:.6g}: that gradient is suspect here")
+    return out
 
 
 def _hessian(record: dict):

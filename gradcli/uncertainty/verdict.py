@@ -62,13 +62,15 @@ def agrees(mean: float, sd: float, mc) -> bool:
     return mean_ok and sd_ok
 
 
-def judge(names: list[str], mean: float | None, sd: float | None, second, linear_shares: list[float],
+def judge(names: list[str], spread: list[float], mean: float | None, sd: float | None, second, linear_shares: list[float],
           mc) -> Verdict:
     """The verdict for one expression: ``mean``/``sd`` linear, ``second`` the SecondOrder (or None), ``mc``
     the Monte Carlo SampleStats."""
-    if mean is None or sd is None or mc.mean is None:
-        return Verdict(False, False, None, "no verdict: " + ("the linear answer" if mean is None or sd is None
-                       else "Monte Carlo") + " could not be computed", None, None)
+    if mc.mean is None:
+        return Verdict(False, False, None, "no verdict: no Monte Carlo sample has a finite value", None, None)
+    if mean is None or sd is None:
+        return Verdict(False, False, None, f"{UNRELIABLE}: the value or its gradient is not finite at the mean, "
+                       f"so there is no linear answer", None, None)
     holds = agrees(mean, sd, mc)
     second_holds = second is not None and agrees(second.mean, second.sd, mc)
     mean_gap, sd_gap = _gap(mean, mc.mean, mc.se_mean), _gap(sd, mc.sd, mc.se_sd)
@@ -76,6 +78,10 @@ def judge(names: list[str], mean: float | None, sd: float | None, second, linear
         return Verdict(True, second_holds, None, f"{HOLDS} (linear and Monte Carlo agree within {Z:g} Monte Carlo "
                        f"standard errors or {RELATIVE:.0%} of the sd)", mean_gap, sd_gap)
     blame, second_share, linear_share = _blame(names, second, linear_shares)
+    if blame is None and sum(1 for s in spread if s > 0) == 1:  # one input has a spread: it is to blame
+        i = next(j for j, s in enumerate(spread) if s > 0)
+        blame, linear_share = names[i], linear_shares[i]
+        second_share = second.shares[i] if second is not None else 0.0
     if mc.finite < mc.samples:
         why = (f"{mc.samples - mc.finite:,} of {mc.samples:,} samples have no finite value (the spread reaches a "
                f"pole or the edge of a domain)")
