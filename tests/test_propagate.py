@@ -271,7 +271,7 @@ def test_request_checks_its_options():
     with pytest.raises(UsageError, match="--samples"):
         PropagateRequest(expressions=["x"], at="x=1±1", samples=1)
     with pytest.raises(UsageError, match="distribution"):
-        PropagateRequest(expressions=["x"], at="x=1±1", distribution="cauchy").run()
+        PropagateRequest(expressions=["x"], at="x=1±1", distribution="cauchy")
     with pytest.raises(UsageError, match="standard deviation of x must be >= 0"):
         gradcli.propagate("x", at="x=1±-1")
 

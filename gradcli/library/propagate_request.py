@@ -20,6 +20,10 @@ K_RANGE = (0.0, 100.0)
 DISTRIBUTION = "normal"
 # each row of --points is a propagation of its own (a Monte Carlo run, a gradient and a Hessian)
 MAX_ROWS = 10_000
+# Monte Carlo keeps 8 bytes a sample and expression (the quantiles need them all): 400 MB at most
+MAX_VALUES = 50_000_000
+# samples x expressions x rows: about 20 minutes of evaluation on the bench machine (2 cores)
+MAX_EVALUATIONS = 2_000_000_000
 
 
 @dataclass(kw_only=True)
@@ -63,6 +67,14 @@ class PropagateRequest:
         self.k = check_number("--k", self.k, float, K_RANGE)
         self.symbolic_timeout = check_number("--symbolic-timeout", self.symbolic_timeout, float, SYMBOLIC_TIMEOUTS)
         self.strict = check_flag("--strict", self.strict)
+        from gradcli.uncertainty.inputs import check_distribution, parse_correlations
+
+        self.distribution = check_distribution(self.distribution)
+        parse_correlations(self.correlation)  # refused now, as typed, before anything is computed
+        if self.samples * len(self.expressions) > MAX_VALUES:
+            raise UsageError(f"--samples {self.samples:,} of {len(self.expressions)} expressions keeps "
+                             f"{self.samples * len(self.expressions):,} values; the limit is {MAX_VALUES:,} "
+                             f"(take fewer samples)")
 
     @property
     def one_point(self) -> bool:
@@ -71,12 +83,10 @@ class PropagateRequest:
     def run(self):
         """The propagation's report (gradcli.uncertainty.propagation.PropagateReport)."""
         from gradcli.expression import parse
-        from gradcli.uncertainty.inputs import Correlations, check_distribution, parse_correlations, \
-            read_covariance_file
+        from gradcli.uncertainty.inputs import Correlations, parse_correlations, read_covariance_file
         from gradcli.uncertainty.points import many_points, one_point
         from gradcli.uncertainty.propagation import Settings, run_propagation
 
-        distribution = check_distribution(self.distribution)
         expressions = [parse(e) for e in self.expressions]
         variables = list(dict.fromkeys(v for e in expressions for v in e.variables))
         if not variables:
@@ -90,7 +100,12 @@ class PropagateRequest:
             inputs = [one_point(self.at, variables, correlations)]
         else:
             inputs = many_points(self.points, self.at, variables, correlations, MAX_ROWS)
-        settings = Settings(distribution, self.samples, self.seed, self.k, self.symbolic_timeout)
+            work = len(inputs) * self.samples * len(expressions)
+            if work > MAX_EVALUATIONS:
+                raise UsageError(f"{len(inputs):,} rows x --samples {self.samples:,} x {len(expressions)} "
+                                 f"expression(s) is {work:,} evaluations; the limit is {MAX_EVALUATIONS:,} (take "
+                                 f"fewer samples, e.g. --samples 10000)")
+        settings = Settings(self.distribution, self.samples, self.seed, self.k, self.symbolic_timeout)
         report = run_propagation(expressions, inputs, settings, one_point=self.one_point)
         report.failed = report.failed or (self.strict and bool(report.warnings))
         return report
