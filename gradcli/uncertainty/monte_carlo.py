@@ -34,12 +34,11 @@ class SampleStats:
                 "se_mean": self.se_mean, "se_sd": self.se_sd, "quantiles": dict(self.quantiles)}
 
 
-def draw(means: list[float], lower, *, samples: int, seed: int, distribution: str, start: int, stop: int, rng):
-    """Rows start..stop of the input samples (a [stop-start, d] array), drawn from ``rng`` in order."""
+def draw(means: list[float], lower, *, count: int, distribution: str, rng):
+    """The next ``count`` samples of the inputs from ``rng``: a [count, d] array, μ + L u."""
     import numpy as np
 
-    d = len(means)
-    size = (stop - start, d)
+    size = (count, len(means))
     u = rng.standard_normal(size) if distribution == "normal" else rng.uniform(-math.sqrt(3.0), math.sqrt(3.0), size)
     return np.asarray(means, dtype=np.float64) + u @ lower.T
 
@@ -57,7 +56,7 @@ def sample_values(trees: list, names: list[str], means: list[float], lower, *, s
     out = np.empty((len(trees), samples), dtype=np.float64)
     for start in range(0, samples, CHUNK):
         stop = min(samples, start + CHUNK)
-        x = draw(means, lower, samples=samples, seed=seed, distribution=distribution, start=start, stop=stop, rng=rng)
+        x = draw(means, lower, count=stop - start, distribution=distribution, rng=rng)
         env = {name: np.ascontiguousarray(x[:, i]) for i, name in enumerate(names)}
         with np.errstate(all="ignore"):  # inf and NaN are counted below
             for k, f in enumerate(compiled):
