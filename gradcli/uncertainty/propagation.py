@@ -106,8 +106,8 @@ def _point_record(expressions, point, grad_record: dict, hessian_records: list[d
                                     the_box, settings)
         results.append(result)
         warnings += [f"{expr.text}: {w}" for w in result.pop("_warnings")]
-        g = grad_record["results"][k]["gradient"].get("symbolic")
-        jacobian.append(None if g is None else [g[n] for n in names])
+        _, _, gradients = _linear(grad_record["results"][k], names, point.lower)
+        jacobian.append(gradients.get("symbolic", gradients.get("tape")))
     record: dict = {"point": dict(zip(names, point.means)), "sd": dict(zip(names, point.sds))}
     if point.line is not None:
         record["line"] = point.line
@@ -118,26 +118,41 @@ def _point_record(expressions, point, grad_record: dict, hessian_records: list[d
         record["covariance"] = {
             "linear": None if any(j is None for j in jacobian) else moments.linear_covariance(jacobian, point.lower),
             "monte_carlo": sample_covariance(values)}
-    undefined = any(r["sd"]["linear"] is None or r["sd"]["monte_carlo"] is None for r in results)
+    undefined = any((r["sd"]["linear"] is None and r["sd"]["linear_tape"] is None) or r["sd"]["monte_carlo"] is None
+                    for r in results)
     record["status"] = "undefined" if undefined else "warning" if warnings else "ok"
     record["warnings"] = warnings
     return record, values
 
 
-def _expression_result(expr, point, grad_result: dict, hessian_record: dict, values, the_box, settings) -> dict:
-    names = point.names
+def _linear(grad_result: dict, names: list[str], lower):
+    """Each method's linear mean and sd, and its gradient (a list in the inputs' order; absent where any
+    component is missing or not finite)."""
     value = grad_result.get("value")
     mean: dict = {}
     sd: dict = {}
+    gradients: dict = {}
     for method, key in LINEAR_METHODS.items():
         g = grad_result["gradient"].get(method)
         ok = g is not None and value is not None and all(g.get(n) is not None for n in names)
+        if ok:
+            gradients[method] = [g[n] for n in names]
         mean[key] = value if ok else None
-        sd[key] = moments.linear_sd([g[n] for n in names], point.lower) if ok else None
-    exact = grad_result["gradient"].get("symbolic")
-    gradient = [exact[n] for n in names] if exact and all(exact.get(n) is not None for n in names) else None
-    hessian, source = _hessian(hessian_record)
+        sd[key] = moments.linear_sd(gradients[method], lower) if ok else None
+    return mean, sd, gradients
+
+
+def _expression_result(expr, point, grad_result: dict, hessian_record: dict, values, the_box, settings) -> dict:
+    names = point.names
+    value = grad_result.get("value")
+    mean, sd, gradients = _linear(grad_result, names, point.lower)
+    gradient, reference = gradients.get("symbolic"), "linear"
     warnings = []
+    if gradient is None and gradients.get("tape") is not None:
+        gradient, reference = gradients["tape"], "linear_tape"
+        warnings.append("the exact gradient could not be computed: the tape's is the linear answer the verdict "
+                        "judges, and the second order's gradient")
+    hessian, source = _hessian(hessian_record)
     second = None
     if gradient is not None and hessian is not None and value is not None:
         second = moments.second_order(value, gradient, hessian, point.lower, settings.distribution)
@@ -153,7 +168,7 @@ def _expression_result(expr, point, grad_result: dict, hessian_record: dict, val
                         f"{mc.finite:,}")
     warnings += _disagreements(sd)
     lin_shares = moments.linear_shares(gradient, point.lower) if gradient is not None else [0.0] * len(names)
-    verdict = judge(names, point.sds, mean["linear"], sd["linear"], second, lin_shares, mc)
+    verdict = judge(names, point.sds, mean[reference], sd[reference], second, lin_shares, mc)
     if not verdict.linear_holds:
         warnings.append(verdict.text)
     enclosure = enclose(expr.tree, the_box)
