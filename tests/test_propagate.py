@@ -10,6 +10,8 @@ import xml.etree.ElementTree as ET
 
 import mpmath
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 import gradcli
@@ -301,3 +303,37 @@ def test_what_cannot_be_propagated_says_why(invoke):
     assert not r.verdict["linear_holds"] and "not finite at the mean" in r.verdict["text"]
     assert any("samples have no finite value" in w for w in r.warnings)
     assert r.interval["undefined"] and r.interval["lower"] == 0.0
+
+
+def test_the_seed_fixes_monte_carlo():
+    a = gradcli.propagate("exp(x)", at="x=0±0.5", samples=3000, seed=7).monte_carlo
+    b = gradcli.propagate("exp(x)", at="x=0±0.5", samples=3000, seed=7).monte_carlo
+    c = gradcli.propagate("exp(x)", at="x=0±0.5", samples=3000, seed=8).monte_carlo
+    assert a == b and a["mean"] != c["mean"]
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.floats(-3, 3), st.floats(-3, 3), st.floats(0, 2), st.floats(0, 2), st.floats(-1, 1))
+def test_a_linear_function_is_exact_for_linear_and_second_order(a, b, sx, sy, rho):
+    r = gradcli.propagate(f"{a!r}*x + {b!r}*y", at={"x": (1.0, sx), "y": (2.0, sy)}, correlation=[f"x,y={rho!r}"],
+                          samples=2000)
+    exact = math.sqrt(max(a * a * sx * sx + b * b * sy * sy + 2 * a * b * rho * sx * sy, 0.0))
+    for method in ("linear", "linear_tape", "second_order"):
+        assert r.sd[method] == pytest.approx(exact, rel=1e-9, abs=1e-12), method
+    assert r.mean["second_order"] == pytest.approx(a + 2 * b, rel=1e-12, abs=1e-12)
+
+
+def test_strict_fails_on_the_verdict_s_warning(invoke):
+    assert invoke("propagate", "x**2", "--at", "x=0±10", "--samples", "1000").exit_code == 0
+    assert invoke("propagate", "x**2", "--at", "x=0±10", "--samples", "1000", "--strict").exit_code == 1
+
+
+def test_inputs_of_very_different_scales_keep_their_spreads():
+    """A tolerance relative to the largest variance dropped an sd of 1e-7 beside one of 1.85 (its pivot)."""
+    r = gradcli.propagate("1.8886208646075193*x - 1.1*y", at={"x": (1.0, 1e-7), "y": (2.0, 1.8504547974335015)},
+                          correlation=["x,y=-0.2641223405636953"], samples=2000)
+    a, b, sx, sy, rho = 1.8886208646075193, -1.1, 1e-7, 1.8504547974335015, -0.2641223405636953
+    assert r.sd["linear"] == pytest.approx(math.sqrt(a * a * sx * sx + b * b * sy * sy + 2 * a * b * rho * sx * sy),
+                                           rel=1e-12)
+    tiny = gradcli.propagate("x + y", at={"x": (1.0, 1e-9), "y": (2.0, 1e3)}, correlation=["x,y=0.5"], samples=2000)
+    assert tiny.to_dict()["input_covariance"][0][1] == pytest.approx(0.5e-6, rel=1e-12)

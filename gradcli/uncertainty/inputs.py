@@ -21,7 +21,8 @@ DISTRIBUTIONS = ("normal", "uniform")
 # E[u^4] of a standardised input: what the second-order variance term depends on besides H and Σ
 FOURTH_MOMENT = {"normal": 3.0, "uniform": 9.0 / 5.0}
 _CORRELATION = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*,\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(\S+)\s*\Z")
-# relative to the matrix's largest diagonal entry: asymmetry and negative eigenvalues below this are rounding
+# relative to the variances concerned: asymmetry, negative eigenvalues of the correlation matrix and Cholesky
+# pivots below this are rounding
 TOLERANCE = 1e-10
 
 
@@ -134,35 +135,46 @@ def _place_file(cov, sd, index, correlations: Correlations, sds: dict[str, float
 
 
 def check_positive_semidefinite(cov: list[list[float]], names: list[str]) -> None:
-    """Exit 2 unless ``cov`` is symmetric and has no eigenvalue below -TOLERANCE times its largest variance."""
+    """Exit 2 unless ``cov`` is symmetric and positive semi-definite, judged on the correlation matrix (the
+    inputs' units apart: an sd of 1e-7 beside one of 2 is no rounding error), to TOLERANCE; an input without
+    spread has no covariance with any other."""
     import numpy as np
 
     a = np.array(cov, dtype=np.float64)
-    scale = max(float(np.max(np.abs(np.diag(a)))) if a.size else 0.0, 1e-300)
-    asym = np.abs(a - a.T)
-    if a.size and float(asym.max()) > TOLERANCE * scale:
+    d = np.sqrt(np.clip(np.diag(a), 0.0, None)) if a.size else np.zeros(0)
+    scale = np.outer(d, d)
+    asym = np.abs(a - a.T) / np.where(scale > 0, scale, 1.0)
+    if a.size and float(asym.max()) > TOLERANCE:
         i, j = np.unravel_index(int(np.argmax(asym)), asym.shape)
         raise UsageError(f"the covariance matrix is not symmetric: ({names[i]}, {names[j]}) is "
                          f"{number_text(a[i, j])} but ({names[j]}, {names[i]}) {number_text(a[j, i])}")
-    if a.size:
-        lowest = float(np.linalg.eigvalsh((a + a.T) / 2)[0])
-        if lowest < -TOLERANCE * scale:
-            raise UsageError(f"the covariance matrix is not positive semi-definite (an eigenvalue is "
-                             f"{lowest:.3g}): the correlations contradict each other")
+    fixed = d == 0
+    for i in np.flatnonzero(fixed):
+        j = int(np.argmax(np.abs(a[i])))
+        if a[i, j] != 0:
+            raise UsageError(f"the covariance matrix is not positive semi-definite: {names[i]} has no spread but a "
+                             f"covariance of {number_text(a[i, j])} with {names[j]}")
+    spread = ~fixed
+    if spread.any():
+        r = a[np.ix_(spread, spread)] / scale[np.ix_(spread, spread)]
+        lowest = float(np.linalg.eigvalsh((r + r.T) / 2)[0])
+        if lowest < -TOLERANCE:
+            raise UsageError(f"the covariance matrix is not positive semi-definite (an eigenvalue of the "
+                             f"correlation matrix is {lowest:.3g}): the correlations contradict each other")
 
 
 def factor(cov: list[list[float]]):
-    """L, lower-triangular with Σ = L Lᵀ: Cholesky, a pivot of (rounding) zero giving a zero column (a
-    semi-definite Σ: an input fixed, or perfectly correlated with earlier ones)."""
+    """L, lower-triangular with Σ = L Lᵀ: Cholesky, a pivot of (rounding) zero, relative to the input's own
+    variance, giving a zero column (a semi-definite Σ: an input fixed, or perfectly correlated with earlier
+    ones)."""
     import numpy as np
 
     a = np.array(cov, dtype=np.float64)
     n = a.shape[0]
     lower = np.zeros_like(a)
-    scale = max(float(np.max(np.diag(a))) if n else 0.0, 0.0)
     for j in range(n):
         pivot = a[j, j] - float(lower[j, :j] @ lower[j, :j])
-        if pivot <= TOLERANCE * scale:
+        if pivot <= TOLERANCE * a[j, j] or a[j, j] <= 0:
             continue  # no spread of its own: its column stays 0
         lower[j, j] = math.sqrt(pivot)
         for i in range(j + 1, n):
