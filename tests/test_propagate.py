@@ -337,3 +337,13 @@ def test_inputs_of_very_different_scales_keep_their_spreads():
                                            rel=1e-12)
     tiny = gradcli.propagate("x + y", at={"x": (1.0, 1e-9), "y": (2.0, 1e3)}, correlation=["x,y=0.5"], samples=2000)
     assert tiny.to_dict()["input_covariance"][0][1] == pytest.approx(0.5e-6, rel=1e-12)
+
+
+def test_the_api_s_records_are_the_jsonl_lines(invoke):
+    lines = invoke("propagate", "x*y", "--at", "x=2±0.1,y=3±0.2", "-f", "jsonl", "--samples", "1000").stdout
+    r = gradcli.propagate("x*y", at="x=2±0.1,y=3±0.2", samples=1000)
+    assert list(r.records()) == [json.loads(line) for line in lines.splitlines()]
+    many = gradcli.propagate("x*y", points={"x": [1, 2], "x_sd": [0.1, 0.2]}, at="y=3±0.1", samples=1000)
+    assert many.many and [rec["sd"]["x"] for rec in many.records()] == [0.1, 0.2]
+    with pytest.raises(AttributeError):
+        many.mean

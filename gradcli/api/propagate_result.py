@@ -70,6 +70,13 @@ class PropagateResult(ReportResult):
             raise AttributeError("one expression has no covariance matrix: see sd")
         return point["covariance"]
 
+    def records(self):
+        """The ``-f jsonl`` records: a point each."""
+        from gradcli.uncertainty.propagation import jsonl_record
+
+        for record in self.points:
+            yield jsonl_record(record)
+
     @property
     def points(self) -> list[dict]:
         """Many points: each point's record (as -f jsonl writes it)."""

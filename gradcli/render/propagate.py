@@ -11,6 +11,7 @@ import json
 from gradcli.errors import printable
 from gradcli.render.common import stdout_console, to_csv, to_json
 from gradcli.render.layout import Column, FittedTable, print_line, print_table
+from gradcli.uncertainty.propagation import jsonl_record
 
 LABELS = {"linear": "linear (exact)", "linear_tape": "linear (tape)", "linear_fd": "linear (fd)",
           "second_order": "second order", "monte_carlo": "Monte Carlo"}
@@ -157,9 +158,7 @@ def write(doc: dict, output: str, *, one_point: bool, file=None) -> None:
         out.write(to_json(doc) + "\n")
     elif output == "jsonl":
         for record in records:
-            keys = [k for k in record if k not in ("command", "expressions", "inputs", "distribution", "samples",
-                                                   "seed", "k", "notes")]
-            out.write(json.dumps({k: record[k] for k in keys}, separators=(",", ":"), allow_nan=False) + "\n")
+            out.write(json.dumps(jsonl_record(record), separators=(",", ":"), allow_nan=False) + "\n")
     elif output == "csv":
         header, rows = csv_rows(doc, records)
         out.write(to_csv(header, rows) if rows else "")

@@ -44,6 +44,14 @@ class PropagateReport:
         return {**self.header, "points": self.records, "warnings": list(self.warnings), "notes": list(self.notes)}
 
 
+HEADER_KEYS = ("command", "expressions", "inputs", "distribution", "samples", "seed", "k", "notes")
+
+
+def jsonl_record(record: dict) -> dict:
+    """A point's ``-f jsonl`` record: its keys without the run's (at one point the document holds both)."""
+    return {k: v for k, v in record.items() if k not in HEADER_KEYS}
+
+
 def run_propagation(expressions, inputs: list, settings: Settings, *, one_point: bool) -> PropagateReport:
     """``expressions`` (gradcli Expressions) at each of ``inputs`` (gradcli.uncertainty.points.InputPoint)."""
     names = inputs[0].names if inputs else []
