@@ -2,9 +2,10 @@
 Monte Carlo's standard errors, and which input's spread is to blame when it does not.
 
 Linear is unreliable when its mean or its sd differs from Monte Carlo's by more than Z standard errors of the
-Monte Carlo figure and by more than RELATIVE of Monte Carlo's sd (a gap that many standard errors wide but a
-thousandth of the spread is real and harmless: with enough samples every curved function would be flagged),
-(Z standard errors capped at UNSETTLED of the sd), or when some samples have no finite value (the spread reaches a pole or the edge of a domain). The input to
+Monte Carlo figure (at most UNSETTLED of its sd) and by more than RELATIVE of Monte Carlo's sd (a gap that many
+standard errors wide but a few hundredths of the spread is real and harmless: with enough samples every curved
+function would be flagged), when the linear answer is undefined at the mean, or when some samples have no
+finite value (the spread reaches a pole or the edge of a domain). The input to
 blame is the one with the largest share of the second-order variance term (what the linear answer leaves out),
 or, where that term is 0 (sin at 0: H = 0, yet the curvature further out matters), the largest share of the
 linear variance.
@@ -62,10 +63,10 @@ def agrees(mean: float, sd: float, mc) -> bool:
     return mean_ok and sd_ok
 
 
-def judge(names: list[str], spread: list[float], mean: float | None, sd: float | None, second, linear_shares: list[float],
-          mc) -> Verdict:
-    """The verdict for one expression: ``mean``/``sd`` linear, ``second`` the SecondOrder (or None), ``mc``
-    the Monte Carlo SampleStats."""
+def judge(names: list[str], spread: list[float], mean: float | None, sd: float | None, second,
+          linear_shares: list[float], mc) -> Verdict:
+    """The verdict for one expression (``spread``: each input's sd): ``mean``/``sd`` linear, ``second`` the
+    SecondOrder (or None), ``mc`` the Monte Carlo SampleStats."""
     if mc.mean is None:
         return Verdict(False, False, None, "no verdict: no Monte Carlo sample has a finite value", None, None)
     if mean is None or sd is None:
