@@ -71,6 +71,11 @@ def _expression_table(console, doc: dict, r: dict) -> None:
         high = None if mean is None or sd is None else mean + Z975 * sd
         table.add_row(LABELS[m], fmt(mean), fmt(sd), "", "", fmt(low), fmt(mean), fmt(high))
     print_table(console, table)
+    so = r["second_order"]
+    if so is not None:
+        source = "" if so["hessian"] == "symbolic" else " (the tape's Hessian)"
+        print_line(console, f"[bold]second order[/bold]  mean shift ½tr(HΣ) = {fmt(so['mean_shift'])}, variance "
+                            f"term {fmt(so['variance_term'])}{source}")
     iv = r["interval"]
     lower = "-inf" if iv["lower"] is None else repr(iv["lower"])
     upper = "inf" if iv["upper"] is None else repr(iv["upper"])
