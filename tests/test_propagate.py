@@ -347,3 +347,14 @@ def test_the_api_s_records_are_the_jsonl_lines(invoke):
     assert many.many and [rec["sd"]["x"] for rec in many.records()] == [0.1, 0.2]
     with pytest.raises(AttributeError):
         many.mean
+
+
+def test_a_custom_rule_propagates_like_its_body():
+    rule = "log1pexp(x) = log(1 + exp(x)); d/dx = 1 - 1/(1 + exp(x))"
+    with_rule = gradcli.propagate("log1pexp(x)", at="x=1±0.5", rule=rule, samples=5000).to_dict()
+    body = gradcli.propagate("log(1 + exp(x))", at="x=1±0.5", samples=5000).to_dict()
+    a, b = with_rule["results"][0], body["results"][0]
+    assert a["sd"]["linear"] == pytest.approx(b["sd"]["linear"], rel=1e-14)
+    assert a["sd"]["second_order"] == pytest.approx(b["sd"]["second_order"], rel=1e-12)
+    assert a["monte_carlo"]["mean"] == pytest.approx(b["monte_carlo"]["mean"], rel=1e-14)
+    assert a["interval"]["lower"] == pytest.approx(b["interval"]["lower"], rel=1e-14)

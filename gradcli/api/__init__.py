@@ -260,7 +260,8 @@ def steps(expression: str, *, at=None, wrt: str | None = None, order: int = P.or
 @_call
 def propagate(*expressions: str, at=None, points=None, correlation=None, covariance: str | None = None,
               distribution: str = U.distribution, samples: int = U.samples, seed: int = U.seed, k: float = U.k,
-              symbolic_timeout: float = U.symbolic_timeout, strict: bool = U.strict):
+              symbolic_timeout: float = U.symbolic_timeout, rule: str | list[str] | None = None,
+              strict: bool = U.strict):
     """``gradcli propagate EXPR...``: each expression's mean and standard deviation linear (the exact
     gradient's, the tape's and fd's), second order, by Monte Carlo and as an interval over ±k sd, with a
     verdict on the linear answer. ``at``: "x=2±0.1,y=3+-0.2" or {"x": (2, 0.1)}; ``points``: a path or
@@ -272,7 +273,7 @@ def propagate(*expressions: str, at=None, points=None, correlation=None, covaria
     return PropagateResult(PropagateRequest(
         expressions=_expression_list(expressions), at=at, points=points, correlation=correlation,
         covariance=covariance, distribution=distribution, samples=samples, seed=seed, k=k,
-        symbolic_timeout=symbolic_timeout, strict=strict).run())
+        symbolic_timeout=symbolic_timeout, rule=rule, strict=strict).run())
 
 
 @_call

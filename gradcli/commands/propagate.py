@@ -7,8 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from gradcli.commands.common import (OutputPathOption, PointsOption, StrictOption, SymbolicTimeoutOption, export_path,
-                                     finish, handle_errors, output_to)
+from gradcli.commands.common import (OutputPathOption, PointsOption, RuleOption, StrictOption, SymbolicTimeoutOption,
+                                     export_path, finish, handle_errors, output_to)
 from gradcli.library.propagate_request import K_RANGE, PROPAGATE_SAMPLES_RANGE, PropagateRequest
 
 
@@ -70,6 +70,7 @@ def propagate(
         "--plot", metavar="FILE.svg", callback=plot_path, show_default=False,
         help="Also draw the Monte Carlo histogram with the linear and second-order normals.")] = None,
     symbolic_timeout: SymbolicTimeoutOption = PropagateRequest.symbolic_timeout,
+    rule: RuleOption = None,
     strict: StrictOption = PropagateRequest.strict,
 ) -> None:
     """Propagate input uncertainties: linear, second order, Monte Carlo and an interval, with a verdict.
@@ -86,7 +87,7 @@ def propagate(
     """
     request = PropagateRequest(expressions=expressions or [], at=at, points=points, correlation=correlation,
                                covariance=covariance, distribution=distribution.value, samples=samples, seed=seed,
-                               k=k, symbolic_timeout=symbolic_timeout, strict=strict)
+                               k=k, symbolic_timeout=symbolic_timeout, rule=rule, strict=strict)
     show_propagation(request, output.value, output_path=output_path, plot=plot)
 
 

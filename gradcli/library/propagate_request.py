@@ -47,6 +47,7 @@ class PropagateRequest:
     seed: int = SEED
     k: float = K
     symbolic_timeout: float = SYMBOLIC_TIMEOUT
+    rule: list[str] | None = None
     strict: bool = False
 
     def __post_init__(self) -> None:
@@ -66,6 +67,7 @@ class PropagateRequest:
         self.seed = check_number("--seed", self.seed, int)
         self.k = check_number("--k", self.k, float, K_RANGE)
         self.symbolic_timeout = check_number("--symbolic-timeout", self.symbolic_timeout, float, SYMBOLIC_TIMEOUTS)
+        self.rule = check_texts("--rule", self.rule)
         self.strict = check_flag("--strict", self.strict)
         from gradcli.uncertainty.inputs import check_distribution, parse_correlations
 
@@ -81,7 +83,16 @@ class PropagateRequest:
         return self.points is None
 
     def run(self):
-        """The propagation's report (gradcli.uncertainty.propagation.PropagateReport)."""
+        """The propagation's report (gradcli.uncertainty.propagation.PropagateReport), the request's rules in
+        force for the call (checked first; grad's and hessian's requests inside run under them)."""
+        from gradcli.expression.rules import rules_in_force
+
+        with rules_in_force(self.rule, time_limit=self.symbolic_timeout) as checked:
+            report = self._run()
+            report.notes[:0] = [n for n in checked.notes if n not in report.notes]
+        return report
+
+    def _run(self):
         from gradcli.expression import parse
         from gradcli.uncertainty.inputs import Correlations, parse_correlations, read_covariance_file
         from gradcli.uncertainty.points import many_points, one_point
