@@ -116,8 +116,12 @@ class PropagateRequest:
                 raise UsageError(f"{len(inputs):,} rows x --samples {self.samples:,} x {len(expressions)} "
                                  f"expression(s) is {work:,} evaluations; the limit is {MAX_EVALUATIONS:,} (take "
                                  f"fewer samples, e.g. --samples 10000)")
+        unused = [n for n in (inputs[0].names if inputs else []) if n not in variables]
         settings = Settings(self.distribution, self.samples, self.seed, self.k, self.symbolic_timeout)
         report = run_propagation(expressions, inputs, settings, one_point=self.one_point)
+        if unused:
+            report.notes.append(f"{', '.join(unused)} {'is' if len(unused) == 1 else 'are'} in no expression: "
+                                f"{'its' if len(unused) == 1 else 'their'} spread changes nothing (share 0)")
         report.failed = report.failed or (self.strict and bool(report.warnings))
         return report
 
