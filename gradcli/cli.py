@@ -31,10 +31,11 @@ LAZY_COMMANDS = {
     "jvp": ("gradcli.commands.jvp", "jvp", "J·v along a direction: ForwardAccumulator, exact, fd, complex step."),
     "hvp": ("gradcli.commands.hvp", "hvp", "H·v three ways (forward/reverse compositions), fd and exact, timed."),
     "shell": ("gradcli.commands.shell", "shell", "Many commands in one process: TensorFlow and SymPy load once."),
+    "propagate": ("gradcli.commands.propagate", "propagate", "Input uncertainties through f: linear, MC, interval."),
 }
 # The order --help lists them in.
 ORDER = ("grad", "hessian", "derivative", "descend", "eval", "check", "steps", "shell", "trace", "jvp", "hvp",
-         "daemon")
+         "propagate", "daemon")
 
 
 class _WholeHelpGroup(typer.core.TyperGroup):

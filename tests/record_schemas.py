@@ -106,6 +106,11 @@ REQUESTS = [
     ("trace", ["trace", "log(1+exp(x))", "--at", "x=100", "--dtype", "float32", "--along", "x=1"], "json"),
     ("trace", ["trace", "stop_gradient(x**2)*x + x", "--at", "x=3"], "json"),
     ("trace", ["trace", "where(x > 0, log(x), 0)", "--at", "x=0"], "json"),
+    ("propagate", ["propagate", "x**2", "--at", "x=0±10", "--samples", "2000"], "json"),
+    ("propagate", ["propagate", "x*y", "log(x)", "--at", "x=2±0.1,y=3±0.2", "--correlation", "x,y=0.5",
+                   "--samples", "2000"], "json"),
+    ("propagate", ["propagate", "1/x", "--at", "x=0.1±0.1", "--samples", "2000", "--distribution", "uniform"],
+     "json"),
 ]
 
 

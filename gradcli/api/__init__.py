@@ -34,13 +34,15 @@ from gradcli.errors import ComputeError, GradcliError, ParseError, UsageError
 from gradcli.methods.worker import jobs_in_threads
 from gradcli.library.requests import (CheckRequest, DerivativeRequest, DescendRequest, EvalRequest, GradRequest,
                                       HessianRequest, HvpRequest, JvpRequest, StepsRequest, TraceRequest)
+from gradcli.library.propagate_request import PropagateRequest
 
 __all__ = ["ComputeError", "GradcliError", "ParseError", "Result", "UsageError", "check", "derivative",
            "derivative_columns", "descend", "eval", "evaluate", "grad", "grad_columns", "hessian",
-           "hessian_columns", "hvp", "jvp", "steps", "trace"]
+           "hessian_columns", "hvp", "jvp", "propagate", "steps", "trace"]
 
 G, H, D, E, S, C = GradRequest, HessianRequest, DerivativeRequest, EvalRequest, DescendRequest, CheckRequest
 J, V, T, P = JvpRequest, HvpRequest, TraceRequest, StepsRequest
+U = PropagateRequest
 
 
 def _call(fn):
@@ -255,6 +257,25 @@ def steps(expression: str, *, at=None, wrt: str | None = None, order: int = P.or
 # ---------------------------------------------------------------------------------------------
 # a dict of arrays in, a dict of arrays out (Ray Data map_batches, Dask map_partitions)
 # ---------------------------------------------------------------------------------------------
+@_call
+def propagate(*expressions: str, at=None, points=None, correlation=None, covariance: str | None = None,
+              distribution: str = U.distribution, samples: int = U.samples, seed: int = U.seed, k: float = U.k,
+              symbolic_timeout: float = U.symbolic_timeout, rule: str | list[str] | None = None,
+              strict: bool = U.strict):
+    """``gradcli propagate EXPR...``: each expression's mean and standard deviation linear (the exact
+    gradient's, the tape's and fd's), second order, by Monte Carlo and as an interval over ±k sd, with a
+    verdict on the linear answer. ``at``: "x=2±0.1,y=3+-0.2" or {"x": (2, 0.1)}; ``points``: a path or
+    columns with ``x_sd`` columns, a propagation per row; ``correlation``: ["x,y=0.5"]; ``covariance``: a
+    CSV file. ``r.mean[method]``, ``r.sd[method]`` (methods: linear, linear_tape, linear_fd, second_order,
+    monte_carlo), ``r.covariance`` for several expressions; ``to_dict()`` is ``-f json``."""
+    from gradcli.api.propagate_result import PropagateResult
+
+    return PropagateResult(PropagateRequest(
+        expressions=_expression_list(expressions), at=at, points=points, correlation=correlation,
+        covariance=covariance, distribution=distribution, samples=samples, seed=seed, k=k,
+        symbolic_timeout=symbolic_timeout, rule=rule, strict=strict).run())
+
+
 @_call
 def grad_columns(expressions, batch, *, at=None, wrt: str | None = None, method: str = G.method,
                  scheme: str = G.scheme, eps: float | None = None, dtype: str = G.dtype,

@@ -58,6 +58,14 @@ def eval_value(
       gradcli eval "log(x)" --grid x=1:3:3 -f csv
     """
     expression = expression_text(expression, file)
+    from gradcli.expression.points import has_uncertainty
+
+    if has_uncertainty(at):  # x=2±0.1: the value's uncertainty, propagate's table
+        from gradcli.commands.propagate import eval_propagation
+
+        eval_propagation(expression, at=at, points=points, grid=grid, dtype=dtype.value, output=output.value,
+                         output_path=output_path, strict=strict)
+        return
     from gradcli.render.value import value_sink
 
     request = EvalRequest(expression=expression, at=at, points=points, grid=grid, dtype=dtype.value,

@@ -1,10 +1,11 @@
-"""Points: ``--at x1=2,x2=3`` (values may be constant expressions: ``x=pi/4``)."""
+"""Points: ``--at x1=2,x2=3`` (values may be constant expressions: ``x=pi/4``), and values with a standard
+deviation, ``x=2±0.1`` or ``x=2+-0.1``, which only propagation takes (every other command refuses them)."""
 
 from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gradcli.errors import GradcliError, UsageError, number_text
 from gradcli.expression.evaluate import PYTHON_FLOAT64, evaluate
@@ -60,6 +61,8 @@ class Point:
 
     values: dict[str, float]
     exact: dict[str, Node]
+    # standard deviations typed with the values (x=2±0.1): only where parse_point was asked for them
+    sd: dict[str, float] = field(default_factory=dict)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -86,13 +89,49 @@ def split_top_level(text: str) -> list[tuple[int, str]]:
     return pieces
 
 
-def parse_point(specs: list[str] | str | None, *, option: str = "--at", required: bool = True) -> Point:
-    """Parse one or more ``name=value,...`` strings into a :class:`Point`."""
+# "2±0.1" and "2+-0.1": a value and its standard deviation
+UNCERTAINTY_SIGNS = ("±", "+-")
+
+
+def split_uncertainty(text: str) -> tuple[str, str | None, int]:
+    """``text`` as (value text, standard deviation text or None, offset of the sign): the first ``±`` or
+    ``+-`` outside parentheses."""
+    depth = 0
+    for i, ch in enumerate(text):
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth = max(0, depth - 1)
+        elif depth == 0 and (ch == "±" or text.startswith("+-", i)):
+            width = 1 if ch == "±" else 2
+            return text[:i], text[i + width:], i
+    return text, None, -1
+
+
+def has_uncertainty(specs: list[str] | str | None) -> bool:
+    """Whether any ``name=value`` of ``specs`` gives a standard deviation (``x=2±0.1``)."""
+    if isinstance(specs, str):
+        specs = [specs]
+    return any(split_uncertainty(piece.partition("=")[2])[1] is not None
+               for spec in (specs or []) if spec for _, piece in split_top_level(spec))
+
+
+def _no_uncertainty_here(option: str, name: str, spec: str, position: int) -> UsageError:
+    return UsageError(f"{option}: {name} is given with an uncertainty (±); only gradcli propagate (and eval, "
+                      f"which hands it to propagate) takes one: give {name}'s value alone here", source=spec,
+                      position=position)
+
+
+def parse_point(specs: list[str] | str | None, *, option: str = "--at", required: bool = True,
+                uncertain: bool = False) -> Point:
+    """Parse one or more ``name=value,...`` strings into a :class:`Point`. ``uncertain``: a value may carry a
+    standard deviation (``x=2±0.1``, ``x=2+-0.1``: ``sd``); otherwise one is refused (exit 2), never ignored."""
     if isinstance(specs, str):
         specs = [specs]
     specs = [s for s in (specs or []) if s is not None]
     values: dict[str, float] = {}
     exact: dict[str, Node] = {}
+    sds: dict[str, float] = {}
     for spec in specs:
         if not spec.strip():
             raise UsageError(f"{option} is empty; write it as {option} x=1,y=2")
@@ -117,6 +156,11 @@ def parse_point(specs: list[str] | str | None, *, option: str = "--at", required
             if name in values:
                 raise UsageError(f"{option}: '{name}' is given twice", source=spec, position=offset)
             value_offset = offset + len(piece.partition("=")[0]) + 1
+            value_text, sd_text, sign = split_uncertainty(value_text)
+            if sd_text is not None:
+                if not uncertain:
+                    raise _no_uncertainty_here(option, name, spec, value_offset + sign)
+                sds[name] = _read_sd(option, name, sd_text, spec, value_offset + sign + 1)
             try:
                 tree, value = read_constant(value_text)
             except NotAConstant as why:
@@ -137,7 +181,20 @@ def parse_point(specs: list[str] | str | None, *, option: str = "--at", required
     if required and not values:
         raise UsageError(f"{option} is required: give a value for every variable, e.g. {option} x=1")
     check_variable_count(len(values), option=option)
-    return Point(values, exact)
+    return Point(values, exact, sds)
+
+
+def _read_sd(option: str, name: str, text: str, spec: str, position: int) -> float:
+    """A standard deviation: a finite constant >= 0."""
+    try:
+        _, sd = read_constant(text)
+    except NotAConstant as why:
+        detail = why.error.message if why.kind == "syntax" else "must be a finite number"
+        raise UsageError(f"{option}: standard deviation of {name}: {detail}", source=spec, position=position) from None
+    if sd < 0:
+        raise UsageError(f"{option}: standard deviation of {name} must be >= 0, not {number_text(sd)}", source=spec,
+                         position=position)
+    return sd
 
 
 # The Hessian has n^2 entries, each computed by three methods (n copies of the point on the tape, 2n^2 fd

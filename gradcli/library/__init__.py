@@ -18,7 +18,7 @@ from __future__ import annotations
 _EXPORTS = {
     "GradRequest": "requests", "HessianRequest": "requests", "DerivativeRequest": "requests",
     "EvalRequest": "requests", "DescendRequest": "requests", "CheckRequest": "requests",
-    "Run": "run", "Collect": "run",
+    "PropagateRequest": "propagate_request", "Run": "run", "Collect": "run",
 }
 
 __all__ = sorted(_EXPORTS)

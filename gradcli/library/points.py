@@ -1,6 +1,7 @@
 """What a Request takes for its points, and the chunks of points given as columns.
 
-- ``at``: a mapping ``{"x1": 2, "x2": "pi/4"}`` or the text ``"x1=2,x2=3"`` (or a list of such texts, as --at
+- ``at``: a mapping ``{"x1": 2, "x2": "pi/4"}`` (propagate: ``{"x": (2, 0.1)}``, a value and its standard
+  deviation, or ``"2±0.1"``) or the text ``"x1=2,x2=3"`` (or a list of such texts, as --at
   repeated) -> the ``--at`` texts;
 - ``points``: a path (CSV or JSON Lines, as --points FILE), or columns: a mapping (name -> sequence or NumPy
   array) or a pandas DataFrame. Columns are read as the CSV with that header and those rows would be, without
@@ -40,7 +41,10 @@ def _name(key, option: str) -> str:
 
 
 def _value(key: str, value, option: str) -> str:
-    """A value as --at reads it: a string as written (``pi/4``), an integer exactly, a float with every digit."""
+    """A value as --at reads it: a string as written (``pi/4``, ``2±0.1``), an integer exactly, a float with
+    every digit; a pair (value, standard deviation) as ``value±sd`` (which only propagation takes)."""
+    if isinstance(value, tuple) and len(value) == 2:
+        return f"{_value(key, value[0], option)}±{_value(key, value[1], option)}"
     if isinstance(value, str):
         return value
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
