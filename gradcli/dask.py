@@ -49,7 +49,6 @@ import multiprocessing
 import os
 import sys
 import threading
-import warnings
 from dataclasses import dataclass
 
 from gradcli.errors import UsageError
@@ -136,13 +135,11 @@ def cap_tensorflow_threads(threads: int) -> bool:
     process; False where TensorFlow has already started (its pools are fixed then)."""
     from gradcli.methods import tf_runtime
 
-    if tf_runtime._tf is not None:
+    if tf_runtime.runtime_started():
         return False
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
-    with tf_runtime._stderr_silenced(), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        import tensorflow as tf
+    tf = tf_runtime.import_tensorflow_unstarted()
     try:
         tf.config.threading.set_intra_op_parallelism_threads(threads)
         tf.config.threading.set_inter_op_parallelism_threads(threads)

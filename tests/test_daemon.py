@@ -155,7 +155,7 @@ def test_the_daemons_warm_requests_succeed_without_tensorflow(tmp_path):
     """Each request the daemon runs before it serves (their failures are swallowed there: only warmth would be
     lost) exits 0 with TensorFlow blocked as the daemon blocks it, and none of them leaves a thread behind."""
     code = ("import sys, threading; sys.modules['tensorflow'] = None\n"
-            "from gradcli import launcher; from gradcli.daemon.server import WARM_REQUESTS\n"
+            "from gradcli import launcher; from gradcli.daemon.warm import WARM_REQUESTS\n"
             "codes = [launcher.run_command(list(argv)) for argv in WARM_REQUESTS]\n"
             "[t.join(30) for t in threading.enumerate() if t is not threading.main_thread()]\n"
             "print('codes', codes, 'threads', threading.active_count(), file=sys.stderr)")
@@ -163,7 +163,7 @@ def test_the_daemons_warm_requests_succeed_without_tensorflow(tmp_path):
     result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                             timeout=RUN_TIMEOUT_S, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    from gradcli.daemon.server import WARM_REQUESTS
+    from gradcli.daemon.warm import WARM_REQUESTS
 
     assert f"codes {[0] * len(WARM_REQUESTS)} threads 1" in result.stderr, result.stderr
 

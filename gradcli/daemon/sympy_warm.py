@@ -1,4 +1,4 @@
-"""Imported only by the daemon's SymPy fork server (see :func:`gradcli.daemon.server.warm_up`), after the shell's
+"""Imported only by the daemon's SymPy fork server (see :func:`gradcli.daemon.warm.warm_up`), after the shell's
 own warm-up (:mod:`gradcli.commands.shell_sympy_warm`): the jobs a warm call hands its worker, run once here
 on small expressions, so that their first-use costs (gradcli's formula printing, SymPy's evaluation at a
 point, modules imported on first use) are paid once in the fork server and not by every call's worker (a

@@ -21,7 +21,7 @@ _loading = threading.Lock()  # a second caller (gradcli shell imports it in a th
 
 
 @contextlib.contextmanager
-def _stderr_silenced():
+def stderr_silenced():
     """Point file descriptor 2 at /dev/null (C++ logging ignores sys.stderr)."""
     try:
         sys.stderr.flush()
@@ -54,7 +54,6 @@ QUIET_TENSORFLOW = {"TF_CPP_MIN_LOG_LEVEL": "3", "TF_ENABLE_ONEDNN_OPTS": "0", "
 
 
 def _import_tensorflow():
-    global _tf
     ours = [name for name in QUIET_TENSORFLOW if name not in os.environ]
     os.environ.update({name: QUIET_TENSORFLOW[name] for name in ours})
     try:
@@ -66,7 +65,19 @@ def _import_tensorflow():
 
 def _import_quietly():
     global _tf
-    with _stderr_silenced(), warnings.catch_warnings():
+    with stderr_silenced():
+        tf = import_tensorflow_unstarted()
+        # The first op initialises the runtime, which may log too: do it while silenced.
+        tf.constant(0.0) + 1.0
+    _tf = tf
+    return tf
+
+
+def import_tensorflow_unstarted():
+    """Import TensorFlow quietly (its Python and absl loggers at ERROR; C++ logging as the environment's
+    TF_CPP_MIN_LOG_LEVEL says) without running an op: its runtime (thread pools, eager context) not started,
+    so that a process may still fork (the daemon) or set its thread pools (a Dask worker)."""
+    with stderr_silenced(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         import tensorflow as tf
 
@@ -77,10 +88,12 @@ def _import_quietly():
             absl.logging.set_verbosity(absl.logging.ERROR)
         except ImportError:  # pragma: no cover - absl comes with TensorFlow
             pass
-        # The first op initialises the runtime, which may log too: do it while silenced.
-        tf.constant(0.0) + 1.0
-    _tf = tf
     return tf
+
+
+def runtime_started() -> bool:
+    """Whether this process has loaded TensorFlow and run its first op (:func:`load_tensorflow`)."""
+    return _tf is not None
 
 
 _TF_BACKENDS: dict[str, Backend] = {}
