@@ -123,3 +123,15 @@ def test_the_expression_language_does_not_import_the_methods():
 def test_no_module_imports_itself_through_others():
     """No circle at all, the function-local imports counted: each seam runs one way."""
     assert cycles(import_graph()) == []
+
+
+def test_no_module_imports_a_private_name_of_another():
+    """A name with a leading underscore is its module's own: imported elsewhere, it is a seam in the wrong
+    place (make it public where it is shared, or move it to where it is used)."""
+    found = []
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("gradcli"):
+                found += [f"{path.relative_to(PACKAGE.parent)}: {node.module}.{a.name}" for a in node.names
+                          if a.name.startswith("_") and not a.name.startswith("__")]
+    assert not found, found

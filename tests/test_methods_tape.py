@@ -12,6 +12,7 @@ from gradcli.expression import parse
 from gradcli.dtypes import MACHINE_EPSILON
 from gradcli.methods import tape as M
 from gradcli.methods.tape import tape_gradient
+from gradcli.methods.tape_hessian import jacobian_function
 
 DTYPES = ("float64", "float32")
 X1 = np.array([2.0, 0.5, 1.25, 3.0, 0.75])
@@ -157,7 +158,7 @@ def test_jacobian_mode_traces_at_most_twice():
     M.clear_caches()
     for size in (1, 5, 3, 4):
         M.tape_hessians(tree, points(size), wrt, mode="jacobian")
-    fn = M._jacobian_function(tree, tuple(wrt), (), "float64")
+    fn = jacobian_function(tree, tuple(wrt), (), "float64")
     assert fn.experimental_get_tracing_count() <= 2
 
 

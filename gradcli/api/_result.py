@@ -269,10 +269,10 @@ class DescendResult(Result):
             from gradcli.library.run import batch_document_text, json_text
 
             if self.many:
-                from gradcli.render.descend_batch import _summary_and_basins
+                from gradcli.render.descend_batch import summary_and_basins
 
                 self._text = batch_document_text(self.run.header, self.run.record_lines(),
-                                                 _summary_and_basins(self.run.summary), self.warnings, self.notes,
+                                                 summary_and_basins(self.run.summary), self.warnings, self.notes,
                                                  list_key="starts")
             else:
                 from gradcli.render.descend import start_document

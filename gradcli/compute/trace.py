@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from gradcli.compute.request import check_dtype, parse_expressions
-from gradcli.compute.trace_nodes import _INPUT, MAX_TRACE_NODES, TraceNode, build_nodes  # noqa: F401 (re-exported)
+from gradcli.compute.trace_nodes import TraceNode, build_nodes
 from gradcli.errors import UsageError
 from gradcli.expression import Node
 from gradcli.expression.points import Point, check_covers, check_point_fits, parse_point
@@ -50,18 +50,18 @@ class TraceReport:
         for n in self.nodes:
             d = {"name": n.name, "kind": n.kind, "op": n.op, "text": n.text, "expression": n.expression,
                  "inputs": [self.nodes[i].name for i in n.inputs], "outputs": n.outputs,
-                 "value": n.value, "exact": n.exact, "error": _error(n.value, n.exact),
+                 "value": n.value, "exact": n.exact, "error": node_error(n.value, n.exact),
                  "adjoint": n.adjoint, "seed": n.seed,
                  "adjoint_terms": [{"from": self.nodes[u].name, "adjoint_of_user": a, "partial": p, "term": t}
                                    for u, a, p, t in n.adjoint_terms],
                  "tf_adjoint": n.tf_adjoint if n.recorded else None, "recorded": n.recorded, "exact_adjoint": n.exact_adjoint,
-                 "adjoint_error": _error(n.adjoint, n.exact_adjoint)}
+                 "adjoint_error": node_error(n.adjoint, n.exact_adjoint)}
             if self.along is not None:
                 d.update({"tangent": n.tangent,
                           "tangent_terms": [{"input": self.nodes[i].name, "partial": p, "tangent_of_input": t,
                                              "term": j} for i, p, t, j in n.tangent_terms],
                           "tf_tangent": n.tf_tangent, "exact_tangent": n.exact_tangent,
-                          "tangent_error": _error(n.tangent, n.exact_tangent)})
+                          "tangent_error": node_error(n.tangent, n.exact_tangent)})
             nodes.append(d)
         return clean({"command": "trace", "expressions": self.expressions, "point": self.point,
                       "dtype": self.dtype, "along": self.along, "nodes": nodes,
@@ -73,7 +73,8 @@ class TraceReport:
         return next(n.name for n in self.nodes if k in n.outputs)
 
 
-def _error(value: float | None, exact: float | None) -> float | None:
+def node_error(value: float | None, exact: float | None) -> float | None:
+    """|value - exact| (inf where the value is not finite; None without a finite exact value)."""
     if value is None or exact is None or not math.isfinite(exact):
         return None
     return abs(value - exact) if math.isfinite(value) else math.inf
@@ -106,7 +107,7 @@ def as_point(at) -> Point:
     return parse_point(at)
 
 
-def _expressions(expressions) -> list:
+def parsed_expressions(expressions) -> list:
     """Texts, parsed Expressions or trees -> Expressions."""
     from gradcli.expression import Var
     from gradcli.expression.tree import Expression, to_text, walk
@@ -126,7 +127,7 @@ def _expressions(expressions) -> list:
 
 
 def plan_trace(expressions, *, at, dtype: str, along=None):
-    exprs = _expressions(expressions)
+    exprs = parsed_expressions(expressions)
     point = as_point(at)
     check_covers(point, [v for e in exprs for v in e.variables])
     dtype = check_dtype(dtype)

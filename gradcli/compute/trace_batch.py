@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from gradcli.compute.batch import engine
 from gradcli.compute.request import check_dtype
-from gradcli.compute.trace import _expressions, finish_trace, start_trace
+from gradcli.compute.trace import parsed_expressions, finish_trace, start_trace
 from gradcli.errors import UsageError
 
 # The record's keys in the trace's report (gradcli.compute.trace.TraceReport.to_dict), after the point.
@@ -19,7 +19,7 @@ class TraceCore:
     command = "trace"
 
     def __init__(self, expressions, *, along=None, dtype: str = "float64", symbolic_time_limit: float = 10.0):
-        self.exprs = _expressions(expressions)
+        self.exprs = parsed_expressions(expressions)
         self.trees = [e.tree for e in self.exprs]
         self.variables = list(dict.fromkeys(v for e in self.exprs for v in e.variables))
         self.dtype = check_dtype(dtype)

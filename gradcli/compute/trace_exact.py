@@ -9,7 +9,7 @@ expression is the sum of the paths that reach it, as SymPy's derivative of the `
 from __future__ import annotations
 
 
-from gradcli.compute.trace_nodes import _INPUT, TraceNode
+from gradcli.compute.trace_nodes import INPUT_SLOT, TraceNode
 
 # The digits the chain rule's sums and products are carried in (the partials have SymPy's 30).
 ACCUMULATE_DIGITS = 40
@@ -54,14 +54,14 @@ def _sweeps(specs, point_exact, direction):
             part.append([])
             dead.append([])
             continue
-        slots = {f"{_INPUT}{j}": sp.Symbol(f"{_INPUT}{j}", real=True) for j in range(len(inputs))}
+        slots = {f"{INPUT_SLOT}{j}": sp.Symbol(f"{INPUT_SLOT}{j}", real=True) for j in range(len(inputs))}
         f = symbolic.to_sympy(local, {**symbols, **slots})
-        exprs.append(f.xreplace({slots[f"{_INPUT}{j}"]: exprs[i] for j, i in enumerate(inputs)}))
+        exprs.append(f.xreplace({slots[f"{INPUT_SLOT}{j}"]: exprs[i] for j, i in enumerate(inputs)}))
         numbers.append(_number(exprs[-1], subs))
         # an undefined input as its sub-expression: a partial that does not depend on it is still defined
-        at = {slots[f"{_INPUT}{j}"]: exprs[i] if numbers[i] is None else _sympy_number(numbers[i])
+        at = {slots[f"{INPUT_SLOT}{j}"]: exprs[i] if numbers[i] is None else _sympy_number(numbers[i])
               for j, i in enumerate(inputs)}
-        local_partials = [symbolic.diff(f, slots[f"{_INPUT}{j}"]) for j in range(len(inputs))]
+        local_partials = [symbolic.diff(f, slots[f"{INPUT_SLOT}{j}"]) for j in range(len(inputs))]
         dead.append([_is_zero(d.xreplace(subs)) for d in local_partials])
         part.append([mpmath.mpf(0) if z else _number(d.xreplace(at), subs) for d, z in zip(local_partials, dead[-1])])
     n = len(specs)

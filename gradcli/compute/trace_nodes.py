@@ -12,7 +12,7 @@ from gradcli.expression import Add, Call, Mul, Neg, Node, Pow, Var, is_constant,
 from gradcli.expression.tree import children, is_boolean, map_children
 
 # Names no parsed variable can have (identifiers never hold a NUL): the inputs of one node's operation.
-_INPUT = "\0in"
+INPUT_SLOT = "\0in"
 # The most nodes a trace shows: one row each, and SymPy's exact adjoints grow with the paths.
 MAX_TRACE_NODES = 400
 
@@ -25,7 +25,7 @@ class TraceNode:
     text: str  # "v1 * v2", "x1 + 5": the operation on its inputs' names
     expression: str  # the node's sub-expression, as gradcli prints it
     inputs: list[int] = field(default_factory=list)  # one per input edge (a node may use one input twice)
-    local: Node | None = None  # the operation, its inputs as _INPUT<k> variables (op nodes)
+    local: Node | None = None  # the operation, its inputs as INPUT_SLOT<k> variables (op nodes)
     tree: Node | None = None  # the sub-expression
     outputs: list[int] = field(default_factory=list)  # the expressions this node is the value of
     value: float | None = None
@@ -98,7 +98,7 @@ def build_nodes(trees: list[Node], variables: list[str]) -> list[TraceNode]:
         for n in order:
             edges = _edges(n)
             children = [inputs[c.name] if isinstance(c, Var) else ids[id(c)] for c in edges]
-            names = {id(c): Var(f"{_INPUT}{k}") for k, c in enumerate(edges)}
+            names = {id(c): Var(f"{INPUT_SLOT}{k}") for k, c in enumerate(edges)}
             local = _replace_edges(n, names)
             shown = _replace_edges(n, {id(c): Var(nodes[i].name) for c, i in zip(edges, children)})
             ids[id(n)] = len(nodes)

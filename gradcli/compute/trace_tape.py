@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 
-from gradcli.compute.trace_nodes import _INPUT, TraceNode
+from gradcli.compute.trace_nodes import INPUT_SLOT, TraceNode
 from gradcli.dtypes import MACHINE_EPSILON, SMALLEST_NORMAL
 
 
@@ -44,7 +44,7 @@ def tape_sweeps(nodes: list[TraceNode], values: dict[str, float], dtype: str,
     names = [n.op for n in nodes if n.kind == "input"]
 
     def env_for(k: int, tensors) -> dict:
-        env = {f"{_INPUT}{j}": tensors[i] for j, i in enumerate(nodes[k].inputs)}
+        env = {f"{INPUT_SLOT}{j}": tensors[i] for j, i in enumerate(nodes[k].inputs)}
         env.update(sources)  # a where's condition reads the variables themselves
         return env
 
@@ -83,7 +83,7 @@ def tape_sweeps(nodes: list[TraceNode], values: dict[str, float], dtype: str,
         if n.kind == "input":
             continue
         consts = [tf.constant(nodes[i].value, dtype=tf_dtype) for i in n.inputs]
-        env = {f"{_INPUT}{j}": c for j, c in enumerate(consts)}
+        env = {f"{INPUT_SLOT}{j}": c for j, c in enumerate(consts)}
         env.update({v: tf.constant(values[v], dtype=tf_dtype) for v in names})
         with tf.GradientTape(persistent=True) as op_tape:
             op_tape.watch(consts)
@@ -128,7 +128,7 @@ def tape_sweeps(nodes: list[TraceNode], values: dict[str, float], dtype: str,
             n.tangent = float(tangent[-1])
             continue
         _, _, _, partials, env = local[k]
-        consts = [env[f"{_INPUT}{j}"] for j in range(len(n.inputs))]
+        consts = [env[f"{INPUT_SLOT}{j}"] for j in range(len(n.inputs))]
         if consts:
             with tf.autodiff.ForwardAccumulator(primals=consts,
                                                 tangents=[tf.constant(tangent[i], dtype=tf_dtype)

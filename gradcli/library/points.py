@@ -134,9 +134,9 @@ class ColumnsSource:
         self._chunk_size = chunk_size
 
     def chunks(self):
-        from gradcli.expression.sources.files import _chunked
+        from gradcli.expression.sources.files import chunked_rows
 
-        return _chunked(iter(self._rows), self._needs, self._chunk_size)
+        return chunked_rows(iter(self._rows), self._needs, self._chunk_size)
 
 
 def _rows(columns: dict[str, list], needs, where) -> Iterator:

@@ -37,7 +37,7 @@ def _np():
     return np
 
 
-def _sensitivity(np):
+def rounding_sensitivity(np):
     """name -> (a, r) -> |f'(a)| for the one-argument functions (r = f(a), reused where it is cheaper)."""
     return {
         "sin": lambda a, r: np.abs(np.cos(a)), "cos": lambda a, r: np.abs(np.sin(a)),
@@ -73,7 +73,7 @@ def rounding_bound(tree: Node, env: dict):
     no rule applies or the bound is not finite)."""
     np = _np()
     backend = numpy_backend("float64")
-    sensitivity = _sensitivity(np)
+    sensitivity = rounding_sensitivity(np)
     with np.errstate(all="ignore"):
         value, s = _walk(tree, env, backend, sensitivity, np)
         shape = np.shape(next(iter(env.values()))) if env else np.shape(value)
@@ -111,7 +111,7 @@ def _walk(tree: Node, env: dict, backend, sensitivity, np):
                 s = s / np.abs(v) + np.abs(r) * sv / np.abs(v) + np.abs(r) + _underflow(r, np)
             else:
                 r = acc * v
-                s = np.abs(r) + _times(np.abs(v), s, np, finite=True) + _times(np.abs(acc), sv, np, finite=True) \
+                s = np.abs(r) + bound_times(np.abs(v), s, np, finite=True) + bound_times(np.abs(acc), sv, np, finite=True) \
                     + np.where((acc != 0) & (v != 0), _underflow(r, np), 0.0)
             acc = r
         return acc, s
@@ -124,11 +124,11 @@ def _walk(tree: Node, env: dict, backend, sensitivity, np):
             # a constant integer power: d r / d b = n b^(n-1), finite everywhere
             n = int(e)
             sensitivity = 2.0 * np.abs(b) if n == 2 else (1.0 if n == 1 else n * np.abs(b) ** (n - 1))
-            return r, own + _times(sensitivity, sb, np, finite=True)
+            return r, own + bound_times(sensitivity, sb, np, finite=True)
         # d r / d b = e r / b, d r / d e = r log b; pow's own error as a library function's
-        s = own + _times(np.abs(e * r / b), sb, np)
+        s = own + bound_times(np.abs(e * r / b), sb, np)
         if not (np.isscalar(se) and se == 0.0):
-            s = s + _times(np.abs(r * np.log(np.abs(b))), se, np)
+            s = s + bound_times(np.abs(r * np.log(np.abs(b))), se, np)
         return r, s
     if isinstance(tree, RuleCall):  # a custom rule's value is its body's
         return _walk(inline_rules(tree), env, backend, sensitivity, np)
@@ -171,7 +171,7 @@ def _walk(tree: Node, env: dict, backend, sensitivity, np):
         r = fn(a)
         own = FUNCTION_ULPS * np.abs(r) + (0.0 if tree.func in _EXACT_BELOW_NORMAL else
                                            np.where(a != 0, _underflow(r, np), 0.0))
-        return r, own + _times(rule(a, r), sa, np)
+        return r, own + bound_times(rule(a, r), sa, np)
     raise TypeError(f"unknown node {tree!r}")
 
 
@@ -192,7 +192,7 @@ def _underflow(r, np):
     return np.where(np.abs(r) < 2.0 ** -1022, UNDERFLOW_S, 0.0)
 
 
-def _times(sensitivity, s, np, finite: bool = False):
+def bound_times(sensitivity, s, np, finite: bool = False):
     """sensitivity * s, with an operand that carries no error (s == 0) contributing nothing even where the
     sensitivity is infinite (x**0.5 at 0 with an exact x); ``finite``: the sensitivity is known finite."""
     if np.isscalar(s) and s == 0.0:

@@ -36,7 +36,7 @@ from gradcli.dtypes import MACHINE_EPSILON
 from gradcli.expression.evaluate import compile_expression, number_to_float
 from gradcli.expression.tree import CONSTANTS, Add, Call, Const, Mul, Neg, Node, Num, Pow, Var
 from gradcli.methods.exact_evaluation import EXACT_POINT_SECONDS, TRUSTED
-from gradcli.methods.fd_bound import FIRST_ORDER_SAFETY, FUNCTION_ULPS, _sensitivity, _times
+from gradcli.methods.fd_bound import FIRST_ORDER_SAFETY, FUNCTION_ULPS, rounding_sensitivity, bound_times
 from gradcli.methods import symbolic
 
 _U = 0.5 * MACHINE_EPSILON["float64"]
@@ -60,7 +60,7 @@ def bounded(tree: Node, env: Mapping[str, Any]):
     import numpy as np
 
     with np.errstate(all="ignore"):
-        value, s, under = _walk(tree, env, symbolic.formula_backend().functions, _sensitivity(np), np)
+        value, s, under = _walk(tree, env, symbolic.formula_backend().functions, rounding_sensitivity(np), np)
         bound = FIRST_ORDER_SAFETY * _U * s
         bound = np.where(np.isfinite(bound), bound, np.inf)
     return value, bound, under
@@ -106,7 +106,7 @@ def _walk(tree: Node, env, functions, sensitivity, np):
                 lost = (np.abs(r) < tiny) & (acc != 0)
             else:
                 r = acc * v
-                s = np.abs(r) + _times(np.abs(v), s, np, finite=True) + _times(np.abs(acc), sv, np, finite=True)
+                s = np.abs(r) + bound_times(np.abs(v), s, np, finite=True) + bound_times(np.abs(acc), sv, np, finite=True)
                 lost = (np.abs(r) < tiny) & (acc != 0) & (v != 0)
             acc, under = r, under | uv | lost
         return acc, s, under
@@ -119,10 +119,10 @@ def _walk(tree: Node, env, functions, sensitivity, np):
         if np.isscalar(se) and se == 0.0 and np.ndim(e) == 0 and np.isfinite(e) and float(e) == int(e) and e >= 1:
             n = int(e)  # a constant integer power: d r / d b = n b^(n-1), finite everywhere
             slope = 2.0 * np.abs(b) if n == 2 else (1.0 if n == 1 else n * np.abs(b) ** (n - 1))
-            return r, own + _times(slope, sb, np, finite=True), under
-        s = own + _times(np.abs(e * r / b), sb, np)
+            return r, own + bound_times(slope, sb, np, finite=True), under
+        s = own + bound_times(np.abs(e * r / b), sb, np)
         if not (np.isscalar(se) and se == 0.0):
-            s = s + _times(np.abs(r * np.log(np.abs(b))), se, np)
+            s = s + bound_times(np.abs(r * np.log(np.abs(b))), se, np)
         return r, s, under
     if isinstance(tree, Call) and (type(tree) is not Call or tree.func not in functions):
         # a call this walk has no rule for (a kind of call added to the language later): its value as the
@@ -149,7 +149,7 @@ def _walk(tree: Node, env, functions, sensitivity, np):
         lost = (np.abs(r) < tiny) & ((r != 0) | ((a != 0) & (tree.func not in _EXACT_ZEROS)))
         if rule is None:
             return r, np.full(np.shape(r), np.inf), under | lost
-        return r, FUNCTION_ULPS * np.abs(r) + _times(rule(a, r), sa, np), under | lost
+        return r, FUNCTION_ULPS * np.abs(r) + bound_times(rule(a, r), sa, np), under | lost
     raise TypeError(f"unknown node {tree!r}")
 
 

@@ -52,7 +52,6 @@ from typing import TYPE_CHECKING, Any, Mapping
 from gradcli.expression.evaluate import compile_expression
 from gradcli.expression import Node, walk
 from gradcli.methods.tape_hessian import TapeHessians, clear_caches, hessian_jacobian, hessian_rows, hessian_stacked
-from gradcli.methods.tape_hessian import jacobian_function as _jacobian_function  # noqa: F401 (tests count its tracings)
 from gradcli.methods.tape_points import batch_size, broadcast, column, variables_of
 from gradcli.methods.tape_vectorise import vectorised_function
 

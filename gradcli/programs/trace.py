@@ -6,7 +6,8 @@ the trace's table shows it."""
 
 from __future__ import annotations
 
-from gradcli.compute.trace import _INPUT, plan_trace
+from gradcli.compute.trace import plan_trace
+from gradcli.compute.trace_nodes import INPUT_SLOT
 from gradcli.expression import Var
 from gradcli.expression.tree import substitute
 from gradcli.programs.common import code_names, program_preamble, tf_code
@@ -37,7 +38,7 @@ def program_trace(expressions: list[str], *, at, dtype: str = "float64", along=N
     for n in nodes:
         if n.kind == "input":
             continue
-        local = substitute(n.local, {f"{_INPUT}{j}": Var(nodes[i].name) for j, i in enumerate(n.inputs)})
+        local = substitute(n.local, {f"{INPUT_SLOT}{j}": Var(nodes[i].name) for j, i in enumerate(n.inputs)})
         body = tf_code(local, {**{v: names[v] for v in values}, **{o: o for o in op_names}})
         lines.append(f"{indent}{n.name} = tf.convert_to_tensor({body}, dtype=DTYPE)  # {n.expression}")
     roots = [nodes.index(next(n for n in nodes if k in n.outputs)) for k in range(len(exprs))]

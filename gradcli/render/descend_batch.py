@@ -77,7 +77,7 @@ def csv_rows(header: dict, record: dict) -> list[list[tuple[str, Any]]]:
     return rows
 
 
-def _summary_and_basins(summary: dict) -> dict:
+def summary_and_basins(summary: dict) -> dict:
     """descend's JSON tail: the counts under ``summary``, the basins beside them."""
     summary = dict(summary)
     basins = summary.pop("basins")
@@ -308,7 +308,7 @@ def descend_sink(output: str, *, variables: list[str], plot: bool = False, pictu
     if output == "jsonl":
         sink = JsonlSink()
     elif output == "json":
-        sink = JsonSink(list_key="starts", split_summary=_summary_and_basins)
+        sink = JsonSink(list_key="starts", split_summary=summary_and_basins)
     elif output == "csv":
         sink = CsvSink(csv_rows)
     else:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from gradcli.compute.trace import node_error
 from gradcli.render.common import error, number, stdout_console, to_json
 from gradcli.render.layout import FORMULA, SECONDARY, Column, FittedTable, print_line, print_table
 
@@ -58,7 +59,7 @@ def trace_table(report) -> None:
     for n in nodes:
         row = [n.name, "input" if n.kind == "input" else n.text, value(n.value, dtype)]
         if exact:
-            row += [value(n.exact), _err(_error(n.value, n.exact))]
+            row += [value(n.exact), _err(node_error(n.value, n.exact))]
         row.append(n.expression)
         table.add_row(*row)
     print_table(console, table)
@@ -78,7 +79,7 @@ def trace_table(report) -> None:
         row = [n.name, value(n.adjoint, dtype), " + ".join(sums) or "0 (no recorded user)",
                value(n.tf_adjoint, dtype) if n.recorded else "not recorded"]
         if exact:
-            row += [value(n.exact_adjoint), _err(_error(n.adjoint, n.exact_adjoint))]
+            row += [value(n.exact_adjoint), _err(node_error(n.adjoint, n.exact_adjoint))]
         row.append("; ".join(each) if each else "seed" if n.seed else "")
         table.add_row(*row)
     print_table(console, table)
@@ -96,7 +97,7 @@ def trace_table(report) -> None:
             row = [n.name, value(n.tangent, dtype), " + ".join(sums) if sums else "(the direction)",
                    value(n.tf_tangent, dtype)]
             if exact:
-                row += [value(n.exact_tangent), _err(_error(n.tangent, n.exact_tangent))]
+                row += [value(n.exact_tangent), _err(node_error(n.tangent, n.exact_tangent))]
             row.append("; ".join(each) if each else "")
             table.add_row(*row)
         print_table(console, table)
@@ -105,12 +106,6 @@ def trace_table(report) -> None:
         print_line(console, "[bold]where it went wrong[/bold]")
         for o in report.origins:
             print_line(console, f"  {o.sweep}: {o.message}", indent=4, markup=False)
-
-
-def _error(v, e):
-    from gradcli.compute.trace import _error as err
-
-    return err(v, e)
 
 
 # ---------------------------------------------------------------------------------------------

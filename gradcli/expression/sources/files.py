@@ -44,7 +44,7 @@ def _reader(fmt: str | None, lines: Lines, where: Where, needs: Needs, *, by_ext
     return JsonlReader(lines, where, needs, columns=columns)
 
 
-def _chunked(rows: Iterator[Row], needs: Needs, chunk_size: int, source: Lines | None = None,
+def chunked_rows(rows: Iterator[Row], needs: Needs, chunk_size: int, source: Lines | None = None,
              max_bytes: int = POINTS_CHUNK_MAX_BYTES) -> Iterator[PointChunk]:
     """Group rows into chunks of at most ``chunk_size`` rows and (when ``source`` counts what was read)
     about ``max_bytes`` of input text, whichever comes first: the pass-through fields of wide rows are
@@ -131,7 +131,7 @@ class FileSource(PointSource):
             # CSV has a column for a key that first appears after the first record.
             reader = _reader(self._format, lines, self._where, self._needs, by_extension=self._by_extension,
                              columns=tuple(self.field_names) if self._format == "jsonl" else None)
-            yield from _chunked(reader.rows(), self._needs, self._chunk_size, lines)
+            yield from chunked_rows(reader.rows(), self._needs, self._chunk_size, lines)
 
 
 class StreamSource(PointSource):
@@ -161,7 +161,7 @@ class StreamSource(PointSource):
             raise RuntimeError(f"{self.label} can be read only once")
         self._used = True
         try:
-            yield from _chunked(self._reader.rows(), self._needs, self._chunk_size, self._lines)
+            yield from chunked_rows(self._reader.rows(), self._needs, self._chunk_size, self._lines)
         finally:
             if self._close is not None:
                 self._close()
