@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from gradcli.compute.jvp import formulas_at, formulas_of, parse_direction
+from gradcli.compute.jvp import formulas_of, parse_direction
+from gradcli.methods.symbolic_values import formulas_at
 from gradcli.compute.request import check_dtype, parse_methods
 from gradcli.errors import UsageError
 from gradcli.expression import Add, Node, parse

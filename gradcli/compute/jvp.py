@@ -148,31 +148,11 @@ def formulas_of(exprs: dict):
     return out
 
 
-def formulas_at(formulas: list, trees: list[Node], points: list[dict[str, float]], *, cancel=None):
-    """(``formulas``, the exact value of each tree and formula at ``points``), the pair
-    :func:`gradcli.methods.symbolic_values.differentiate_at` gives, for formulas made otherwise."""
-    from gradcli.methods.symbolic import symbols_for, to_sympy
-    from gradcli.methods.symbolic_values import exact_value
-
-    known = {}
-    for point in points:
-        symbols = symbols_for(sorted(point))
-        coordinates = tuple(sorted(point.items()))
-        for i, tree in enumerate(trees):
-            for key, t in [("value", tree), *formulas[i].trees.items()]:
-                if cancel is not None:
-                    cancel.check()
-                try:
-                    known[((i, key), coordinates)] = exact_value(to_sympy(t, symbols), symbols, point)
-                except Exception:  # noqa: BLE001 - no exact value here: the column keeps float64, noted
-                    pass
-    return formulas, known
-
-
 def jvp_formulas_at(trees: list[Node], names: list[str], direction: dict[str, float], points: list[dict],
                     wanted: bool, *, cancel=None):
     """At one point (and its float32 rounding): the J·v formulas (``wanted``; else none) and the exact values."""
     from gradcli.methods.symbolic import Formulas
+    from gradcli.methods.symbolic_values import formulas_at
 
     formulas = jvp_formulas(trees, names, direction, cancel=cancel) if wanted else [Formulas() for _ in trees]
     return formulas_at(formulas, trees, points, cancel=cancel)

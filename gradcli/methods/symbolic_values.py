@@ -191,7 +191,12 @@ def differentiate_at(trees: list[Node], names: list[str], wanted: list, points: 
     formula's exact value at ``points`` (one point, and its float32 rounding): {((i, key), coordinates):
     value}. A :class:`gradcli.methods.worker.BoundedJob` work function, so that a value SymPy cannot finish
     (exp(-x**x**x**x) at 10) is bounded by the symbolic time limit like the derivatives."""
-    formulas = symbolic.differentiate(trees, names, wanted, cancel=cancel)
+    return formulas_at(symbolic.differentiate(trees, names, wanted, cancel=cancel), trees, points, cancel=cancel)
+
+
+def formulas_at(formulas: list, trees: list[Node], points: list[dict[str, float]], *, cancel=None):
+    """(``formulas``, the exact value of each tree and each of its formulas at ``points``: {((i, key),
+    coordinates): value}), for formulas from SymPy's derivatives or made otherwise (jvp's J·v)."""
     known = {}
     for point in points:
         symbols = symbolic.symbols_for(sorted(point))
