@@ -13,7 +13,7 @@ cheap; NumPy, SymPy and TensorFlow load only when a function is called.
 __version__ = "0.1.0"
 
 _API = frozenset({"grad", "hessian", "derivative", "jvp", "hvp", "descend", "check", "eval", "evaluate", "steps",
-                  "trace", "propagate", "grad_columns", "hessian_columns", "derivative_columns", "Result", "GradcliError",
+                  "trace", "propagate", "implicit", "grad_columns", "hessian_columns", "derivative_columns", "Result", "GradcliError",
                   "UsageError", "ParseError", "ComputeError"})
 
 

@@ -32,10 +32,11 @@ LAZY_COMMANDS = {
     "hvp": ("gradcli.commands.hvp", "hvp", "H·v three ways (forward/reverse compositions), fd and exact, timed."),
     "shell": ("gradcli.commands.shell", "shell", "Many commands in one process: TensorFlow and SymPy load once."),
     "propagate": ("gradcli.commands.propagate", "propagate", "Input uncertainties through f: linear, MC, interval."),
+    "implicit": ("gradcli.commands.implicit", "implicit", "dy/dx of a curve F = G: idiff, -F_x/F_y by tape, fd."),
 }
 # The order --help lists them in.
 ORDER = ("grad", "hessian", "derivative", "descend", "eval", "check", "steps", "shell", "trace", "jvp", "hvp",
-         "propagate", "daemon")
+         "propagate", "implicit", "daemon")
 
 
 class _WholeHelpGroup(typer.core.TyperGroup):

@@ -54,7 +54,7 @@ VARIES = "  # varies"
 REGENERATE = ("UPDATE_DOCS=1 pytest tests/test_docs_examples.py tests/test_cli_reference.py"
               "   (or: python -m tests.docs_tools --write)")
 COMMANDS = ("grad", "hessian", "derivative", "descend", "check", "eval", "steps", "shell", "trace", "jvp", "hvp",
-            "propagate", "daemon")
+            "propagate", "implicit", "daemon")
 REFERENCE = ROOT / "docs" / "reference.md"
 
 _WIDTH = re.compile(r"^<!--\s*width:\s*(\d+)\s*-->\s*$")

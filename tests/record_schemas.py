@@ -111,6 +111,8 @@ REQUESTS = [
                    "--samples", "2000"], "json"),
     ("propagate", ["propagate", "1/x", "--at", "x=0.1±0.1", "--samples", "2000", "--distribution", "uniform"],
      "json"),
+    ("implicit", ["implicit", "x**2 + y**2 = 1", "--at", "x=0.6,y=0.8", "-n", "3"], "json"),
+    ("implicit", ["implicit", "x*y*z = 1", "--at", "x=1,y=2,z=0.5", "--dependent", "z", "-m", "tape,fd"], "json"),
 ]
 
 

@@ -15,7 +15,7 @@ import pytest
 from gradcli.commands.completion import complete_methods, complete_optimizers
 
 GRADCLI = str(Path(sys.executable).with_name("gradcli"))
-COMMANDS = ("grad", "hessian", "derivative", "descend", "eval", "check", "steps", "trace", "jvp", "hvp", "propagate")
+COMMANDS = ("grad", "hessian", "derivative", "descend", "eval", "check", "steps", "trace", "jvp", "hvp", "propagate", "implicit")
 
 
 def help_text(runner, *args: str, columns: int = 80) -> str:

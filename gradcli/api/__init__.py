@@ -34,11 +34,12 @@ from gradcli.errors import ComputeError, GradcliError, ParseError, UsageError
 from gradcli.methods.worker import jobs_in_threads
 from gradcli.library.requests import (CheckRequest, DerivativeRequest, DescendRequest, EvalRequest, GradRequest,
                                       HessianRequest, HvpRequest, JvpRequest, StepsRequest, TraceRequest)
+from gradcli.library.implicit_request import ImplicitRequest
 from gradcli.library.propagate_request import PropagateRequest
 
 __all__ = ["ComputeError", "GradcliError", "ParseError", "Result", "UsageError", "check", "derivative",
            "derivative_columns", "descend", "eval", "evaluate", "grad", "grad_columns", "hessian",
-           "hessian_columns", "hvp", "jvp", "propagate", "steps", "trace"]
+           "hessian_columns", "hvp", "implicit", "jvp", "propagate", "steps", "trace"]
 
 G, H, D, E, S, C = GradRequest, HessianRequest, DerivativeRequest, EvalRequest, DescendRequest, CheckRequest
 J, V, T, P = JvpRequest, HvpRequest, TraceRequest, StepsRequest
@@ -252,6 +253,20 @@ def steps(expression: str, *, at=None, wrt: str | None = None, order: int = P.or
     result = ReportResult("steps", report, draw=draw)
     result.failed = bool(report.failed or (strict and report.warnings))
     return result
+
+
+@_call
+def implicit(equation: str, *, at=None, dependent: str = ImplicitRequest.dependent, order: int = ImplicitRequest.order,
+             method: str = ImplicitRequest.method, symbolic_timeout: float = ImplicitRequest.symbolic_timeout,
+             rule: str | list[str] | None = None, strict: bool = ImplicitRequest.strict):
+    """``gradcli implicit "F = G"``: the derivatives of ``dependent`` (default y) along the curve by each other
+    variable, orders 1 to ``order``, by SymPy's idiff, the tape (-F_x/F_y) and fd along the curve; ``at``: a
+    point on it ("x=0.6,y=0.8" or {"x": 0.6, "y": 0.8}). ``r.derivatives[method]``: {variable: [order 1,
+    ...]}; ``to_dict()`` is ``-f json``."""
+    from gradcli.api.implicit_result import ImplicitResult
+
+    return ImplicitResult(ImplicitRequest(equation=equation, at=at, dependent=dependent, order=order, method=method,
+                                          symbolic_timeout=symbolic_timeout, rule=rule, strict=strict).run())
 
 
 # ---------------------------------------------------------------------------------------------

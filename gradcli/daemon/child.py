@@ -228,7 +228,7 @@ def _tensorflow_steps():
 
 # Commands whose run hands SymPy a job (grad, hessian and derivative at a point: the exact values, whatever
 # the methods): their worker is asked of the fork server before anything else (~15 ms to start).
-SYMPY_COMMANDS = ("grad", "hessian", "derivative", "descend", "check", "steps", "trace", "jvp", "hvp", "propagate")
+SYMPY_COMMANDS = ("grad", "hessian", "derivative", "descend", "check", "steps", "trace", "jvp", "hvp", "propagate", "implicit")
 
 
 def takes_a_sympy_job(argv: list[str]) -> bool:
