@@ -44,13 +44,10 @@ Dask and pandas are imported when a function is called (``pip install 'gradcli[d
 
 from __future__ import annotations
 
-import contextlib
-import multiprocessing
-import os
-import sys
 import threading
 from dataclasses import dataclass
 
+from gradcli.dask_worker import cached, prepare_worker, sympy_in_a_thread
 from gradcli.errors import UsageError
 from gradcli.library.requests import DerivativeRequest, EvalRequest, GradRequest, HessianRequest
 
@@ -97,70 +94,9 @@ def spec_of(command: str, **options) -> Spec:
 # ---------------------------------------------------------------------------------------------
 # a worker's prepared computations
 # ---------------------------------------------------------------------------------------------
-_PREPARED: dict[Spec, Prepared] = {}
-_PREPARING = threading.Lock()
-# Requests kept prepared per process (a long-lived client or worker sees many): the oldest goes first.
-PREPARED_KEPT = 32
-
-
 def prepared(spec: Spec) -> Prepared:
     """This process's prepared computation for ``spec``, built on first use."""
-    found = _PREPARED.get(spec)
-    if found is not None:
-        return found
-    with _PREPARING:
-        if spec not in _PREPARED:
-            while len(_PREPARED) >= PREPARED_KEPT:
-                del _PREPARED[next(iter(_PREPARED))]
-            _PREPARED[spec] = Prepared(spec)
-        return _PREPARED[spec]
-
-
-def _worker_threads() -> int | None:
-    """The threads of the ``distributed`` worker this runs in (None: not in one)."""
-    if "distributed" not in sys.modules:
-        return None
-    try:
-        from distributed import get_worker
-
-        worker = get_worker()
-    except (ImportError, ValueError):
-        return None
-    state = getattr(worker, "state", worker)
-    return int(getattr(state, "nthreads", None) or getattr(worker, "nthreads", 1) or 1)
-
-
-def cap_tensorflow_threads(threads: int) -> bool:
-    """Cap TensorFlow's intra- and inter-op thread pools to ``threads`` before it runs anything in this
-    process; False where TensorFlow has already started (its pools are fixed then)."""
-    from gradcli.methods import tf_runtime
-
-    if tf_runtime.runtime_started():
-        return False
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
-    tf = tf_runtime.import_tensorflow_unstarted()
-    try:
-        tf.config.threading.set_intra_op_parallelism_threads(threads)
-        tf.config.threading.set_inter_op_parallelism_threads(threads)
-    except RuntimeError:  # the runtime was initialised by someone else already
-        return False
-    tf_runtime.load_tensorflow()
-    return True
-
-
-@contextlib.contextmanager
-def _sympy_in_a_thread():
-    """A Dask worker is a daemonic process (multiprocessing refuses it children) running threads of its own
-    (a fork would copy their locks held): there SymPy's bounded job runs in a thread, which its deadline
-    interrupts (gradcli.methods.worker.BoundedJob), instead of a forked process."""
-    from gradcli.methods.worker import jobs_in_threads
-
-    if not multiprocessing.current_process().daemon:
-        yield
-        return
-    with jobs_in_threads():  # this context's jobs only: the worker's other threads keep their own
-        yield
+    return cached(("dataframe", spec), lambda: Prepared(spec))
 
 
 class Prepared:
@@ -176,14 +112,12 @@ class Prepared:
 
         self.spec = spec
         request = spec.request()
-        threads = _worker_threads()
-        if threads is not None and "tape" in (getattr(request, "method", "") or ""):
-            cap_tensorflow_threads(threads)
+        prepare_worker(getattr(request, "method", ""))
         self.command = request.command
         with rules_in_force(request.rule, time_limit=request.symbolic_timeout):
             self.rules = tuple(active_rules().values())
             core = request.make_core()
-            with _sympy_in_a_thread():
+            with sympy_in_a_thread():
                 core.start()
                 self.header = core.header()
         self.core = core

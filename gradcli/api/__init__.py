@@ -92,7 +92,7 @@ def _expression_list(expressions) -> list[str]:
 def grad(*expressions: str, at=None, points=None, grid: str | None = None, wrt: str | None = None,
          method: str = G.method, scheme: str = G.scheme, eps: float | None = None, dtype: str = G.dtype,
          symbolic_timeout: float = G.symbolic_timeout, batch_size: int = G.batch_size, constants: str | None = None,
-         watch: str | None = None, rule: str | list[str] | None = None, strict: bool = G.strict,
+         watch: str | None = None, rule: str | list[str] | None = None, strict: bool = G.strict, engine: str = G.engine, workers: int | None = None, scheduler: str | None = None,
          one_shot: bool = G.one_shot) -> Result:
     """``gradcli grad EXPR...``: the gradient, SymPy's exact value beside GradientTape and finite differences
     (several expressions: the Jacobian and the tape's sum). ``at``: {"x1": 2, "x2": 3} or "x1=2,x2=3";
@@ -103,45 +103,46 @@ def grad(*expressions: str, at=None, points=None, grid: str | None = None, wrt: 
     return Result(GradRequest(
         expressions=_expression_list(expressions), at=at, points=points, grid=grid, wrt=wrt, method=method,
         scheme=scheme, eps=eps, dtype=dtype, symbolic_timeout=symbolic_timeout, batch_size=batch_size,
-        constants=constants, watch=watch, rule=rule, strict=strict, one_shot=one_shot).run())
+        constants=constants, watch=watch, rule=rule, strict=strict, one_shot=one_shot, engine=engine, workers=workers,
+        scheduler=scheduler).run())
 
 
 @_call
 def hessian(expression: str, *, at=None, points=None, grid: str | None = None, wrt: str | None = None,
             method: str = H.method, eps: float | None = None, dtype: str = H.dtype, formulas: bool = H.formulas,
             symbolic_timeout: float = H.symbolic_timeout, batch_size: int = H.batch_size,
-            rule: str | list[str] | None = None, strict: bool = H.strict) -> Result:
+            rule: str | list[str] | None = None, strict: bool = H.strict, engine: str = H.engine, workers: int | None = None, scheduler: str | None = None) -> Result:
     """``gradcli hessian EXPR``: the Hessian three ways and what it says (eigenvalues, definiteness, kind of
     critical point); ``rule`` as for :func:`grad`. One point: ``r.hessian[method]``, a 2-D array."""
     return Result(HessianRequest(
         expression=expression, at=at, points=points, grid=grid, wrt=wrt, method=method, eps=eps, dtype=dtype,
         formulas=formulas, symbolic_timeout=symbolic_timeout, batch_size=batch_size, rule=rule,
-        strict=strict).run())
+        strict=strict, engine=engine, workers=workers, scheduler=scheduler).run())
 
 
 @_call
 def jvp(*expressions: str, along=None, at=None, points=None, grid: str | None = None, method: str = J.method,
         dtype: str = J.dtype, symbolic_timeout: float = J.symbolic_timeout, batch_size: int = J.batch_size,
-        strict: bool = J.strict) -> Result:
+        strict: bool = J.strict, engine: str = J.engine, workers: int | None = None, scheduler: str | None = None) -> Result:
     """``gradcli jvp EXPR... --along V``: J·v, the derivative along a direction, by ForwardAccumulator, SymPy,
     fd along v and the complex step. ``along``: {"x1": 1, "x2": 2} or "x1=1,x2=2" (variables not named: 0);
     ``at``, ``points``, ``grid`` as for :func:`grad`. One point: ``r.jvp[method]`` (several expressions:
     ``r.jvps[i]``)."""
     return Result(JvpRequest(
         expressions=_expression_list(expressions), along=along, at=at, points=points, grid=grid, method=method,
-        dtype=dtype, symbolic_timeout=symbolic_timeout, batch_size=batch_size, strict=strict).run())
+        dtype=dtype, symbolic_timeout=symbolic_timeout, batch_size=batch_size, strict=strict, engine=engine, workers=workers, scheduler=scheduler).run())
 
 
 @_call
 def hvp(expression: str, *, along=None, at=None, points=None, grid: str | None = None, method: str | None = V.method,
         dtype: str = V.dtype, symbolic_timeout: float = V.symbolic_timeout, batch_size: int = V.batch_size,
-        strict: bool = V.strict) -> Result:
+        strict: bool = V.strict, engine: str = V.engine, workers: int | None = None, scheduler: str | None = None) -> Result:
     """``gradcli hvp EXPR --along V``: H·v without the Hessian, by forward-over-reverse, reverse-over-reverse,
     reverse-over-forward (``tape``: the three), fd of the tape gradient and SymPy (``method`` None: all).
     One point: ``r.hvp[method]``, a 1-D array."""
     return Result(HvpRequest(
         expression=expression, along=along, at=at, points=points, grid=grid, method=method, dtype=dtype,
-        symbolic_timeout=symbolic_timeout, batch_size=batch_size, strict=strict).run())
+        symbolic_timeout=symbolic_timeout, batch_size=batch_size, strict=strict, engine=engine, workers=workers, scheduler=scheduler).run())
 
 
 @_call
@@ -149,23 +150,23 @@ def derivative(expression: str, *, at=None, points=None, grid: str | None = None
                wrt: str | None = None, method: str = D.method, eps: float | None = None,
                accuracy: int = D.accuracy, dtype: str = D.dtype, formulas: bool = D.formulas,
                symbolic_timeout: float = D.symbolic_timeout, batch_size: int = D.batch_size,
-               rule: str | list[str] | None = None, strict: bool = D.strict) -> Result:
+               rule: str | list[str] | None = None, strict: bool = D.strict, engine: str = D.engine, workers: int | None = None, scheduler: str | None = None) -> Result:
     """``gradcli derivative EXPR``: the first ``order`` derivatives of a one-variable function; ``rule`` as for
     :func:`grad`. One point: ``r.derivatives[method]``, an array by order 1..n."""
     return Result(DerivativeRequest(
         expression=expression, at=at, points=points, grid=grid, order=order, wrt=wrt, method=method, eps=eps,
         accuracy=accuracy, dtype=dtype, formulas=formulas, symbolic_timeout=symbolic_timeout,
-        batch_size=batch_size, rule=rule, strict=strict).run())
+        batch_size=batch_size, rule=rule, strict=strict, engine=engine, workers=workers, scheduler=scheduler).run())
 
 
 @_call
 def evaluate(expression: str, *, at=None, points=None, grid: str | None = None, dtype: str = E.dtype,
-             batch_size: int = E.batch_size, strict: bool = E.strict) -> Result:
+             batch_size: int = E.batch_size, strict: bool = E.strict, engine: str = E.engine, workers: int | None = None, scheduler: str | None = None) -> Result:
     """``gradcli eval EXPR``: the value alone, operation by operation in the dtype (no SymPy, no TensorFlow).
     Available as ``gradcli.eval``; ``at``, ``points`` and ``grid`` as for :func:`grad`. At one point
     ``r.value`` is the number (None where undefined); at many, ``records()`` has one per point."""
     return Result(EvalRequest(expression=expression, at=at, points=points, grid=grid, dtype=dtype,
-                              batch_size=batch_size, strict=strict).run())
+                              batch_size=batch_size, strict=strict, engine=engine, workers=workers, scheduler=scheduler).run())
 
 
 eval = evaluate  # the CLI's name (it shadows the builtin in this module only)

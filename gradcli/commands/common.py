@@ -13,7 +13,7 @@ from typing import Annotated, Callable, Optional
 import typer
 
 from gradcli.errors import GradcliError, printable
-from gradcli.library.requests import BATCH_SIZES, SYMBOLIC_TIMEOUTS
+from gradcli.library.requests import BATCH_SIZES, ENGINE, SYMBOLIC_TIMEOUTS, WORKERS
 from gradcli.streams import BROKEN_PIPE_EXIT, OutputWriteError
 
 
@@ -78,11 +78,13 @@ OutputPathOption = Annotated[Optional[str], typer.Option(
     "--output", metavar="FILE", callback=export_path, show_default=False,
     help="Write to FILE (whole or not at all), not stdout.")]
 PointsOption = Annotated[Optional[str], typer.Option(
-    "--points", metavar="FILE|-", help="Many points: CSV (header: variable names), JSON Lines or Parquet; "
-    "'-': stdin.", show_default=False)]
-GridOption = Annotated[Optional[str], typer.Option(
-    "--grid", metavar="X=A:B:N,...", help="Many points: every combination, e.g. x=-2:2:41,y=-1:3:41.",
+    "--points", metavar="FILE|-", help="Many points: CSV, JSONL, Parquet; '-': stdin.",
     show_default=False)]
+GridOption = Annotated[Optional[str], typer.Option(
+    "--grid", metavar="X=A:B:N,...", help="Many points: all of x=-2:2:41,y=-1:3:41.",
+    show_default=False)]
+
+
 
 
 def in_range(low: float, high: float):
@@ -97,6 +99,24 @@ def in_range(low: float, high: float):
     return check
 
 
+class Engine(str, enum.Enum):
+    local = "local"
+    dask = "dask"
+
+
+# The Dask engine (gradcli.dask_engine): declared once, taken by every command that computes at many points.
+EngineOption = Annotated[Engine, typer.Option(
+    "--engine", case_sensitive=False, metavar="ENGINE", show_default=False,
+    help="local (default), or dask: on a Dask cluster.")]
+WorkersOption = Annotated[Optional[int], typer.Option(
+    "--workers", metavar="N", callback=in_range(*WORKERS), show_default=False,
+    help="dask: local worker processes (default: cores).")]
+SchedulerOption = Annotated[Optional[str], typer.Option(
+    "--scheduler", metavar="ADDRESS", show_default=False,
+    help="dask: a cluster's ($DASK_SCHEDULER_ADDRESS).")]
+ENGINE_DEFAULT = Engine(ENGINE)
+
+
 BatchSizeOption = Annotated[int, typer.Option(
     "--batch-size", callback=in_range(*BATCH_SIZES), metavar="N", help="Points per batch (1 to 10^6).")]
 DigitsOption = Annotated[Optional[int], typer.Option(
@@ -107,7 +127,7 @@ DTypeOption = Annotated[DType, typer.Option(
 ShowCodeOption = Annotated[
     bool, typer.Option("--show-code", help="Print the TensorFlow program of the tape column.")
 ]
-METHOD_HELP = "Any of symbolic,tape,fd (comma-separated); complex: first derivatives."
+METHOD_HELP = "symbolic,tape,fd (complex: 1st derivatives)."
 FileOption = Annotated[Optional[str], typer.Option(
     "--file", metavar="FILE|-", help="EXPR from a file ('-': stdin); # comments.", show_default=False)]
 

@@ -6,6 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from gradcli.commands.common import ENGINE_DEFAULT, EngineOption, SchedulerOption, WorkersOption
 from gradcli.commands.common import (METHOD_HELP, AtOption, BatchSizeOption, DType, DTypeOption, FileOption,
                                      FormatWithParquetOption, GridOption, HtmlOption, OutputFormat, OutputPathOption,
                                      PointsOption, RuleOption, ShowCodeOption, StrictOption, SvgOption,
@@ -48,6 +49,9 @@ def derivative(
     show_code: ShowCodeOption = False,
     symbolic_timeout: SymbolicTimeoutOption = DerivativeRequest.symbolic_timeout,
     batch_size: BatchSizeOption = DerivativeRequest.batch_size,
+    engine: EngineOption = ENGINE_DEFAULT,
+    workers: WorkersOption = None,
+    scheduler: SchedulerOption = None,
     rule: RuleOption = None,
     strict: StrictOption = DerivativeRequest.strict,
 ) -> None:
@@ -66,7 +70,8 @@ def derivative(
     expression = expression_text(expression, file)
     request = DerivativeRequest(expression=expression, at=at, points=points, grid=grid, order=order, wrt=wrt,
                                 method=method, eps=eps, accuracy=accuracy, dtype=dtype.value, formulas=formulas,
-                                symbolic_timeout=symbolic_timeout, batch_size=batch_size, rule=rule, strict=strict)
+                                symbolic_timeout=symbolic_timeout, batch_size=batch_size,
+                          engine=engine.value, workers=workers, scheduler=scheduler, rule=rule, strict=strict)
     if show_code:  # the program only: checked like a computation, but nothing is computed
         core = request.make_core()
         refuse_show_code_for_many(points, grid)

@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from gradcli.commands.common import ENGINE_DEFAULT, EngineOption, SchedulerOption, WorkersOption
 from gradcli.commands.common import (BatchSizeOption, DigitsOption, DType, DTypeOption, FileOption, GridOption,
                                      HtmlOption, OutputPathOption, PointsOption, StrictOption, SvgOption, at_option,
                                      finish, handle_errors, output_to, writes_latex, writes_parquet)
@@ -46,6 +47,9 @@ def eval_value(
     svg: SvgOption = None,
     html: HtmlOption = None,
     batch_size: BatchSizeOption = EvalRequest.batch_size,
+    engine: EngineOption = ENGINE_DEFAULT,
+    workers: WorkersOption = None,
+    scheduler: SchedulerOption = None,
     strict: StrictOption = EvalRequest.strict,
 ) -> None:
     """The value alone, computed operation by operation in the dtype (no SymPy, no TensorFlow).
@@ -69,7 +73,8 @@ def eval_value(
     from gradcli.render.value import value_sink
 
     request = EvalRequest(expression=expression, at=at, points=points, grid=grid, dtype=dtype.value,
-                          batch_size=batch_size, strict=strict)
+                          batch_size=batch_size,
+                          engine=engine.value, workers=workers, scheduler=scheduler, strict=strict)
     with output_to(output_path, output) as target:
         sink = value_sink(output.value, one_point=request.one_point, file=target)
         finish(request.run(sink).failed)

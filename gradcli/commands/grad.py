@@ -6,6 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from gradcli.commands.common import ENGINE_DEFAULT, EngineOption, SchedulerOption, WorkersOption
 from gradcli.commands.common import (METHOD_HELP, AtOption, BatchSizeOption, DType, DTypeOption, FileOption,
                                      FormatWithParquetOption, GridOption, HtmlOption, OutputFormat, OutputPathOption,
                                      PointsOption, RuleOption, ShowCodeOption, StrictOption, SvgOption,
@@ -33,7 +34,7 @@ def grad(
         "--wrt", metavar="X,...", help="Only these variables (the rest are constants).")] = None,
     constants: Annotated[Optional[str], typer.Option(
         "--constants", metavar="X,...",
-        help="As tf.constant on the tape: None, the guide's lesson (one point only).")
+        help="As tf.constant: the tape gives None (one point).")
     ] = None,
     watch: Annotated[Optional[str], typer.Option(
         "--watch", metavar="X,...",
@@ -57,6 +58,9 @@ def grad(
     show_code: ShowCodeOption = False,
     symbolic_timeout: SymbolicTimeoutOption = GradRequest.symbolic_timeout,
     batch_size: BatchSizeOption = GradRequest.batch_size,
+    engine: EngineOption = ENGINE_DEFAULT,
+    workers: WorkersOption = None,
+    scheduler: SchedulerOption = None,
     rule: RuleOption = None,
     strict: StrictOption = GradRequest.strict,
 ) -> None:
@@ -85,6 +89,7 @@ def grad(
 
     request = GradRequest(expressions=expressions, at=at, points=points, grid=grid, wrt=wrt, constants=constants,
                           watch=watch, method=method, scheme=scheme.value, eps=eps, dtype=dtype.value,
-                          symbolic_timeout=symbolic_timeout, batch_size=batch_size, rule=rule, strict=strict,
+                          symbolic_timeout=symbolic_timeout, batch_size=batch_size,
+                          engine=engine.value, workers=workers, scheduler=scheduler, rule=rule, strict=strict,
                           one_shot=one_shot)
     run_request(request, output, rules=checked, output_path=output_path)

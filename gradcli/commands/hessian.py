@@ -6,6 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from gradcli.commands.common import ENGINE_DEFAULT, EngineOption, SchedulerOption, WorkersOption
 from gradcli.commands.common import (METHOD_HELP, AtOption, BatchSizeOption, DType, DTypeOption, FileOption,
                                      FormatWithParquetOption, GridOption, HtmlOption, OutputFormat, OutputPathOption,
                                      PointsOption, RuleOption, ShowCodeOption, StrictOption, SvgOption,
@@ -45,6 +46,9 @@ def hessian(
     show_code: ShowCodeOption = False,
     symbolic_timeout: SymbolicTimeoutOption = HessianRequest.symbolic_timeout,
     batch_size: BatchSizeOption = HessianRequest.batch_size,
+    engine: EngineOption = ENGINE_DEFAULT,
+    workers: WorkersOption = None,
+    scheduler: SchedulerOption = None,
     rule: RuleOption = None,
     strict: StrictOption = HessianRequest.strict,
 ) -> None:
@@ -73,5 +77,6 @@ def hessian(
 
     request = HessianRequest(expression=expression, at=at, points=points, grid=grid, wrt=wrt, method=method,
                              eps=eps, dtype=dtype.value, formulas=formulas, symbolic_timeout=symbolic_timeout,
-                             batch_size=batch_size, rule=rule, strict=strict)
+                             batch_size=batch_size,
+                          engine=engine.value, workers=workers, scheduler=scheduler, rule=rule, strict=strict)
     run_request(request, output, rules=checked, output_path=output_path)

@@ -6,6 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from gradcli.commands.common import ENGINE_DEFAULT, EngineOption, SchedulerOption, WorkersOption
 from gradcli.commands.common import (AtOption, BatchSizeOption, DigitsOption, DType, DTypeOption, FileOption,
                                      FormatWithParquetOption, GridOption, HtmlOption, OutputFormat, OutputPathOption,
                                      PointsOption, ShowCodeOption, StrictOption, SvgOption, SymbolicTimeoutOption,
@@ -39,6 +40,9 @@ def hvp(
     show_code: ShowCodeOption = False,
     symbolic_timeout: SymbolicTimeoutOption = HvpRequest.symbolic_timeout,
     batch_size: BatchSizeOption = HvpRequest.batch_size,
+    engine: EngineOption = ENGINE_DEFAULT,
+    workers: WorkersOption = None,
+    scheduler: SchedulerOption = None,
     strict: StrictOption = HvpRequest.strict,
 ) -> None:
     """H·v, the Hessian times a direction, without the Hessian: three compositions of forward and reverse mode,
@@ -56,7 +60,8 @@ def hvp(
 
     request = HvpRequest(expression=expression_text(expression, file), at=at, along=along, points=points,
                          grid=grid, method=method, dtype=dtype.value, symbolic_timeout=symbolic_timeout,
-                         batch_size=batch_size, strict=strict)
+                         batch_size=batch_size,
+                          engine=engine.value, workers=workers, scheduler=scheduler, strict=strict)
     if show_code:
         refuse_show_code_for_many(points, grid)
         from gradcli.programs.hvp import program_hvp

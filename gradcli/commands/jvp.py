@@ -6,6 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from gradcli.commands.common import ENGINE_DEFAULT, EngineOption, SchedulerOption, WorkersOption
 from gradcli.commands.common import (AtOption, BatchSizeOption, DigitsOption, DType, DTypeOption,
                                      FormatWithParquetOption, GridOption, HtmlOption, OutputFormat, OutputPathOption,
                                      PointsOption, ShowCodeOption, StrictOption, SvgOption, SymbolicTimeoutOption,
@@ -37,6 +38,9 @@ def jvp(
     show_code: ShowCodeOption = False,
     symbolic_timeout: SymbolicTimeoutOption = JvpRequest.symbolic_timeout,
     batch_size: BatchSizeOption = JvpRequest.batch_size,
+    engine: EngineOption = ENGINE_DEFAULT,
+    workers: WorkersOption = None,
+    scheduler: SchedulerOption = None,
     strict: StrictOption = JvpRequest.strict,
 ) -> None:
     """J·v, the derivative along a direction v: ForwardAccumulator, exact, fd along v and the complex step.
@@ -54,6 +58,7 @@ def jvp(
     """
     request = JvpRequest(expressions=expressions or [], at=at, along=along, points=points, grid=grid,
                          method=method, dtype=dtype.value, symbolic_timeout=symbolic_timeout, batch_size=batch_size,
+                          engine=engine.value, workers=workers, scheduler=scheduler,
                          strict=strict)
     if show_code:
         refuse_show_code_for_many(points, grid)

@@ -44,6 +44,10 @@ BOX = "-2:2"  # check's random points
 SAMPLES = 20
 SAMPLES_RANGE = (1, 100_000)
 SEED = 0
+ENGINES = ("local", "dask")  # --engine: this process, or a Dask cluster (gradcli.dask_engine)
+ENGINE = "local"
+WORKERS = (1, 1024)  # the range of --workers (an embedded LocalCluster's processes)
+REDUCTIONS = ("sum", "mean")  # grad's --reduce
 
 
 # ---------------------------------------------------------------------------------------------
@@ -124,6 +128,24 @@ def check_expression(value) -> str:
     return check_text("EXPR", value, optional=False)
 
 
+def check_engine(engine, workers, scheduler) -> tuple[str, int | None, str | None]:
+    """--engine, --workers, --scheduler: the workers are an embedded cluster's, the scheduler an existing
+    cluster's (not both), and either is the Dask engine's (refused with the local one, where they would be
+    silently ignored). The scheduler's address from DASK_SCHEDULER_ADDRESS is read when the engine starts."""
+    engine = check_choice("--engine", engine, ENGINES)
+    workers = check_number("--workers", workers, int, WORKERS, optional=True)
+    scheduler = check_text("--scheduler", scheduler)
+    if scheduler is not None and not scheduler.strip():
+        raise UsageError("Invalid value for '--scheduler': give an address, e.g. tcp://10.0.0.5:8786.")
+    if engine == "local" and (workers is not None or scheduler is not None):
+        flag = "--workers" if workers is not None else "--scheduler"
+        raise UsageError(f"{flag} is for the Dask engine: add --engine dask")
+    if workers is not None and scheduler is not None:
+        raise UsageError("give --workers (a cluster of your own, started here) or --scheduler (an existing "
+                         "cluster, whose workers are its own), not both")
+    return engine, workers, scheduler
+
+
 # ---------------------------------------------------------------------------------------------
 # the points
 # ---------------------------------------------------------------------------------------------
@@ -175,6 +197,9 @@ class PointsRequest:
     grid: str | None = None
     dtype: str = DTYPE
     batch_size: int = BATCH_SIZE
+    engine: str = ENGINE
+    workers: int | None = None
+    scheduler: str | None = None
 
     def __post_init__(self) -> None:
         self.at = check_at(self.at)
@@ -182,6 +207,13 @@ class PointsRequest:
         self.grid = check_text("--grid", self.grid)
         self.dtype = check_text("--dtype", self.dtype, optional=False).lower()
         self.batch_size = check_number("--batch-size", self.batch_size, int, BATCH_SIZES)
+        self.engine, self.workers, self.scheduler = check_engine(self.engine, self.workers, self.scheduler)
+
+    @property
+    def distributed(self) -> bool:
+        """Whether the Dask engine computes the points: ``engine="dask"`` with many points (the --at point
+        alone is a batch of one, computed here whatever the engine: there is nothing to spread)."""
+        return self.engine == "dask" and not self.one_point
 
     @property
     def one_point(self) -> bool:

@@ -129,6 +129,11 @@ class Collect:
         pass
 
     @property
+    def takes_lines(self) -> bool:
+        """Whether an engine may send the records as their lines (compact: what is kept)."""
+        return self.compact
+
+    @property
     def records(self) -> list[dict]:
         return [json.loads(line) for line in self.lines()] if self.compact else self._records
 
@@ -196,13 +201,28 @@ def run_request(request, sink=None, *, rules=None, track=None) -> Run:
         core.notes += checked.notes
         chunks = request.chunks(core)
         recorder = _recorder_for(request, sink)
-        tracked = chunks if track is None else track(chunks)
-        try:
-            summary = run_batch(core, tracked, recorder)
-        finally:
-            if tracked is not chunks and hasattr(tracked, "close"):
-                tracked.close()  # a progress bar is gone before an error's line
+        with _engine(request) as client:
+            if client is not None:  # the Dask engine: the chunks computed by the cluster, written here
+                from gradcli.dask_engine import Distributed
+
+                core = Distributed(client, request, core, lines=getattr(recorder.sink, "takes_lines", False))
+                chunks = core.chunks(chunks)
+            tracked = chunks if track is None else track(chunks)
+            try:
+                summary = run_batch(core, tracked, recorder)
+            finally:
+                if tracked is not chunks and hasattr(tracked, "close"):
+                    tracked.close()  # a progress bar is gone before an error's line
     return _run_of(request, recorder, summary, strict=getattr(request, "strict", False))
+
+
+def _engine(request):
+    """The Dask client of a request on ``engine="dask"`` with many points (None: this process computes)."""
+    if not getattr(request, "distributed", False):
+        return contextlib.nullcontext()
+    from gradcli.dask_engine import cluster_for
+
+    return cluster_for(request)
 
 
 def _recorder_for(request, sink) -> _Recorder:

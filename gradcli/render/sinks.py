@@ -56,6 +56,8 @@ def _lines(batch) -> list[str]:
 class JsonlSink:
     """A line per record, flushed per chunk (a reader sees the first records before the last are computed)."""
 
+    takes_lines = True  # writes RecordBatch.lines() (an engine may send those instead of the records)
+
     def __init__(self, out=None):
         self.out = out or sys.stdout
 
@@ -77,6 +79,8 @@ class JsonSink:
     """One strict JSON document: the header's keys, the records under ``list_key`` (streamed), then the
     summary's keys (``summary`` and whatever ``split_summary`` takes out of it, e.g. descend's basins),
     warnings and notes."""
+
+    takes_lines = True
 
     def __init__(self, out=None, *, list_key: str = "points", split_summary=None):
         self.out = out or sys.stdout

@@ -18,6 +18,8 @@ from gradcli.render.common import print_diagnostics, to_json
 class PlainSink(JsonlSink):
     """Many points: a value a line (empty where undefined), flushed per chunk."""
 
+    takes_lines = False  # made from the records
+
     def lines(self, batch) -> list[str]:
         return ["" if r["value"] is None else repr(r["value"]) for r in records_of(batch)]
 
