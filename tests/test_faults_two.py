@@ -382,7 +382,7 @@ def test_grid_checks_counts_before_building_any_axis(monkeypatch):
 
 def test_points_chunks_are_bounded_by_bytes_as_well_as_rows():
     from gradcli.expression.sources.csv_reader import CsvReader
-    from gradcli.expression.sources.files import _chunked
+    from gradcli.expression.sources.files import chunked_rows
     from gradcli.expression.sources.lines import Lines
     from gradcli.expression.sources.messages import Where
     from gradcli.expression.sources.shapes import Needs
@@ -392,11 +392,11 @@ def test_points_chunks_are_bounded_by_bytes_as_well_as_rows():
     where, needs = Where("--points", "p.csv"), Needs(["x"], None)
     lines = Lines.from_binary(io.BytesIO(data), where, max_length=1 << 20)
     reader = CsvReader(lines, where, needs, require_header=True)
-    sizes = [len(c) for c in _chunked(reader.rows(), needs, 4096, lines, max_bytes=10_000)]
+    sizes = [len(c) for c in chunked_rows(reader.rows(), needs, 4096, lines, max_bytes=10_000)]
     assert sum(sizes) == 100 and max(sizes) <= 10 and len(sizes) >= 10  # ~1 kB a row: 10 rows a chunk
     lines = Lines.from_binary(io.BytesIO(data), where, max_length=1 << 20)
     reader = CsvReader(lines, where, needs, require_header=True)
-    assert [len(c) for c in _chunked(reader.rows(), needs, 4096, lines)] == [100]  # narrow enough: one chunk
+    assert [len(c) for c in chunked_rows(reader.rows(), needs, 4096, lines)] == [100]  # narrow enough: one chunk
 
 
 # ---- --file: comments are not the expression -------------------------------------------------------------

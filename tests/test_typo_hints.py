@@ -164,9 +164,9 @@ def test_a_word_that_looks_like_an_option_is_refused(argv, capsys):
 
 def test_an_unknown_short_option_names_its_close_matches(capsys):
     err = usage(["grad", "x**2", "--at", "x=1", "-n", "2"], capsys)
-    assert "No such option: -n (-n is --order of check, derivative, steps)" in err
+    assert "No such option: -n (-n is --order of check, derivative, implicit, steps)" in err
     err = usage(["grad", "x**2", "--at", "x=1", "-w", "x"], capsys)
-    assert "No such option: -w (Possible options: --watch, --wrt)" in err
+    assert "No such option: -w (Possible options: --watch, --workers, --wrt)" in err
     err = usage(["grad", "x**2", "--at", "x=1", "-eps", "1e-3"], capsys)
     assert "No such option: -eps (Possible options: --eps)" in err
     # -method is not -m with the value 'ethod'
