@@ -113,6 +113,10 @@ REQUESTS = [
      "json"),
     ("implicit", ["implicit", "x**2 + y**2 = 1", "--at", "x=0.6,y=0.8", "-n", "3"], "json"),
     ("implicit", ["implicit", "x*y*z = 1", "--at", "x=1,y=2,z=0.5", "--dependent", "z", "-m", "tape,fd"], "json"),
+    ("grad-reduce", ["grad", "(w0 + w1*x - 1)**2", "--grid", "x=0:1:5", "--at", "w0=0,w1=1", "--wrt", "w0,w1",
+                     "--reduce", "mean"], "json"),
+    ("grad-reduce", ["grad", "log(w*x)", "--grid", "x=-1:1:3", "--at", "w=1", "--reduce", "sum", "-m", "tape"],
+     "json"),
 ]
 
 

@@ -29,7 +29,7 @@ import functools
 import inspect
 from collections.abc import Mapping
 
-from gradcli.api._result import Result
+from gradcli.api._result import ReducedResult, ReportResult, Result
 from gradcli.errors import ComputeError, GradcliError, ParseError, UsageError
 from gradcli.methods.worker import jobs_in_threads
 from gradcli.library.requests import (CheckRequest, DerivativeRequest, DescendRequest, EvalRequest, GradRequest,
@@ -92,26 +92,33 @@ def _expression_list(expressions) -> list[str]:
 def grad(*expressions: str, at=None, points=None, grid: str | None = None, wrt: str | None = None,
          method: str = G.method, scheme: str = G.scheme, eps: float | None = None, dtype: str = G.dtype,
          symbolic_timeout: float = G.symbolic_timeout, batch_size: int = G.batch_size, constants: str | None = None,
-         watch: str | None = None, rule: str | list[str] | None = None, strict: bool = G.strict, engine: str = G.engine, workers: int | None = None, scheduler: str | None = None,
-         one_shot: bool = G.one_shot) -> Result:
+         watch: str | None = None, rule: str | list[str] | None = None, strict: bool = G.strict,
+         engine: str = G.engine, workers: int | None = None, scheduler: str | None = None,
+         one_shot: bool = G.one_shot, reduce: str | None = None) -> Result:
     """``gradcli grad EXPR...``: the gradient, SymPy's exact value beside GradientTape and finite differences
     (several expressions: the Jacobian and the tape's sum). ``at``: {"x1": 2, "x2": 3} or "x1=2,x2=3";
     ``points``: a CSV/JSON Lines path, a mapping of columns or a DataFrame; ``grid``: "x=-1:1:5,y=0:1:3";
     ``constants``/``watch`` (one point): "x1,x2" enter the tape as tf.constant / are tape.watch()ed;
     ``rule``: one ``--rule`` text or a list of them (checked first; a wrong rule raises ComputeError);
-    ``strict``: ``failed`` on any warning too. One point: ``r.gradient[method][variable]``."""
-    return Result(GradRequest(
+    ``strict``: ``failed`` on any warning too. One point: ``r.gradient[method][variable]``. ``reduce``: "sum"
+    or "mean" over the rows of ``points``/``grid`` (``at``: the parameters they share): one result,
+    ``to_dict()`` the CLI's ``--reduce -f json``."""
+    request = GradRequest(
         expressions=_expression_list(expressions), at=at, points=points, grid=grid, wrt=wrt, method=method,
         scheme=scheme, eps=eps, dtype=dtype, symbolic_timeout=symbolic_timeout, batch_size=batch_size,
-        constants=constants, watch=watch, rule=rule, strict=strict, one_shot=one_shot, engine=engine, workers=workers,
-        scheduler=scheduler).run())
+        constants=constants, watch=watch, rule=rule, strict=strict, one_shot=one_shot, engine=engine,
+        workers=workers, scheduler=scheduler, reduce=reduce)
+    if request.reduce is not None:
+        return ReducedResult(request.reduced())
+    return Result(request.run())
 
 
 @_call
 def hessian(expression: str, *, at=None, points=None, grid: str | None = None, wrt: str | None = None,
             method: str = H.method, eps: float | None = None, dtype: str = H.dtype, formulas: bool = H.formulas,
             symbolic_timeout: float = H.symbolic_timeout, batch_size: int = H.batch_size,
-            rule: str | list[str] | None = None, strict: bool = H.strict, engine: str = H.engine, workers: int | None = None, scheduler: str | None = None) -> Result:
+            rule: str | list[str] | None = None, strict: bool = H.strict,
+            engine: str = H.engine, workers: int | None = None, scheduler: str | None = None) -> Result:
     """``gradcli hessian EXPR``: the Hessian three ways and what it says (eigenvalues, definiteness, kind of
     critical point); ``rule`` as for :func:`grad`. One point: ``r.hessian[method]``, a 2-D array."""
     return Result(HessianRequest(
@@ -123,26 +130,30 @@ def hessian(expression: str, *, at=None, points=None, grid: str | None = None, w
 @_call
 def jvp(*expressions: str, along=None, at=None, points=None, grid: str | None = None, method: str = J.method,
         dtype: str = J.dtype, symbolic_timeout: float = J.symbolic_timeout, batch_size: int = J.batch_size,
-        strict: bool = J.strict, engine: str = J.engine, workers: int | None = None, scheduler: str | None = None) -> Result:
+        strict: bool = J.strict,
+        engine: str = J.engine, workers: int | None = None, scheduler: str | None = None) -> Result:
     """``gradcli jvp EXPR... --along V``: J·v, the derivative along a direction, by ForwardAccumulator, SymPy,
     fd along v and the complex step. ``along``: {"x1": 1, "x2": 2} or "x1=1,x2=2" (variables not named: 0);
     ``at``, ``points``, ``grid`` as for :func:`grad`. One point: ``r.jvp[method]`` (several expressions:
     ``r.jvps[i]``)."""
     return Result(JvpRequest(
         expressions=_expression_list(expressions), along=along, at=at, points=points, grid=grid, method=method,
-        dtype=dtype, symbolic_timeout=symbolic_timeout, batch_size=batch_size, strict=strict, engine=engine, workers=workers, scheduler=scheduler).run())
+        dtype=dtype, symbolic_timeout=symbolic_timeout, batch_size=batch_size, strict=strict, engine=engine,
+        workers=workers, scheduler=scheduler).run())
 
 
 @_call
 def hvp(expression: str, *, along=None, at=None, points=None, grid: str | None = None, method: str | None = V.method,
         dtype: str = V.dtype, symbolic_timeout: float = V.symbolic_timeout, batch_size: int = V.batch_size,
-        strict: bool = V.strict, engine: str = V.engine, workers: int | None = None, scheduler: str | None = None) -> Result:
+        strict: bool = V.strict,
+        engine: str = V.engine, workers: int | None = None, scheduler: str | None = None) -> Result:
     """``gradcli hvp EXPR --along V``: H·v without the Hessian, by forward-over-reverse, reverse-over-reverse,
     reverse-over-forward (``tape``: the three), fd of the tape gradient and SymPy (``method`` None: all).
     One point: ``r.hvp[method]``, a 1-D array."""
     return Result(HvpRequest(
         expression=expression, along=along, at=at, points=points, grid=grid, method=method, dtype=dtype,
-        symbolic_timeout=symbolic_timeout, batch_size=batch_size, strict=strict, engine=engine, workers=workers, scheduler=scheduler).run())
+        symbolic_timeout=symbolic_timeout, batch_size=batch_size, strict=strict, engine=engine, workers=workers,
+        scheduler=scheduler).run())
 
 
 @_call
@@ -150,7 +161,8 @@ def derivative(expression: str, *, at=None, points=None, grid: str | None = None
                wrt: str | None = None, method: str = D.method, eps: float | None = None,
                accuracy: int = D.accuracy, dtype: str = D.dtype, formulas: bool = D.formulas,
                symbolic_timeout: float = D.symbolic_timeout, batch_size: int = D.batch_size,
-               rule: str | list[str] | None = None, strict: bool = D.strict, engine: str = D.engine, workers: int | None = None, scheduler: str | None = None) -> Result:
+               rule: str | list[str] | None = None, strict: bool = D.strict,
+               engine: str = D.engine, workers: int | None = None, scheduler: str | None = None) -> Result:
     """``gradcli derivative EXPR``: the first ``order`` derivatives of a one-variable function; ``rule`` as for
     :func:`grad`. One point: ``r.derivatives[method]``, an array by order 1..n."""
     return Result(DerivativeRequest(
@@ -161,12 +173,14 @@ def derivative(expression: str, *, at=None, points=None, grid: str | None = None
 
 @_call
 def evaluate(expression: str, *, at=None, points=None, grid: str | None = None, dtype: str = E.dtype,
-             batch_size: int = E.batch_size, strict: bool = E.strict, engine: str = E.engine, workers: int | None = None, scheduler: str | None = None) -> Result:
+             batch_size: int = E.batch_size, strict: bool = E.strict,
+             engine: str = E.engine, workers: int | None = None, scheduler: str | None = None) -> Result:
     """``gradcli eval EXPR``: the value alone, operation by operation in the dtype (no SymPy, no TensorFlow).
     Available as ``gradcli.eval``; ``at``, ``points`` and ``grid`` as for :func:`grad`. At one point
     ``r.value`` is the number (None where undefined); at many, ``records()`` has one per point."""
     return Result(EvalRequest(expression=expression, at=at, points=points, grid=grid, dtype=dtype,
-                              batch_size=batch_size, strict=strict, engine=engine, workers=workers, scheduler=scheduler).run())
+                              batch_size=batch_size, strict=strict, engine=engine, workers=workers,
+                              scheduler=scheduler).run())
 
 
 eval = evaluate  # the CLI's name (it shadows the builtin in this module only)
@@ -217,8 +231,6 @@ def trace(*expressions: str, at=None, along=None, dtype: str = T.dtype, symbolic
     """``gradcli trace EXPR... --at X``: the tape's nodes at one point, each value (against SymPy), adjoint
     (against tape.gradient) and, with ``along``, tangent (against ForwardAccumulator) checked; where a value
     went wrong, the first node and why. ``to_dict()["nodes"]``: the nodes; the table is trace's."""
-    from gradcli.api._result import ReportResult
-
     request = TraceRequest(expressions=_expression_list(expressions), at=at, along=along, dtype=dtype,
                            symbolic_timeout=symbolic_timeout, rule=rule, strict=strict)
     run = request.run()
@@ -240,8 +252,6 @@ def steps(expression: str, *, at=None, wrt: str | None = None, order: int = P.or
     """``gradcli steps EXPR --at X``: each difference formula's error over a sweep of steps h, in each
     ``dtype`` ("float64", "float32" or both), against SymPy's exact derivative; gradcli's default, the best and
     theory's optimal step marked. ``to_dict()["sweeps"]``: per dtype, the steps and each formula's errors."""
-    from gradcli.api._result import ReportResult
-
     request = StepsRequest(expression=expression, at=at, wrt=wrt, order=order, dtype=dtype, formulas=formulas,
                            symbolic_timeout=symbolic_timeout, strict=strict)
     report = request.run()

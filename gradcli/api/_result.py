@@ -374,3 +374,30 @@ class ReportResult(Result):
             console.print(self.to_json(), markup=False, highlight=False, soft_wrap=True, end="")
         else:
             self._draw_table()
+
+
+class ReducedResult(ReportResult):
+    """``grad(..., reduce="sum"|"mean")``: one gradient over all the rows. ``gradient``: {method: {variable:
+    value}}, as at one point; ``variance`` the per-example variance, ``largest_norm`` the largest row's norm;
+    ``to_dict()`` the CLI's ``--reduce -f json``; the table is the CLI's."""
+
+    def __init__(self, report):
+        from gradcli.render.reduce import write_reduction
+
+        super().__init__("grad", report, draw=lambda: write_reduction(report.to_dict(), "table"))
+
+    @property
+    def gradient(self) -> dict:
+        return self._document["gradient"]
+
+    @property
+    def gradients(self) -> list[dict]:
+        return [self._document["gradient"]]
+
+    @property
+    def variance(self) -> dict:
+        return self._document["variance"]
+
+    @property
+    def largest_norm(self) -> dict:
+        return self._document["largest_norm"]

@@ -15,6 +15,7 @@ from gradcli.commands.common import (METHOD_HELP, AtOption, BatchSizeOption, DTy
 from gradcli.commands.common import DigitsOption
 from gradcli.commands.completion import complete_methods
 from gradcli.commands.expression_file import expressions_from
+from gradcli.errors import UsageError
 from gradcli.library.requests import GradRequest
 from gradcli.methods.fd_schemes import Scheme
 
@@ -61,6 +62,9 @@ def grad(
     engine: EngineOption = ENGINE_DEFAULT,
     workers: WorkersOption = None,
     scheduler: SchedulerOption = None,
+    reduce: Annotated[Optional[str], typer.Option(
+        "--reduce", metavar="KIND", help="sum or mean of the gradient over the rows.",
+        show_default=False)] = None,
     rule: RuleOption = None,
     strict: StrictOption = GradRequest.strict,
 ) -> None:
@@ -91,5 +95,18 @@ def grad(
                           watch=watch, method=method, scheme=scheme.value, eps=eps, dtype=dtype.value,
                           symbolic_timeout=symbolic_timeout, batch_size=batch_size,
                           engine=engine.value, workers=workers, scheduler=scheduler, rule=rule, strict=strict,
-                          one_shot=one_shot)
+                          one_shot=one_shot, reduce=reduce)
+    if request.reduce is not None:
+        from gradcli.commands.common import finish, output_to
+        from gradcli.render.common import print_diagnostics
+        from gradcli.render.reduce import write_reduction
+
+        if output.value not in ("table", "json"):
+            raise UsageError(f"--reduce writes one result: -f table or -f json, not -f {output.value}")
+        report = request.reduced(rules=checked)
+        with output_to(output_path, output):
+            write_reduction(report.to_dict(), output.value)
+        print_diagnostics(report.warnings, report.notes)
+        finish(report.failed)
+        return
     run_request(request, output, rules=checked, output_path=output_path)

@@ -276,16 +276,31 @@ class GradRequest(DifferentiatingRequest):
     constants: str | None = None
     watch: str | None = None
     one_shot: bool = False
+    reduce: str | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if isinstance(self.expressions, str):
             self.expressions = [self.expressions]
         self.expressions = check_texts("EXPR...", self.expressions) or []
+        if self.reduce is not None:
+            self.reduce = check_choice("--reduce", self.reduce, REDUCTIONS)
+            if self.one_point:
+                raise UsageError("--reduce sums the gradient over the rows of --points (or --grid): give them, "
+                                 "with --at for the parameters every row shares")
+            if len(self.expressions) != 1:
+                raise UsageError("--reduce takes one expression (the loss of a row)")
         self.scheme = check_choice("--scheme", self.scheme, SCHEMES)
         self.constants = check_comma_list("--constants", self.constants)
         self.watch = check_comma_list("--watch", self.watch)
         self.one_shot = check_flag("--one-shot", self.one_shot)
+
+    def reduced(self, *, rules=None):
+        """``--reduce``: the gradient summed or averaged over the rows (gradcli.compute.reduce), each method's
+        exactly, with the per-example variance and the largest per-example norm."""
+        from gradcli.library.run import run_reduction
+
+        return run_reduction(self, rules=rules)
 
     def make_core(self):
         from gradcli.compute.batch.grad import GradBatch

@@ -216,6 +216,19 @@ def run_request(request, sink=None, *, rules=None, track=None) -> Run:
     return _run_of(request, recorder, summary, strict=getattr(request, "strict", False))
 
 
+def run_reduction(request, *, rules=None):
+    """grad's request with ``reduce``: its rows' gradients added up as they are computed (nothing kept per
+    row); the :class:`gradcli.compute.reduce.ReductionReport`."""
+    from gradcli.compute.reduce import GradientReduction, ReductionReport
+    from gradcli.expression.points import parse_point
+
+    sink = GradientReduction(request.reduce)
+    run_request(request, sink, rules=rules)
+    parameters = dict(parse_point(request.at).values) if request.at else {}
+    report = ReductionReport(sink.document(parameters))
+    return report
+
+
 def _engine(request):
     """The Dask client of a request on ``engine="dask"`` with many points (None: this process computes)."""
     if not getattr(request, "distributed", False):
